@@ -1,0 +1,817 @@
+"""The pure-Python backend: the tape (the paper's DeltaBinds), the forward level and the dual.
+
+This is the readable twin of ``deltaad._core``. Both implement the same interface with the same
+arithmetic in the same order, so on the same program they give the same bits. Read this file to
+learn what the compiled core does; change both together.
+
+The monadic Delta of Krawiec et al. (§7, Figs. 9-10) in four sentences: a dual number is
+``(value, delta)`` where ``delta`` is ``Zero`` (a plain number, not a dual at all) or ``Var id``.
+Every primitive computes its value and its partial derivatives ``c_i`` and performs ``deltaLet``:
+it appends the binding ``id := sum_i c_i * Var(v_i)`` to the tape and returns a dual holding the
+fresh ``id``. ``eval`` walks the bindings newest-first once, adding ``c_i * adj[id]`` into
+``adj[v_i]`` of one mutable array. A forward level instead carries a tangent in each dual and
+combines the same partials with the operands' tangents on the spot (§4).
+
+Nesting (DESIGN §4): every trace has a level; an operation is recorded on the trace of highest
+level among its operands, and operands of lower levels are constants there. A dual's ``value``
+may itself be a dual of a lower level; then values, partials and tangents are computed with that
+lower level's arithmetic, so the derivative work is itself differentiated.
+"""
+
+import math
+import numbers
+
+from ._errors import escaped_error, no_float_error
+
+_INF = math.inf
+_NAN = math.nan
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+# Hooks the Python layer installs (numpy glue): what to do with a non-scalar argument of a math
+# function, and how a scalar dual answers numpy's __array_ufunc__ protocol.
+_hooks = {"fallback": None, "array_ufunc": None}
+
+
+def set_hooks(fallback, array_ufunc):
+    """Install the numpy glue: ``fallback(name, *args)`` and ``array_ufunc(dual, ufunc, ...)``."""
+    _hooks["fallback"] = fallback
+    _hooks["array_ufunc"] = array_ufunc
+
+
+# --------------------------------------------------------------------------------------------
+# Traces
+
+
+class Trace:
+    """One differentiation in progress; ``level`` orders nested traces (higher = inner)."""
+
+    __slots__ = ("level", "closed", "__weakref__")
+    is_forward = False
+
+    def __init__(self, level):
+        self.level = level
+        self.closed = False
+
+    def close(self):
+        """End recording: duals of this trace may no longer enter arithmetic."""
+        self.closed = True
+
+
+class Tape(Trace):
+    """A reverse trace: the growable list of bindings ``id := c1*Var(p1) + c2*Var(p2)``.
+
+    Binding ``i`` is stored column-wise in ``_p1 _c1 _p2 _c2``; a missing parent is -1. An
+    input (a ``Var`` with no binding) has both parents -1. Bindings that do not fit two scalar
+    coefficients (n-ary primitives, array operations) have ``_p1[i] == -2`` and live in
+    ``_linear[i]`` as ``(parents, coefs)`` or ``(parents, vjp)``.
+    """
+
+    __slots__ = ("_p1", "_c1", "_p2", "_c2", "_linear", "_general")
+
+    def __init__(self, level):
+        Trace.__init__(self, level)
+        self._p1 = []
+        self._c1 = []
+        self._p2 = []
+        self._c2 = []
+        self._linear = {}
+        self._general = False  # some coefficient is not a float (an outer dual)
+
+    # -- recording (deltaLet) ----------------------------------------------------------------
+
+    def input(self, value):
+        """A fresh input variable ``(value, Var id)``."""
+        i = len(self._p1)
+        self._p1.append(-1)
+        self._c1.append(0.0)
+        self._p2.append(-1)
+        self._c2.append(0.0)
+        return Dual(value, self, i, None)
+
+    def _emit1(self, value, a, ca):
+        i = len(self._p1)
+        self._p1.append(a.id)
+        self._c1.append(ca)
+        self._p2.append(-1)
+        self._c2.append(0.0)
+        if type(ca) is not float:
+            self._general = True
+        return Dual(value, self, i, None)
+
+    def _emit2(self, value, a, ca, b, cb):
+        i = len(self._p1)
+        self._p1.append(a.id)
+        self._c1.append(ca)
+        self._p2.append(b.id)
+        self._c2.append(cb)
+        if type(ca) is not float or type(cb) is not float:
+            self._general = True
+        return Dual(value, self, i, None)
+
+    def push_linear(self, parents, rule):
+        """Record a binding with any number of parents; return its id.
+
+        ``rule`` is either a tuple of coefficients (one per parent: the paper's Fig. 14) or a
+        callable ``vjp(ct) -> tuple`` giving each parent's cotangent (``None`` for zero): the
+        paper's ``Scale`` by a linear operator (§10.2).
+        """
+        if self.closed:
+            raise escaped_error(self.level)
+        i = len(self._p1)
+        self._p1.append(-2)
+        self._c1.append(0.0)
+        self._p2.append(-1)
+        self._c2.append(0.0)
+        self._linear[i] = (tuple(parents), rule)
+        return i
+
+    # -- inspection -------------------------------------------------------------------------
+
+    @property
+    def nbindings(self):
+        return len(self._p1)
+
+    @property
+    def nbytes(self):
+        """Bytes of binding storage: 32 per two-parent slot, as the compiled core keeps it."""
+        return 32 * len(self._p1)
+
+    def binding(self, i):
+        """Binding ``i`` as ``(parents, rule)``; an input is ``((), ())``."""
+        p1 = self._p1[i]
+        if p1 == -2:
+            return self._linear[i]
+        if p1 == -1:
+            return (), ()
+        if self._p2[i] == -1:
+            return (p1,), (self._c1[i],)
+        return (p1, self._p2[i]), (self._c1[i], self._c2[i])
+
+    # -- eval (Fig. 10 with the mutable array of §7.3) ----------------------------------------
+
+    def eval(self, seeds, wanted):
+        """Sweep the bindings newest-first once; return the adjoints of the ``wanted`` ids.
+
+        ``seeds`` is a sequence of ``(id, cotangent)``. When every coefficient and seed is a
+        float the sweep runs over floats (untouched adjoints are 0.0); otherwise adjoints are
+        arbitrary objects (outer duals, arrays) and an untouched one is ``None``.
+        """
+        n = len(self._p1)
+        p1 = self._p1
+        c1 = self._c1
+        p2 = self._p2
+        c2 = self._c2
+        fast = not self._general and not self._linear
+        if fast:
+            for _, ct in seeds:
+                if type(ct) is not float:
+                    fast = False
+                    break
+        if fast:
+            adj = [0.0] * n
+            for i, ct in seeds:
+                adj[i] += ct
+            for i in range(n - 1, -1, -1):
+                a = adj[i]
+                if a == 0.0:
+                    continue
+                j = p1[i]
+                if j >= 0:
+                    adj[j] += c1[i] * a
+                    k = p2[i]
+                    if k >= 0:
+                        adj[k] += c2[i] * a
+            return [adj[w] for w in wanted]
+        adj = [None] * n
+        for i, ct in seeds:
+            _accumulate(adj, i, ct)
+        keep = set(wanted)
+        linear = self._linear
+        for i in range(n - 1, -1, -1):
+            a = adj[i]
+            if a is None or (type(a) is float and a == 0.0):
+                continue
+            j = p1[i]
+            if j == -2:
+                parents, rule = linear[i]
+                if callable(rule):
+                    cts = rule(a)
+                    for p, ct in zip(parents, cts):
+                        if ct is not None:
+                            _accumulate(adj, p, ct)
+                else:
+                    for p, c in zip(parents, rule):
+                        _accumulate(adj, p, c * a)
+            elif j >= 0:
+                _accumulate(adj, j, c1[i] * a)
+                k = p2[i]
+                if k >= 0:
+                    _accumulate(adj, k, c2[i] * a)
+            if i not in keep:
+                adj[i] = None  # free array adjoints as soon as they are spent
+        return [adj[w] for w in wanted]
+
+
+def _accumulate(adj, i, x):
+    old = adj[i]
+    adj[i] = x if old is None else old + x
+
+
+class ForwardLevel(Trace):
+    """A forward trace: each dual carries its tangent; partials meet tangents at once (§4)."""
+
+    __slots__ = ()
+    is_forward = True
+
+    def input(self, value, tangent):
+        return Dual(value, self, -1, tangent)
+
+    def _emit1(self, value, a, ca):
+        return Dual(value, self, -1, ca * a.tangent)
+
+    def _emit2(self, value, a, ca, b, cb):
+        return Dual(value, self, -1, ca * a.tangent + cb * b.tangent)
+
+    def emit(self, value, operands, coefs):
+        """Forward twin of ``Tape.push_linear`` with coefficients: sum of c_i * tangent_i."""
+        t = None
+        for x, c in zip(operands, coefs):
+            term = c * x.tangent
+            t = term if t is None else t + term
+        return Dual(value, self, -1, t)
+
+
+# --------------------------------------------------------------------------------------------
+# The dual number
+
+
+def _const(x):
+    """``x`` as a constant operand: a float, a lower-level dual, or None if not a real number."""
+    tx = type(x)
+    if tx is float or tx is Dual:
+        return x
+    if tx is int or tx is bool or isinstance(x, numbers.Real):
+        return float(x)
+    return None
+
+
+def _split(a, b):
+    """Find the trace of highest level among ``a`` and ``b`` and their values relative to it.
+
+    Returns ``(trace, a_on, b_on, va, vb)`` or None when the other operand is not a number.
+    """
+    if type(a) is Dual:
+        ta = a.trace
+        if type(b) is Dual:
+            tb = b.trace
+            if ta is tb:
+                if ta.closed:
+                    raise escaped_error(ta.level)
+                return ta, True, True, a.value, b.value
+            if ta.level < tb.level:
+                if tb.closed:
+                    raise escaped_error(tb.level)
+                return tb, False, True, a, b.value
+            if ta.closed:
+                raise escaped_error(ta.level)
+            return ta, True, False, a.value, b
+        vb = _const(b)
+        if vb is None:
+            return None
+        if ta.closed:
+            raise escaped_error(ta.level)
+        return ta, True, False, a.value, vb
+    va = _const(a)
+    if va is None:
+        return None
+    tb = b.trace
+    if tb.closed:
+        raise escaped_error(tb.level)
+    return tb, False, True, va, b.value
+
+
+def _finish(t, value, a, a_on, ca, b, b_on, cb):
+    if a_on:
+        if b_on:
+            return t._emit2(value, a, ca, b, cb)
+        return t._emit1(value, a, ca)
+    return t._emit1(value, b, cb)
+
+
+def strip(x):
+    """The plain number under any number of dual levels."""
+    while type(x) is Dual:
+        x = x.value
+    return x
+
+
+def _add(a, b):
+    s = _split(a, b)
+    if s is None:
+        return NotImplemented
+    t, a_on, b_on, va, vb = s
+    return _finish(t, va + vb, a, a_on, 1.0, b, b_on, 1.0)
+
+
+def _sub(a, b):
+    s = _split(a, b)
+    if s is None:
+        return NotImplemented
+    t, a_on, b_on, va, vb = s
+    return _finish(t, va - vb, a, a_on, 1.0, b, b_on, -1.0)
+
+
+def _mul(a, b):
+    s = _split(a, b)
+    if s is None:
+        return NotImplemented
+    t, a_on, b_on, va, vb = s
+    return _finish(t, va * vb, a, a_on, vb, b, b_on, va)
+
+
+def _truediv(a, b):
+    s = _split(a, b)
+    if s is None:
+        return NotImplemented
+    t, a_on, b_on, va, vb = s
+    v = va / vb  # raises ZeroDivisionError like floats do
+    ca = 1.0 / vb if a_on else 0.0
+    cb = -v / vb if b_on else 0.0
+    return _finish(t, v, a, a_on, ca, b, b_on, cb)
+
+
+def _floordiv(a, b):
+    s = _split(a, b)
+    if s is None:
+        return NotImplemented
+    # Piecewise constant: derivative 0, so the result is a constant (the paper's Zero).
+    return strip(a) // strip(b)
+
+
+def _mod(a, b):
+    s = _split(a, b)
+    if s is None:
+        return NotImplemented
+    t, a_on, b_on, va, vb = s
+    v = va % vb
+    # a % b == a - b * floor(a / b): d/da = 1, d/db = -floor(a / b) (0 across the jumps).
+    cb = -(strip(va) // strip(vb)) if b_on else 0.0
+    return _finish(t, v, a, a_on, 1.0, b, b_on, cb)
+
+
+def _float_pow(a, b):
+    """``a ** b`` for floats as Python computes it, but a ValueError instead of a complex."""
+    if a < 0.0 and b != math.floor(b) and math.isfinite(b):
+        raise ValueError(
+            "math domain error: a negative number raised to a non-integer power has no real "
+            "value (got %r ** %r)" % (a, b)
+        )
+    return a ** b
+
+
+def _ieee_pow(a, b):
+    """``a ** b`` inside a derivative: IEEE infinity where Python would raise at 0."""
+    if a == 0.0 and b < 0.0:
+        return _INF
+    return a ** b
+
+
+def _pow(a, b):
+    s = _split(a, b)
+    if s is None:
+        return NotImplemented
+    t, a_on, b_on, va, vb = s
+    if type(va) is float and type(vb) is float:
+        v = _float_pow(va, vb)
+        ca = vb * _ieee_pow(va, vb - 1.0) if a_on else 0.0
+        if b_on:
+            cb = math.log(va) * v if va > 0.0 else (0.0 if va == 0.0 else _NAN)
+        else:
+            cb = 0.0
+    else:
+        v = va ** vb
+        ca = vb * va ** (vb - 1.0) if a_on else 0.0
+        if b_on:
+            sa = strip(va)
+            cb = log(va) * v if sa > 0.0 else (0.0 if sa == 0.0 else _NAN)
+        else:
+            cb = 0.0
+    return _finish(t, v, a, a_on, ca, b, b_on, cb)
+
+
+def _sign_of(x):
+    s = strip(x)
+    return 1.0 if s > 0.0 else (-1.0 if s < 0.0 else 0.0)
+
+
+class Dual:
+    """A dual number ``(value, delta)``: ``value`` with ``Var id`` on ``trace`` (a tape) or with
+    ``tangent`` (a forward level). ``value`` is a float or a dual of a lower level."""
+
+    __slots__ = ("value", "trace", "id", "tangent")
+    __hash__ = None  # equality compares values; duals are not dictionary keys
+
+    def __init__(self, value, trace, id, tangent):
+        self.value = value
+        self.trace = trace
+        self.id = id
+        self.tangent = tangent
+
+    # -- arithmetic --
+    def __add__(self, other):
+        return _add(self, other)
+
+    def __radd__(self, other):
+        return _add(other, self)
+
+    def __sub__(self, other):
+        return _sub(self, other)
+
+    def __rsub__(self, other):
+        return _sub(other, self)
+
+    def __mul__(self, other):
+        return _mul(self, other)
+
+    def __rmul__(self, other):
+        return _mul(other, self)
+
+    def __truediv__(self, other):
+        return _truediv(self, other)
+
+    def __rtruediv__(self, other):
+        return _truediv(other, self)
+
+    def __floordiv__(self, other):
+        return _floordiv(self, other)
+
+    def __rfloordiv__(self, other):
+        return _floordiv(other, self)
+
+    def __mod__(self, other):
+        return _mod(self, other)
+
+    def __rmod__(self, other):
+        return _mod(other, self)
+
+    def __pow__(self, other, modulo=None):
+        if modulo is not None:
+            return NotImplemented
+        return _pow(self, other)
+
+    def __rpow__(self, other):
+        return _pow(other, self)
+
+    def __neg__(self):
+        t = self.trace
+        if t.closed:
+            raise escaped_error(t.level)
+        return t._emit1(-self.value, self, -1.0)
+
+    def __pos__(self):
+        if self.trace.closed:
+            raise escaped_error(self.trace.level)
+        return self
+
+    def __abs__(self):
+        return absolute(self)
+
+    # -- comparisons: on values, returning bool (the branch the value takes) --
+    def __eq__(self, other):
+        return strip(self) == strip(other)
+
+    def __ne__(self, other):
+        return strip(self) != strip(other)
+
+    def __lt__(self, other):
+        return strip(self) < strip(other)
+
+    def __le__(self, other):
+        return strip(self) <= strip(other)
+
+    def __gt__(self, other):
+        return strip(self) > strip(other)
+
+    def __ge__(self, other):
+        return strip(self) >= strip(other)
+
+    def __bool__(self):
+        return bool(strip(self))
+
+    # -- conversions that would drop the derivative --
+    def __float__(self):
+        raise no_float_error("float")
+
+    def __int__(self):
+        raise no_float_error("int")
+
+    def __complex__(self):
+        raise no_float_error("complex")
+
+    # -- piecewise-constant conversions (derivative 0: plain results) --
+    def __round__(self, ndigits=None):
+        return round(strip(self), ndigits)
+
+    def __floor__(self):
+        return math.floor(strip(self))
+
+    def __ceil__(self):
+        return math.ceil(strip(self))
+
+    def __trunc__(self):
+        return math.trunc(strip(self))
+
+    def __repr__(self):
+        kind = "tangent" if self.trace.is_forward else "Var %d" % self.id
+        return "Dual(%r, %s, level=%d)" % (self.value, kind, self.trace.level)
+
+    def __format__(self, spec):
+        return format(strip(self), spec)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        hook = _hooks["array_ufunc"]
+        if hook is None:
+            return NotImplemented
+        return hook(ufunc, method, inputs, kwargs)
+
+    # -- methods, so numpy object arrays of duals work with np.sin and friends --
+    def sin(self):
+        return sin(self)
+
+    def cos(self):
+        return cos(self)
+
+    def tan(self):
+        return tan(self)
+
+    def arcsin(self):
+        return arcsin(self)
+
+    def arccos(self):
+        return arccos(self)
+
+    def arctan(self):
+        return arctan(self)
+
+    def sinh(self):
+        return sinh(self)
+
+    def cosh(self):
+        return cosh(self)
+
+    def tanh(self):
+        return tanh(self)
+
+    def arcsinh(self):
+        return arcsinh(self)
+
+    def arccosh(self):
+        return arccosh(self)
+
+    def arctanh(self):
+        return arctanh(self)
+
+    def exp(self):
+        return exp(self)
+
+    def expm1(self):
+        return expm1(self)
+
+    def exp2(self):
+        return exp2(self)
+
+    def log(self):
+        return log(self)
+
+    def log1p(self):
+        return log1p(self)
+
+    def log2(self):
+        return log2(self)
+
+    def log10(self):
+        return log10(self)
+
+    def sqrt(self):
+        return sqrt(self)
+
+    def cbrt(self):
+        return cbrt(self)
+
+    def absolute(self):
+        return absolute(self)
+
+    def arctan2(self, other):
+        return arctan2(self, other)
+
+    def hypot(self, other):
+        return hypot(self, other)
+
+    def conjugate(self):
+        return self
+
+
+# --------------------------------------------------------------------------------------------
+# Elementary functions. Each is (value on floats, derivative d(x, y) with y the value). The
+# derivative is written with this module's own functions, so on a dual of a lower level it is
+# itself differentiated; ``_rdiv`` keeps IEEE infinities at the edge of a domain.
+
+
+def _rdiv(a, b):
+    """``a / b`` with IEEE semantics when ``b`` is a float zero (inf or nan, never raising)."""
+    if type(b) is float and b == 0.0:
+        sa = strip(a)
+        if sa == 0.0 or sa != sa:
+            return _NAN
+        return math.copysign(_INF, sa) * math.copysign(1.0, b)
+    return a / b
+
+
+def _sigmoid_float(x):
+    if x >= 0.0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def _softplus_float(x):
+    return math.log1p(math.exp(-abs(x))) + (x if x > 0.0 else 0.0)
+
+
+_UNARY = {
+    "sin": (math.sin, lambda x, y: cos(x)),
+    "cos": (math.cos, lambda x, y: -sin(x)),
+    "tan": (math.tan, lambda x, y: 1.0 + y * y),
+    "arcsin": (math.asin, lambda x, y: _rdiv(1.0, sqrt(1.0 - x * x))),
+    "arccos": (math.acos, lambda x, y: -_rdiv(1.0, sqrt(1.0 - x * x))),
+    "arctan": (math.atan, lambda x, y: 1.0 / (1.0 + x * x)),
+    "sinh": (math.sinh, lambda x, y: cosh(x)),
+    "cosh": (math.cosh, lambda x, y: sinh(x)),
+    "tanh": (math.tanh, lambda x, y: 1.0 - y * y),
+    "arcsinh": (math.asinh, lambda x, y: 1.0 / sqrt(x * x + 1.0)),
+    "arccosh": (math.acosh, lambda x, y: _rdiv(1.0, sqrt(x * x - 1.0))),
+    "arctanh": (math.atanh, lambda x, y: 1.0 / (1.0 - x * x)),
+    "exp": (math.exp, lambda x, y: y),
+    "expm1": (math.expm1, lambda x, y: y + 1.0),
+    "exp2": (math.exp2, lambda x, y: y * _LN2),
+    "log": (math.log, lambda x, y: 1.0 / x),
+    "log1p": (math.log1p, lambda x, y: 1.0 / (1.0 + x)),
+    "log2": (math.log2, lambda x, y: 1.0 / (x * _LN2)),
+    "log10": (math.log10, lambda x, y: 1.0 / (x * _LN10)),
+    "sqrt": (math.sqrt, lambda x, y: _rdiv(0.5, y)),
+    "cbrt": (math.cbrt, lambda x, y: _rdiv(1.0, 3.0 * (y * y))),
+    "absolute": (abs, lambda x, y: _sign_of(x)),
+    "erf": (math.erf, lambda x, y: _TWO_OVER_SQRT_PI * exp(-(x * x))),
+    "erfc": (math.erfc, lambda x, y: -(_TWO_OVER_SQRT_PI * exp(-(x * x)))),
+    "sigmoid": (_sigmoid_float, lambda x, y: y * (1.0 - y)),
+    "softplus": (_softplus_float, lambda x, y: sigmoid(x)),
+}
+
+
+def _make_unary(name, f, d):
+    def fn(x):
+        tx = type(x)
+        if tx is float:
+            return f(x)
+        if tx is Dual:
+            t = x.trace
+            if t.closed:
+                raise escaped_error(t.level)
+            v = x.value
+            if type(v) is float:
+                y = f(v)
+            else:
+                y = fn(v)
+            return t._emit1(y, x, d(v, y))
+        if tx is int or tx is bool or isinstance(x, numbers.Real):
+            return f(float(x))
+        return _fallback(name, x)
+
+    fn.__name__ = name
+    fn.__qualname__ = name
+    fn.__doc__ = "%s of a float or a dual (elementwise numpy for arrays)." % name
+    return fn
+
+
+def _fallback(name, *args):
+    hook = _hooks["fallback"]
+    if hook is None:
+        raise TypeError("deltaad.%s: unsupported argument types %s" % (name, [type(a).__name__ for a in args]))
+    return hook(name, *args)
+
+
+for _name, (_f, _d) in _UNARY.items():
+    globals()[_name] = _make_unary(_name, _f, _d)
+del _name, _f, _d
+
+
+def _make_binary(name, f, partials):
+    """A primitive of two reals: ``f`` on floats, ``partials(a, b, y) -> (da, db)``."""
+
+    def fn(a, b):
+        ta = type(a)
+        tb = type(b)
+        if ta is not Dual and tb is not Dual:
+            va = _const(a)
+            vb = _const(b)
+            if va is None or vb is None:
+                return _fallback(name, a, b)
+            return f(va, vb)
+        s = _split(a, b)
+        if s is None:
+            return _fallback(name, a, b)
+        t, a_on, b_on, va, vb = s
+        if type(va) is float and type(vb) is float:
+            y = f(va, vb)
+        else:
+            y = fn(va, vb)
+        da, db = partials(va, vb, y)
+        return _finish(t, y, a, a_on, da, b, b_on, db)
+
+    fn.__name__ = name
+    fn.__qualname__ = name
+    return fn
+
+
+def _atan2_partials(y, x, v):
+    r = x * x + y * y
+    return _rdiv(x, r), _rdiv(-y, r)
+
+
+def _hypot_partials(a, b, h):
+    if strip(h) == 0.0:  # not differentiable at the origin; 0 is a subgradient (like abs at 0)
+        return 0.0, 0.0
+    return a / h, b / h
+
+
+def _logaddexp_float(a, b):
+    m = a if a > b else b
+    if m == -_INF:
+        return -_INF
+    return m + math.log1p(math.exp(-abs(a - b)))
+
+
+def _logaddexp_partials(a, b, y):
+    return exp(a - y), exp(b - y)
+
+
+arctan2 = _make_binary("arctan2", math.atan2, _atan2_partials)
+hypot = _make_binary("hypot", math.hypot, _hypot_partials)
+logaddexp = _make_binary("logaddexp", _logaddexp_float, _logaddexp_partials)
+
+
+def power(a, b):
+    """``a ** b`` on floats or duals (a ValueError where the real power does not exist)."""
+    if type(a) is not Dual and type(b) is not Dual:
+        va = _const(a)
+        vb = _const(b)
+        if va is None or vb is None:
+            return _fallback("power", a, b)
+        return _float_pow(va, vb)
+    r = _pow(a, b)
+    if r is NotImplemented:
+        return _fallback("power", a, b)
+    return r
+
+
+def check_open(x):
+    """Raise if ``x`` is a dual whose trace has closed (used by the piecewise-constant functions)."""
+    while type(x) is Dual:
+        if x.trace.closed:
+            raise escaped_error(x.trace.level)
+        x = x.value
+    return x
+
+
+def lift(operands, f, partials):
+    """Apply a primitive of n reals (paper Fig. 14) to ``operands`` (floats or duals).
+
+    ``f(*values)`` computes the value and ``partials(*values)`` the tuple of partial derivatives;
+    both receive values relative to the trace of highest level, so they must be written with
+    deltaad-aware operations for higher derivatives to be right. Returns a plain result when no
+    operand is a dual.
+    """
+    top = None
+    for x in operands:
+        if type(x) is Dual and (top is None or x.trace.level > top.level):
+            top = x.trace
+    if top is None:
+        return f(*operands)
+    if top.closed:
+        raise escaped_error(top.level)
+    on = [type(x) is Dual and x.trace is top for x in operands]
+    vals = [x.value if o else x for x, o in zip(operands, on)]
+    y = lift(vals, f, partials)
+    cs = partials(*vals)
+    duals = [x for x, o in zip(operands, on) if o]
+    coefs = tuple(c for c, o in zip(cs, on) if o)
+    if top.is_forward:
+        return top.emit(y, duals, coefs)
+    if len(duals) == 1:
+        return top._emit1(y, duals[0], coefs[0])
+    if len(duals) == 2:
+        return top._emit2(y, duals[0], coefs[0], duals[1], coefs[1])
+    i = top.push_linear([x.id for x in duals], coefs)
+    return Dual(y, top, i, None)

@@ -1,0 +1,104 @@
+"""Pytrees (paper §11, JAX's convention): nested containers whose leaves get differentiated.
+
+Containers are tuples, lists, dicts, namedtuples, dataclasses and ``None`` (an empty container).
+Everything else is a leaf. Flattening enumerates leaves left to right (dicts in insertion order),
+the paper's ``initVars``; unflattening rebuilds the same structure around new leaves.
+"""
+
+import dataclasses
+
+
+class TreeDef:
+    """The shape of a pytree with its leaves taken out."""
+
+    __slots__ = ("kind", "meta", "children", "nleaves")
+
+    def __init__(self, kind, meta, children):
+        self.kind = kind
+        self.meta = meta
+        self.children = children
+        self.nleaves = 1 if kind == "leaf" else sum(c.nleaves for c in children)
+
+    def __eq__(self, other):
+        return (
+            isinstance(other, TreeDef)
+            and self.kind == other.kind
+            and self.meta == other.meta
+            and self.children == other.children
+        )
+
+    def __repr__(self):
+        if self.kind == "leaf":
+            return "*"
+        if self.kind == "none":
+            return "None"
+        inner = ", ".join(map(repr, self.children))
+        name = self.meta[0].__name__ if self.kind in ("namedtuple", "dataclass") else self.kind
+        return "%s(%s)" % (name, inner)
+
+
+LEAF = TreeDef("leaf", None, ())
+
+
+def _is_namedtuple(x):
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def tree_flatten(tree):
+    """Return ``(leaves, treedef)``."""
+    leaves = []
+
+    def walk(x):
+        if x is None:
+            return TreeDef("none", None, ())
+        tx = type(x)
+        if tx is tuple or tx is list:
+            return TreeDef(tx.__name__, None, tuple(walk(c) for c in x))
+        if tx is dict:
+            keys = tuple(x)
+            return TreeDef("dict", keys, tuple(walk(x[k]) for k in keys))
+        if _is_namedtuple(x):
+            return TreeDef("namedtuple", (tx,), tuple(walk(c) for c in x))
+        if dataclasses.is_dataclass(x) and not isinstance(x, type):
+            names = tuple(f.name for f in dataclasses.fields(x))
+            return TreeDef("dataclass", (tx, names), tuple(walk(getattr(x, n)) for n in names))
+        leaves.append(x)
+        return LEAF
+
+    treedef = walk(tree)
+    return leaves, treedef
+
+
+def tree_unflatten(treedef, leaves):
+    """Rebuild the structure ``treedef`` around ``leaves`` (any iterable, consumed in order)."""
+    it = iter(leaves)
+
+    def build(d):
+        k = d.kind
+        if k == "leaf":
+            return next(it)
+        if k == "none":
+            return None
+        kids = [build(c) for c in d.children]
+        if k == "tuple":
+            return tuple(kids)
+        if k == "list":
+            return kids
+        if k == "dict":
+            return dict(zip(d.meta, kids))
+        if k == "namedtuple":
+            return d.meta[0](*kids)
+        cls, names = d.meta
+        obj = object.__new__(cls)
+        for n, v in zip(names, kids):
+            object.__setattr__(obj, n, v)
+        return obj
+
+    return build(treedef)
+
+
+def tree_map(f, tree, *rest):
+    """Apply ``f`` leafwise to ``tree`` (and trees of the same structure in ``rest``)."""
+    leaves, treedef = tree_flatten(tree)
+    others = [tree_flatten(r)[0] for r in rest]
+    return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
