@@ -21,13 +21,11 @@ lower level's arithmetic, so the derivative work is itself differentiated.
 import math
 import numbers
 
+from . import _rules
 from ._errors import escaped_error, no_float_error
 
 _INF = math.inf
 _NAN = math.nan
-_LN2 = math.log(2.0)
-_LN10 = math.log(10.0)
-_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 # Hooks the Python layer installs (numpy glue): what to do with a non-scalar argument of a math
 # function, and how a scalar dual answers numpy's __array_ufunc__ protocol.
@@ -361,21 +359,8 @@ def _mod(a, b):
     return _finish(t, v, a, a_on, 1.0, b, b_on, cb)
 
 
-def _float_pow(a, b):
-    """``a ** b`` for floats as Python computes it, but a ValueError instead of a complex."""
-    if a < 0.0 and b != math.floor(b) and math.isfinite(b):
-        raise ValueError(
-            "math domain error: a negative number raised to a non-integer power has no real "
-            "value (got %r ** %r)" % (a, b)
-        )
-    return a ** b
-
-
-def _ieee_pow(a, b):
-    """``a ** b`` inside a derivative: IEEE infinity where Python would raise at 0."""
-    if a == 0.0 and b < 0.0:
-        return _INF
-    return a ** b
+_float_pow = _rules.float_pow
+_ieee_pow = _rules.ieee_pow
 
 
 def _pow(a, b):
@@ -399,11 +384,6 @@ def _pow(a, b):
         else:
             cb = 0.0
     return _finish(t, v, a, a_on, ca, b, b_on, cb)
-
-
-def _sign_of(x):
-    s = strip(x)
-    return 1.0 if s > 0.0 else (-1.0 if s < 0.0 else 0.0)
 
 
 class Dual:
@@ -614,60 +594,10 @@ class Dual:
 
 
 # --------------------------------------------------------------------------------------------
-# Elementary functions. Each is (value on floats, derivative d(x, y) with y the value). The
-# derivative is written with this module's own functions, so on a dual of a lower level it is
-# itself differentiated; ``_rdiv`` keeps IEEE infinities at the edge of a domain.
+# Elementary functions: the rules of ``_rules`` over this module's own functions.
 
-
-def _rdiv(a, b):
-    """``a / b`` with IEEE semantics when ``b`` is a float zero (inf or nan, never raising)."""
-    if type(b) is float and b == 0.0:
-        sa = strip(a)
-        if sa == 0.0 or sa != sa:
-            return _NAN
-        return math.copysign(_INF, sa) * math.copysign(1.0, b)
-    return a / b
-
-
-def _sigmoid_float(x):
-    if x >= 0.0:
-        return 1.0 / (1.0 + math.exp(-x))
-    e = math.exp(x)
-    return e / (1.0 + e)
-
-
-def _softplus_float(x):
-    return math.log1p(math.exp(-abs(x))) + (x if x > 0.0 else 0.0)
-
-
-_UNARY = {
-    "sin": (math.sin, lambda x, y: cos(x)),
-    "cos": (math.cos, lambda x, y: -sin(x)),
-    "tan": (math.tan, lambda x, y: 1.0 + y * y),
-    "arcsin": (math.asin, lambda x, y: _rdiv(1.0, sqrt(1.0 - x * x))),
-    "arccos": (math.acos, lambda x, y: -_rdiv(1.0, sqrt(1.0 - x * x))),
-    "arctan": (math.atan, lambda x, y: 1.0 / (1.0 + x * x)),
-    "sinh": (math.sinh, lambda x, y: cosh(x)),
-    "cosh": (math.cosh, lambda x, y: sinh(x)),
-    "tanh": (math.tanh, lambda x, y: 1.0 - y * y),
-    "arcsinh": (math.asinh, lambda x, y: 1.0 / sqrt(x * x + 1.0)),
-    "arccosh": (math.acosh, lambda x, y: _rdiv(1.0, sqrt(x * x - 1.0))),
-    "arctanh": (math.atanh, lambda x, y: 1.0 / (1.0 - x * x)),
-    "exp": (math.exp, lambda x, y: y),
-    "expm1": (math.expm1, lambda x, y: y + 1.0),
-    "exp2": (math.exp2, lambda x, y: y * _LN2),
-    "log": (math.log, lambda x, y: 1.0 / x),
-    "log1p": (math.log1p, lambda x, y: 1.0 / (1.0 + x)),
-    "log2": (math.log2, lambda x, y: 1.0 / (x * _LN2)),
-    "log10": (math.log10, lambda x, y: 1.0 / (x * _LN10)),
-    "sqrt": (math.sqrt, lambda x, y: _rdiv(0.5, y)),
-    "cbrt": (math.cbrt, lambda x, y: _rdiv(1.0, 3.0 * (y * y))),
-    "absolute": (abs, lambda x, y: _sign_of(x)),
-    "erf": (math.erf, lambda x, y: _TWO_OVER_SQRT_PI * exp(-(x * x))),
-    "erfc": (math.erfc, lambda x, y: -(_TWO_OVER_SQRT_PI * exp(-(x * x)))),
-    "sigmoid": (_sigmoid_float, lambda x, y: y * (1.0 - y)),
-    "softplus": (_softplus_float, lambda x, y: sigmoid(x)),
-}
+_UNARY = _rules.unary_rules(globals())
+_BINARY = _rules.binary_rules(globals())
 
 
 def _make_unary(name, f, d):
@@ -735,31 +665,9 @@ def _make_binary(name, f, partials):
     return fn
 
 
-def _atan2_partials(y, x, v):
-    r = x * x + y * y
-    return _rdiv(x, r), _rdiv(-y, r)
-
-
-def _hypot_partials(a, b, h):
-    if strip(h) == 0.0:  # not differentiable at the origin; 0 is a subgradient (like abs at 0)
-        return 0.0, 0.0
-    return a / h, b / h
-
-
-def _logaddexp_float(a, b):
-    m = a if a > b else b
-    if m == -_INF:
-        return -_INF
-    return m + math.log1p(math.exp(-abs(a - b)))
-
-
-def _logaddexp_partials(a, b, y):
-    return exp(a - y), exp(b - y)
-
-
-arctan2 = _make_binary("arctan2", math.atan2, _atan2_partials)
-hypot = _make_binary("hypot", math.hypot, _hypot_partials)
-logaddexp = _make_binary("logaddexp", _logaddexp_float, _logaddexp_partials)
+for _name, (_f, _p) in _BINARY.items():
+    globals()[_name] = _make_binary(_name, _f, _p)
+del _name, _f, _p
 
 
 def power(a, b):

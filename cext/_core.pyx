@@ -1,0 +1,1035 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: initializedcheck=False, nonecheck=False
+"""deltaad's compiled core: the tape, the forward level and the dual number in C.
+
+The twin of ``deltaad/_pure.py`` (read that file for the ideas; it says what this one does).
+Bindings live in a growable C array of 32-byte records, never in Python objects; the common
+case (operands on the same trace, values and coefficients C doubles) runs without touching a
+dictionary or a thread-local. Everything else (nesting, where values and coefficients are
+duals of an outer trace; array bindings with a vjp; n-ary primitives) takes the general path,
+which computes with Python objects in exactly the order ``_pure`` does.
+"""
+
+cimport cython
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.float cimport PyFloat_AS_DOUBLE
+from cpython.pyport cimport PY_SSIZE_T_MAX
+from libc cimport math as cm
+from libc.string cimport memset
+
+import math as _math
+import numbers as _numbers
+
+from deltaad import _rules
+from deltaad._errors import escaped_error, no_float_error
+
+cdef double INF = _math.inf
+cdef double NAN = _math.nan
+cdef double LN2 = _rules.LN2
+cdef double LN10 = _rules.LN10
+cdef double TWO_OVER_SQRT_PI = _rules.TWO_OVER_SQRT_PI
+
+_hooks = {"fallback": None, "array_ufunc": None}
+
+
+def set_hooks(fallback, array_ufunc):
+    """Install the numpy glue: ``fallback(name, *args)`` and ``array_ufunc(dual, ufunc, ...)``."""
+    _hooks["fallback"] = fallback
+    _hooks["array_ufunc"] = array_ufunc
+
+
+# --------------------------------------------------------------------------------------------
+# Traces
+
+cdef class Trace:
+    """One differentiation in progress; ``level`` orders nested traces (higher = inner)."""
+
+    cdef public Py_ssize_t level
+    cdef public bint closed
+    cdef readonly bint is_forward
+    cdef object __weakref__
+
+    def __init__(self, level):
+        self.level = level
+        self.closed = False
+
+    def close(self):
+        """End recording: duals of this trace may no longer enter arithmetic."""
+        self.closed = True
+
+
+ctypedef struct Binding:
+    Py_ssize_t p1   # first parent id; -1 none (an input); -2 a linear binding (see Tape.linear)
+    double c1
+    Py_ssize_t p2   # second parent id or -1
+    double c2
+
+
+cdef class Tape(Trace):
+    """A reverse trace: a growable C array of bindings ``id := c1*Var(p1) + c2*Var(p2)``.
+
+    Coefficients that are not C doubles (outer duals, when nesting) are kept beside the array
+    in ``ocoef``; bindings with other than two scalar parents in ``linear``.
+    """
+
+    cdef Binding* b
+    cdef Py_ssize_t n
+    cdef Py_ssize_t cap
+    cdef dict ocoef
+    cdef dict linear
+    cdef bint general
+
+    def __cinit__(self, *args):
+        self.b = NULL
+        self.n = 0
+        self.cap = 0
+        self.ocoef = {}
+        self.linear = {}
+        self.general = False
+        self.is_forward = False
+
+    def __dealloc__(self):
+        if self.b != NULL:
+            PyMem_Free(self.b)
+            self.b = NULL
+
+    cdef Py_ssize_t _grow(self) except -1:
+        cdef Py_ssize_t newcap = self.cap * 2 if self.cap else 1024
+        cdef Binding* nb
+        if newcap > PY_SSIZE_T_MAX // <Py_ssize_t>sizeof(Binding):
+            raise MemoryError("deltaad tape: too many bindings")
+        nb = <Binding*>PyMem_Realloc(self.b, newcap * sizeof(Binding))
+        if nb == NULL:
+            raise MemoryError("deltaad tape: out of memory growing to %d bindings" % newcap)
+        self.b = nb
+        self.cap = newcap
+        return 0
+
+    cdef inline Py_ssize_t _push(self, Py_ssize_t p1, double c1, Py_ssize_t p2, double c2) except -1:
+        cdef Py_ssize_t i = self.n
+        if i == self.cap:
+            self._grow()
+        self.b[i].p1 = p1
+        self.b[i].c1 = c1
+        self.b[i].p2 = p2
+        self.b[i].c2 = c2
+        self.n = i + 1
+        return i
+
+    def input(self, value):
+        """A fresh input variable ``(value, Var id)``."""
+        cdef Py_ssize_t i = self._push(-1, 0.0, -1, 0.0)
+        return _new_dual(value, self, i)
+
+    def push_linear(self, parents, rule):
+        """Record a binding with any number of parents; return its id (see ``_pure``)."""
+        if self.closed:
+            raise escaped_error(self.level)
+        parents = tuple(parents)
+        cdef Py_ssize_t i = self._push(-2, 0.0, -1, 0.0)
+        self.linear[i] = (parents, rule)
+        return i
+
+    @property
+    def nbindings(self):
+        return self.n
+
+    @property
+    def nbytes(self):
+        """Bytes of binding storage: 32 per two-parent slot."""
+        return self.n * <Py_ssize_t>sizeof(Binding)
+
+    def binding(self, Py_ssize_t i):
+        """Binding ``i`` as ``(parents, rule)``; an input is ``((), ())``."""
+        if i < 0 or i >= self.n:
+            raise IndexError("binding %d not on this tape of %d" % (i, self.n))
+        cdef Binding bb = self.b[i]
+        if bb.p1 == -2:
+            return self.linear[i]
+        if bb.p1 == -1:
+            return (), ()
+        c = self.ocoef.get(i)
+        c1 = c[0] if c is not None else bb.c1
+        c2 = c[1] if c is not None else bb.c2
+        if bb.p2 == -1:
+            return (bb.p1,), (c1,)
+        return (bb.p1, bb.p2), (c1, c2)
+
+    def eval(self, seeds, wanted):
+        """Sweep the bindings newest-first once; return the adjoints of the ``wanted`` ids.
+
+        The float sweep (every coefficient and seed a double) runs in C without the GIL;
+        otherwise the general sweep computes with Python objects, as ``_pure`` does.
+        """
+        cdef Py_ssize_t n = self.n
+        cdef Py_ssize_t i, j, k, w
+        cdef double a
+        cdef double* adj
+        cdef Binding* b = self.b
+        seeds = list(seeds)
+        wanted = list(wanted)
+        for i_, ct in seeds:
+            if not 0 <= i_ < n:
+                raise IndexError("seed id %r is not on this tape of %d bindings" % (i_, n))
+        for w_ in wanted:
+            if not 0 <= w_ < n:
+                raise IndexError("wanted id %r is not on this tape of %d bindings" % (w_, n))
+        cdef bint fast = not self.general and not self.linear
+        if fast:
+            for i_, ct in seeds:
+                if type(ct) is not float:
+                    fast = False
+                    break
+        if not fast:
+            return self._eval_general(seeds, wanted)
+        adj = <double*>PyMem_Malloc((n if n > 0 else 1) * sizeof(double))
+        if adj == NULL:
+            raise MemoryError("deltaad eval: out of memory for %d adjoints" % n)
+        try:
+            memset(adj, 0, n * sizeof(double))
+            for i_, ct in seeds:
+                adj[<Py_ssize_t>i_] += PyFloat_AS_DOUBLE(ct)
+            with nogil:
+                # Parents are always older than their binding (0 <= p < i), so every index
+                # below is in bounds.
+                for i in range(n - 1, -1, -1):
+                    a = adj[i]
+                    if a == 0.0:
+                        continue
+                    j = b[i].p1
+                    if j >= 0:
+                        adj[j] += b[i].c1 * a
+                        k = b[i].p2
+                        if k >= 0:
+                            adj[k] += b[i].c2 * a
+            return [adj[<Py_ssize_t>w_] for w_ in wanted]
+        finally:
+            PyMem_Free(adj)
+
+    cdef list _eval_general(self, list seeds, list wanted):
+        cdef Py_ssize_t n = self.n
+        cdef Py_ssize_t i, j, k
+        cdef list adj = [None] * n
+        cdef dict ocoef = self.ocoef
+        cdef dict linear = self.linear
+        cdef Binding* b
+        for i_, ct in seeds:
+            _accumulate(adj, i_, ct)
+        keep = set(wanted)
+        for i in range(n - 1, -1, -1):
+            a = adj[i]
+            if a is None or (type(a) is float and <double>a == 0.0):
+                continue
+            b = self.b  # re-read: a vjp callback may have grown nothing, but be safe
+            j = b[i].p1
+            if j == -2:
+                parents, rule = linear[i]
+                if callable(rule):
+                    cts = rule(a)
+                    for p, ct in zip(parents, cts):
+                        if ct is not None:
+                            _accumulate(adj, p, ct)
+                else:
+                    for p, c in zip(parents, rule):
+                        _accumulate(adj, p, c * a)
+            elif j >= 0:
+                k = b[i].p2
+                oc = ocoef.get(i)
+                if oc is None:
+                    _accumulate(adj, j, b[i].c1 * a)
+                    if k >= 0:
+                        _accumulate(adj, k, b[i].c2 * a)
+                else:
+                    _accumulate(adj, j, oc[0] * a)
+                    if k >= 0:
+                        _accumulate(adj, k, oc[1] * a)
+            if i not in keep:
+                adj[i] = None
+        return [adj[w] for w in wanted]
+
+
+cdef inline void _accumulate(list adj, Py_ssize_t i, object x) except *:
+    old = adj[i]
+    adj[i] = x if old is None else old + x
+
+
+cdef class ForwardLevel(Trace):
+    """A forward trace: each dual carries its tangent; partials meet tangents at once (§4)."""
+
+    def __cinit__(self, *args):
+        self.is_forward = True
+
+    def input(self, value, tangent):
+        cdef Dual r = _new_dual(value, self, -1)
+        _set_tangent(r, tangent)
+        return r
+
+    def emit(self, value, operands, coefs):
+        """Forward twin of ``Tape.push_linear`` with coefficients: sum of c_i * tangent_i."""
+        t = None
+        for x, c in zip(operands, coefs):
+            term = c * (<Dual>x).tangent
+            t = term if t is None else t + term
+        cdef Dual r = _new_dual(value, self, -1)
+        _set_tangent(r, t)
+        return r
+
+
+# --------------------------------------------------------------------------------------------
+# The dual number
+
+@cython.freelist(256)
+cdef class Dual:
+    """A dual number ``(value, delta)``: ``value`` with ``Var id`` on ``trace`` (a tape) or with
+    ``tangent`` (a forward level). ``value`` is a float or a dual of a lower level."""
+
+    cdef double v       # the value, when ov is None
+    cdef object ov      # the value when it is not a float (a dual of a lower level)
+    cdef Trace tr
+    cdef Py_ssize_t i   # Var id on a tape; -1 on a forward level
+    cdef double t       # the tangent, when ot is None (forward levels only)
+    cdef object ot      # the tangent when it is not a float
+
+    def __init__(self, value, trace, id, tangent):
+        if not isinstance(trace, Trace):
+            raise TypeError("Dual: trace must be a deltaad Tape or ForwardLevel")
+        _set_value(self, value)
+        self.tr = <Trace>trace
+        self.i = id
+        if (<Trace>trace).is_forward:
+            _set_tangent(self, tangent)
+
+    @property
+    def value(self):
+        return self.v if self.ov is None else self.ov
+
+    @property
+    def trace(self):
+        return self.tr
+
+    @property
+    def id(self):
+        return self.i
+
+    @property
+    def tangent(self):
+        if not self.tr.is_forward:
+            return None
+        return self.t if self.ot is None else self.ot
+
+    # -- arithmetic: a fast path for two float duals of one trace or a dual and a float,
+    #    everything else through the general path shared with _pure's logic --
+
+    def __add__(self, other):
+        cdef Dual a = <Dual>self
+        if a.ov is None:
+            if type(other) is Dual:
+                if (<Dual>other).tr is a.tr and (<Dual>other).ov is None:
+                    return _fast2(a, <Dual>other, a.v + (<Dual>other).v, 1.0, 1.0)
+            elif type(other) is float:
+                return _fast1(a, a.v + PyFloat_AS_DOUBLE(other), 1.0)
+        return _binop(self, other, OP_ADD)
+
+    def __radd__(self, other):
+        cdef Dual b = <Dual>self
+        if b.ov is None and type(other) is float:
+            return _fast1(b, PyFloat_AS_DOUBLE(other) + b.v, 1.0)
+        return _binop(other, self, OP_ADD)
+
+    def __sub__(self, other):
+        cdef Dual a = <Dual>self
+        if a.ov is None:
+            if type(other) is Dual:
+                if (<Dual>other).tr is a.tr and (<Dual>other).ov is None:
+                    return _fast2(a, <Dual>other, a.v - (<Dual>other).v, 1.0, -1.0)
+            elif type(other) is float:
+                return _fast1(a, a.v - PyFloat_AS_DOUBLE(other), 1.0)
+        return _binop(self, other, OP_SUB)
+
+    def __rsub__(self, other):
+        cdef Dual b = <Dual>self
+        if b.ov is None and type(other) is float:
+            return _fast1(b, PyFloat_AS_DOUBLE(other) - b.v, -1.0)
+        return _binop(other, self, OP_SUB)
+
+    def __mul__(self, other):
+        cdef Dual a = <Dual>self
+        cdef double c
+        if a.ov is None:
+            if type(other) is Dual:
+                if (<Dual>other).tr is a.tr and (<Dual>other).ov is None:
+                    return _fast2(a, <Dual>other, a.v * (<Dual>other).v, (<Dual>other).v, a.v)
+            elif type(other) is float:
+                c = PyFloat_AS_DOUBLE(other)
+                return _fast1(a, a.v * c, c)
+        return _binop(self, other, OP_MUL)
+
+    def __rmul__(self, other):
+        cdef Dual b = <Dual>self
+        cdef double c
+        if b.ov is None and type(other) is float:
+            c = PyFloat_AS_DOUBLE(other)
+            return _fast1(b, c * b.v, c)
+        return _binop(other, self, OP_MUL)
+
+    def __truediv__(self, other):
+        cdef Dual a = <Dual>self
+        cdef double bv, v
+        if a.ov is None:
+            if type(other) is Dual:
+                if (<Dual>other).tr is a.tr and (<Dual>other).ov is None:
+                    bv = (<Dual>other).v
+                    if bv != 0.0:
+                        v = a.v / bv
+                        return _fast2(a, <Dual>other, v, 1.0 / bv, -v / bv)
+            elif type(other) is float:
+                bv = PyFloat_AS_DOUBLE(other)
+                if bv != 0.0:
+                    return _fast1(a, a.v / bv, 1.0 / bv)
+        return _binop(self, other, OP_DIV)
+
+    def __rtruediv__(self, other):
+        cdef Dual b = <Dual>self
+        cdef double v
+        if b.ov is None and type(other) is float and b.v != 0.0:
+            v = PyFloat_AS_DOUBLE(other) / b.v
+            return _fast1(b, v, -v / b.v)
+        return _binop(other, self, OP_DIV)
+
+    def __floordiv__(self, other):
+        return _binop(self, other, OP_FLOORDIV)
+
+    def __rfloordiv__(self, other):
+        return _binop(other, self, OP_FLOORDIV)
+
+    def __mod__(self, other):
+        return _binop(self, other, OP_MOD)
+
+    def __rmod__(self, other):
+        return _binop(other, self, OP_MOD)
+
+    def __pow__(self, other, modulo):
+        if modulo is not None:
+            return NotImplemented
+        return _binop(self, other, OP_POW)
+
+    def __rpow__(self, other, modulo):
+        if modulo is not None:
+            return NotImplemented
+        return _binop(other, self, OP_POW)
+
+    def __neg__(self):
+        cdef Dual a = <Dual>self
+        if a.ov is None:
+            return _fast1(a, -a.v, -1.0)
+        if a.tr.closed:
+            raise escaped_error(a.tr.level)
+        return _emit1(a.tr, -a.ov, a, -1.0)
+
+    def __pos__(self):
+        if self.tr.closed:
+            raise escaped_error(self.tr.level)
+        return self
+
+    def __abs__(self):
+        return _unary(self, U_ABSOLUTE)
+
+    # -- comparisons: on values, returning bool --
+    def __eq__(self, other):
+        return strip(self) == strip(other)
+
+    def __ne__(self, other):
+        return strip(self) != strip(other)
+
+    def __lt__(self, other):
+        if self.ov is None and type(other) is float:
+            return self.v < PyFloat_AS_DOUBLE(other)
+        return strip(self) < strip(other)
+
+    def __le__(self, other):
+        if self.ov is None and type(other) is float:
+            return self.v <= PyFloat_AS_DOUBLE(other)
+        return strip(self) <= strip(other)
+
+    def __gt__(self, other):
+        if self.ov is None and type(other) is float:
+            return self.v > PyFloat_AS_DOUBLE(other)
+        return strip(self) > strip(other)
+
+    def __ge__(self, other):
+        if self.ov is None and type(other) is float:
+            return self.v >= PyFloat_AS_DOUBLE(other)
+        return strip(self) >= strip(other)
+
+    def __hash__(self):
+        raise TypeError("unhashable type: 'Dual'")
+
+    def __bool__(self):
+        return bool(strip(self))
+
+    def __float__(self):
+        raise no_float_error("float")
+
+    def __int__(self):
+        raise no_float_error("int")
+
+    def __complex__(self):
+        raise no_float_error("complex")
+
+    def __round__(self, ndigits=None):
+        return round(strip(self), ndigits)
+
+    def __floor__(self):
+        return _math.floor(strip(self))
+
+    def __ceil__(self):
+        return _math.ceil(strip(self))
+
+    def __trunc__(self):
+        return _math.trunc(strip(self))
+
+    def __repr__(self):
+        kind = "tangent" if self.tr.is_forward else "Var %d" % self.i
+        return "Dual(%r, %s, level=%d)" % (self.value, kind, self.tr.level)
+
+    def __format__(self, spec):
+        return format(strip(self), spec)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        hook = _hooks["array_ufunc"]
+        if hook is None:
+            return NotImplemented
+        return hook(ufunc, method, inputs, kwargs)
+
+    def __reduce__(self):
+        raise TypeError("a deltaad Dual cannot be pickled: use deltaad.value(x)")
+
+    def sin(self): return _unary(self, U_SIN)
+    def cos(self): return _unary(self, U_COS)
+    def tan(self): return _unary(self, U_TAN)
+    def arcsin(self): return _unary(self, U_ARCSIN)
+    def arccos(self): return _unary(self, U_ARCCOS)
+    def arctan(self): return _unary(self, U_ARCTAN)
+    def sinh(self): return _unary(self, U_SINH)
+    def cosh(self): return _unary(self, U_COSH)
+    def tanh(self): return _unary(self, U_TANH)
+    def arcsinh(self): return _unary(self, U_ARCSINH)
+    def arccosh(self): return _unary(self, U_ARCCOSH)
+    def arctanh(self): return _unary(self, U_ARCTANH)
+    def exp(self): return _unary(self, U_EXP)
+    def expm1(self): return _unary(self, U_EXPM1)
+    def exp2(self): return _unary(self, U_EXP2)
+    def log(self): return _unary(self, U_LOG)
+    def log1p(self): return _unary(self, U_LOG1P)
+    def log2(self): return _unary(self, U_LOG2)
+    def log10(self): return _unary(self, U_LOG10)
+    def sqrt(self): return _unary(self, U_SQRT)
+    def cbrt(self): return _unary(self, U_CBRT)
+    def absolute(self): return _unary(self, U_ABSOLUTE)
+    def arctan2(self, other): return arctan2(self, other)
+    def hypot(self, other): return hypot(self, other)
+    def conjugate(self): return self
+
+
+cdef inline void _set_value(Dual r, object value) except *:
+    if isinstance(value, float):
+        r.v = PyFloat_AS_DOUBLE(value)
+        r.ov = None
+    else:
+        r.v = 0.0
+        r.ov = value
+
+
+cdef inline void _set_tangent(Dual r, object tangent) except *:
+    if isinstance(tangent, float):
+        r.t = PyFloat_AS_DOUBLE(tangent)
+        r.ot = None
+    else:
+        r.t = 0.0
+        r.ot = tangent
+
+
+cdef inline Dual _new_dual(object value, Trace tr, Py_ssize_t i):
+    cdef Dual r = Dual.__new__(Dual)
+    _set_value(r, value)
+    r.tr = tr
+    r.i = i
+    return r
+
+
+cdef inline Dual _fast1(Dual a, double v, double ca):
+    """Result of a unary step on a float dual: one binding, or one tangent product."""
+    cdef Trace tr = a.tr
+    if tr.closed:
+        raise escaped_error(tr.level)
+    cdef Dual r = Dual.__new__(Dual)
+    r.v = v
+    r.tr = tr
+    if tr.is_forward:
+        r.i = -1
+        if a.ot is None:
+            r.t = ca * a.t
+        else:
+            r.ot = ca * a.ot
+    else:
+        r.i = (<Tape>tr)._push(a.i, ca, -1, 0.0)
+    return r
+
+
+cdef inline Dual _fast2(Dual a, Dual b, double v, double ca, double cb):
+    """Result of a binary step on two float duals of the same trace."""
+    cdef Trace tr = a.tr
+    if tr.closed:
+        raise escaped_error(tr.level)
+    cdef Dual r = Dual.__new__(Dual)
+    r.v = v
+    r.tr = tr
+    if tr.is_forward:
+        r.i = -1
+        if a.ot is None and b.ot is None:
+            r.t = ca * a.t + cb * b.t
+        else:
+            r.ot = ca * a.tangent + cb * b.tangent
+            if type(r.ot) is float:
+                r.t = PyFloat_AS_DOUBLE(r.ot)
+                r.ot = None
+    else:
+        r.i = (<Tape>tr)._push(a.i, ca, b.i, cb)
+    return r
+
+
+cdef Dual _emit1(Trace tr, object value, Dual a, object ca):
+    """General twin of ``_fast1``: value and coefficient may be outer duals."""
+    cdef Dual r = _new_dual(value, tr, -1)
+    cdef Py_ssize_t i
+    if tr.is_forward:
+        _set_tangent(r, ca * a.tangent)
+    elif type(ca) is float:
+        r.i = (<Tape>tr)._push(a.i, PyFloat_AS_DOUBLE(ca), -1, 0.0)
+    else:
+        i = (<Tape>tr)._push(a.i, 0.0, -1, 0.0)
+        (<Tape>tr).ocoef[i] = (ca, 0.0)
+        (<Tape>tr).general = True
+        r.i = i
+    return r
+
+
+cdef Dual _emit2(Trace tr, object value, Dual a, object ca, Dual b, object cb):
+    """General twin of ``_fast2``."""
+    cdef Dual r = _new_dual(value, tr, -1)
+    cdef Py_ssize_t i
+    if tr.is_forward:
+        _set_tangent(r, ca * a.tangent + cb * b.tangent)
+    elif type(ca) is float and type(cb) is float:
+        r.i = (<Tape>tr)._push(a.i, PyFloat_AS_DOUBLE(ca), b.i, PyFloat_AS_DOUBLE(cb))
+    else:
+        i = (<Tape>tr)._push(a.i, 0.0, b.i, 0.0)
+        (<Tape>tr).ocoef[i] = (ca, cb)
+        (<Tape>tr).general = True
+        r.i = i
+    return r
+
+
+cdef object _finish(Trace tr, object value, object a, bint a_on, object ca, object b, bint b_on, object cb):
+    if a_on:
+        if b_on:
+            return _emit2(tr, value, <Dual>a, ca, <Dual>b, cb)
+        return _emit1(tr, value, <Dual>a, ca)
+    return _emit1(tr, value, <Dual>b, cb)
+
+
+def strip(x):
+    """The plain number under any number of dual levels."""
+    while type(x) is Dual:
+        if (<Dual>x).ov is None:
+            return (<Dual>x).v
+        x = (<Dual>x).ov
+    return x
+
+
+cdef object _const(object x):
+    """``x`` as a constant operand: a float, a lower-level dual, or None if not a real number."""
+    tx = type(x)
+    if tx is float or tx is Dual:
+        return x
+    if tx is int or tx is bool or isinstance(x, _numbers.Real):
+        return float(x)
+    return None
+
+
+cdef enum:
+    OP_ADD = 0
+    OP_SUB = 1
+    OP_MUL = 2
+    OP_DIV = 3
+    OP_FLOORDIV = 4
+    OP_MOD = 5
+    OP_POW = 6
+
+
+cdef object _binop(object a, object b, int op):
+    """The general path of a binary operator, step for step as ``_pure``'s ``_split``/``_finish``."""
+    cdef Trace t
+    cdef Trace ta
+    cdef Trace tb
+    cdef bint a_on, b_on
+    if type(a) is Dual:
+        ta = (<Dual>a).tr
+        if type(b) is Dual:
+            tb = (<Dual>b).tr
+            if ta is tb:
+                t = ta
+                a_on = True
+                b_on = True
+            elif ta.level < tb.level:
+                t = tb
+                a_on = False
+                b_on = True
+            else:
+                t = ta
+                a_on = True
+                b_on = False
+            if t.closed:
+                raise escaped_error(t.level)
+            va = (<Dual>a).value if a_on else a
+            vb = (<Dual>b).value if b_on else b
+        else:
+            vb = _const(b)
+            if vb is None:
+                return NotImplemented
+            t = ta
+            if t.closed:
+                raise escaped_error(t.level)
+            a_on = True
+            b_on = False
+            va = (<Dual>a).value
+    else:
+        va = _const(a)
+        if va is None:
+            return NotImplemented
+        t = (<Dual>b).tr
+        if t.closed:
+            raise escaped_error(t.level)
+        a_on = False
+        b_on = True
+        vb = (<Dual>b).value
+    if op == OP_ADD:
+        return _finish(t, va + vb, a, a_on, 1.0, b, b_on, 1.0)
+    if op == OP_SUB:
+        return _finish(t, va - vb, a, a_on, 1.0, b, b_on, -1.0)
+    if op == OP_MUL:
+        return _finish(t, va * vb, a, a_on, vb, b, b_on, va)
+    if op == OP_DIV:
+        v = va / vb
+        ca = 1.0 / vb if a_on else 0.0
+        cb = -v / vb if b_on else 0.0
+        return _finish(t, v, a, a_on, ca, b, b_on, cb)
+    if op == OP_FLOORDIV:
+        return strip(a) // strip(b)
+    if op == OP_MOD:
+        v = va % vb
+        cb = -(strip(va) // strip(vb)) if b_on else 0.0
+        return _finish(t, v, a, a_on, 1.0, b, b_on, cb)
+    # OP_POW
+    if type(va) is float and type(vb) is float:
+        v = _rules.float_pow(va, vb)
+        ca = vb * _rules.ieee_pow(va, vb - 1.0) if a_on else 0.0
+        if b_on:
+            cb = _math.log(va) * v if va > 0.0 else (0.0 if va == 0.0 else NAN)
+        else:
+            cb = 0.0
+    else:
+        v = va ** vb
+        ca = vb * va ** (vb - 1.0) if a_on else 0.0
+        if b_on:
+            sa = strip(va)
+            cb = log(va) * v if sa > 0.0 else (0.0 if sa == 0.0 else NAN)
+        else:
+            cb = 0.0
+    return _finish(t, v, a, a_on, ca, b, b_on, cb)
+
+
+def check_open(x):
+    """Raise if ``x`` is a dual whose trace has closed (used by the piecewise-constant functions)."""
+    while type(x) is Dual:
+        if (<Dual>x).tr.closed:
+            raise escaped_error((<Dual>x).tr.level)
+        x = (<Dual>x).value
+    return x
+
+
+# --------------------------------------------------------------------------------------------
+# Elementary functions: a C fast path for float duals (the same formulas as ``_rules``, in C),
+# and ``_rules`` itself over this module's functions for everything else.
+
+cdef enum:
+    U_SIN, U_COS, U_TAN, U_ARCSIN, U_ARCCOS, U_ARCTAN, U_SINH, U_COSH, U_TANH, U_ARCSINH,
+    U_ARCCOSH, U_ARCTANH, U_EXP, U_EXPM1, U_EXP2, U_LOG, U_LOG1P, U_LOG2, U_LOG10, U_SQRT,
+    U_CBRT, U_ABSOLUTE, U_ERF, U_ERFC, U_SIGMOID, U_SOFTPLUS, U_COUNT
+
+_UNARY_NAMES = (
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
+    "arccosh", "arctanh", "exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sqrt",
+    "cbrt", "absolute", "erf", "erfc", "sigmoid", "softplus",
+)
+
+cdef list _UNARY_RULES = []   # filled at the end of the module, once the functions exist
+
+
+cdef inline double _sigmoid(double x) noexcept nogil:
+    cdef double e
+    if x >= 0.0:
+        return 1.0 / (1.0 + cm.exp(-x))
+    e = cm.exp(x)
+    return e / (1.0 + e)
+
+
+cdef int _check(double x, double r, bint can_overflow) except -1:
+    """Raise as Python's math module does for this input and result."""
+    if cm.isnan(r) and not cm.isnan(x):
+        raise ValueError("math domain error")
+    if cm.isinf(r) and cm.isfinite(x):
+        if can_overflow:
+            raise OverflowError("math range error")
+        raise ValueError("math domain error")
+    return 0
+
+
+cdef int _float_unary(int code, double x, double* y, double* d) except -1:
+    """Value and derivative of unary primitive ``code`` at the float ``x``, as ``_rules`` says."""
+    cdef double r
+    if code == U_SIN:
+        r = cm.sin(x); _check(x, r, 0); d[0] = cm.cos(x)
+    elif code == U_COS:
+        r = cm.cos(x); _check(x, r, 0); d[0] = -cm.sin(x)
+    elif code == U_TAN:
+        r = cm.tan(x); _check(x, r, 0); d[0] = 1.0 + r * r
+    elif code == U_ARCSIN:
+        r = cm.asin(x); _check(x, r, 0); d[0] = 1.0 / cm.sqrt(1.0 - x * x)
+    elif code == U_ARCCOS:
+        r = cm.acos(x); _check(x, r, 0); d[0] = -(1.0 / cm.sqrt(1.0 - x * x))
+    elif code == U_ARCTAN:
+        r = cm.atan(x); _check(x, r, 0); d[0] = 1.0 / (1.0 + x * x)
+    elif code == U_SINH:
+        r = cm.sinh(x); _check(x, r, 1); d[0] = cm.cosh(x)
+    elif code == U_COSH:
+        r = cm.cosh(x); _check(x, r, 1); d[0] = cm.sinh(x)
+    elif code == U_TANH:
+        r = cm.tanh(x); _check(x, r, 0); d[0] = 1.0 - r * r
+    elif code == U_ARCSINH:
+        r = cm.asinh(x); _check(x, r, 0); d[0] = 1.0 / cm.sqrt(x * x + 1.0)
+    elif code == U_ARCCOSH:
+        r = cm.acosh(x); _check(x, r, 0); d[0] = 1.0 / cm.sqrt(x * x - 1.0)
+    elif code == U_ARCTANH:
+        r = cm.atanh(x); _check(x, r, 0); d[0] = 1.0 / (1.0 - x * x)
+    elif code == U_EXP:
+        r = cm.exp(x); _check(x, r, 1); d[0] = r
+    elif code == U_EXPM1:
+        r = cm.expm1(x); _check(x, r, 1); d[0] = r + 1.0
+    elif code == U_EXP2:
+        r = cm.exp2(x); _check(x, r, 1); d[0] = r * LN2
+    elif code == U_LOG:
+        if x <= 0.0 and not cm.isnan(x):
+            raise ValueError("math domain error")
+        r = cm.log(x); d[0] = 1.0 / x
+    elif code == U_LOG1P:
+        r = cm.log1p(x); _check(x, r, 0); d[0] = 1.0 / (1.0 + x)
+    elif code == U_LOG2:
+        if x <= 0.0 and not cm.isnan(x):
+            raise ValueError("math domain error")
+        r = cm.log2(x); d[0] = 1.0 / (x * LN2)
+    elif code == U_LOG10:
+        if x <= 0.0 and not cm.isnan(x):
+            raise ValueError("math domain error")
+        r = cm.log10(x); d[0] = 1.0 / (x * LN10)
+    elif code == U_SQRT:
+        r = cm.sqrt(x); _check(x, r, 0); d[0] = 0.5 / r
+    elif code == U_CBRT:
+        r = cm.cbrt(x); d[0] = 1.0 / (3.0 * (r * r))
+    elif code == U_ABSOLUTE:
+        r = cm.fabs(x); d[0] = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
+    elif code == U_ERF:
+        r = cm.erf(x); d[0] = TWO_OVER_SQRT_PI * cm.exp(-(x * x))
+    elif code == U_ERFC:
+        r = cm.erfc(x); d[0] = -(TWO_OVER_SQRT_PI * cm.exp(-(x * x)))
+    elif code == U_SIGMOID:
+        r = _sigmoid(x); d[0] = r * (1.0 - r)
+    elif code == U_SOFTPLUS:
+        r = cm.log1p(cm.exp(-cm.fabs(x))) + (x if x > 0.0 else 0.0); d[0] = _sigmoid(x)
+    else:
+        raise SystemError("deltaad: unknown unary primitive %d" % code)
+    y[0] = r
+    return 0
+
+
+cdef object _unary(object x, int code):
+    """Apply unary primitive ``code`` to a float, an int, a dual, or (via numpy) anything else."""
+    cdef double y, d
+    cdef Dual a
+    tx = type(x)
+    if tx is float:
+        _float_unary(code, PyFloat_AS_DOUBLE(x), &y, &d)
+        return y
+    if tx is Dual:
+        a = <Dual>x
+        if a.tr.closed:
+            raise escaped_error(a.tr.level)
+        if a.ov is None:
+            _float_unary(code, a.v, &y, &d)
+            return _fast1(a, y, d)
+        deriv = _UNARY_RULES[code][1]
+        v = a.ov
+        yo = _unary(v, code)
+        return _emit1(a.tr, yo, a, deriv(v, yo))
+    if tx is int or tx is bool or isinstance(x, _numbers.Real):
+        _float_unary(code, float(x), &y, &d)
+        return y
+    return _fallback(_UNARY_NAMES[code], x)
+
+
+def _fallback(name, *args):
+    hook = _hooks["fallback"]
+    if hook is None:
+        raise TypeError("deltaad.%s: unsupported argument types %s" % (name, [type(a).__name__ for a in args]))
+    return hook(name, *args)
+
+
+def sin(x): return _unary(x, U_SIN)
+def cos(x): return _unary(x, U_COS)
+def tan(x): return _unary(x, U_TAN)
+def arcsin(x): return _unary(x, U_ARCSIN)
+def arccos(x): return _unary(x, U_ARCCOS)
+def arctan(x): return _unary(x, U_ARCTAN)
+def sinh(x): return _unary(x, U_SINH)
+def cosh(x): return _unary(x, U_COSH)
+def tanh(x): return _unary(x, U_TANH)
+def arcsinh(x): return _unary(x, U_ARCSINH)
+def arccosh(x): return _unary(x, U_ARCCOSH)
+def arctanh(x): return _unary(x, U_ARCTANH)
+def exp(x): return _unary(x, U_EXP)
+def expm1(x): return _unary(x, U_EXPM1)
+def exp2(x): return _unary(x, U_EXP2)
+def log(x): return _unary(x, U_LOG)
+def log1p(x): return _unary(x, U_LOG1P)
+def log2(x): return _unary(x, U_LOG2)
+def log10(x): return _unary(x, U_LOG10)
+def sqrt(x): return _unary(x, U_SQRT)
+def cbrt(x): return _unary(x, U_CBRT)
+def absolute(x): return _unary(x, U_ABSOLUTE)
+def erf(x): return _unary(x, U_ERF)
+def erfc(x): return _unary(x, U_ERFC)
+def sigmoid(x): return _unary(x, U_SIGMOID)
+def softplus(x): return _unary(x, U_SOFTPLUS)
+
+
+def _make_binary(name, f, partials):
+    """A primitive of two reals: ``f`` on floats, ``partials(a, b, y) -> (da, db)``."""
+
+    def fn(a, b):
+        if type(a) is not Dual and type(b) is not Dual:
+            va = _const(a)
+            vb = _const(b)
+            if va is None or vb is None:
+                return _fallback(name, a, b)
+            return f(va, vb)
+        s = _split_py(a, b)
+        if s is None:
+            return _fallback(name, a, b)
+        t, a_on, b_on, va, vb = s
+        if type(va) is float and type(vb) is float:
+            y = f(va, vb)
+        else:
+            y = fn(va, vb)
+        da, db = partials(va, vb, y)
+        return _finish(<Trace>t, y, a, a_on, da, b, b_on, db)
+
+    fn.__name__ = name
+    fn.__qualname__ = name
+    return fn
+
+
+def _split_py(a, b):
+    """``(trace, a_on, b_on, va, vb)`` for the trace of highest level, or None (see _pure)."""
+    cdef Trace ta, tb
+    if type(a) is Dual:
+        ta = (<Dual>a).tr
+        if type(b) is Dual:
+            tb = (<Dual>b).tr
+            if ta is tb:
+                if ta.closed:
+                    raise escaped_error(ta.level)
+                return ta, True, True, (<Dual>a).value, (<Dual>b).value
+            if ta.level < tb.level:
+                if tb.closed:
+                    raise escaped_error(tb.level)
+                return tb, False, True, a, (<Dual>b).value
+            if ta.closed:
+                raise escaped_error(ta.level)
+            return ta, True, False, (<Dual>a).value, b
+        vb = _const(b)
+        if vb is None:
+            return None
+        if ta.closed:
+            raise escaped_error(ta.level)
+        return ta, True, False, (<Dual>a).value, vb
+    va = _const(a)
+    if va is None:
+        return None
+    tb = (<Dual>b).tr
+    if tb.closed:
+        raise escaped_error(tb.level)
+    return tb, False, True, va, (<Dual>b).value
+
+
+def power(a, b):
+    """``a ** b`` on floats or duals (a ValueError where the real power does not exist)."""
+    if type(a) is not Dual and type(b) is not Dual:
+        va = _const(a)
+        vb = _const(b)
+        if va is None or vb is None:
+            return _fallback("power", a, b)
+        return _rules.float_pow(va, vb)
+    r = _binop(a, b, OP_POW)
+    if r is NotImplemented:
+        return _fallback("power", a, b)
+    return r
+
+
+def lift(operands, f, partials):
+    """Apply a primitive of n reals (paper Fig. 14) to ``operands``; see ``_pure.lift``."""
+    cdef Trace top = None
+    for x in operands:
+        if type(x) is Dual and (top is None or (<Dual>x).tr.level > top.level):
+            top = (<Dual>x).tr
+    if top is None:
+        return f(*operands)
+    if top.closed:
+        raise escaped_error(top.level)
+    on = [type(x) is Dual and (<Dual>x).tr is top for x in operands]
+    vals = [(<Dual>x).value if o else x for x, o in zip(operands, on)]
+    y = lift(vals, f, partials)
+    cs = partials(*vals)
+    duals = [x for x, o in zip(operands, on) if o]
+    coefs = tuple(c for c, o in zip(cs, on) if o)
+    if top.is_forward:
+        return (<ForwardLevel>top).emit(y, duals, coefs)
+    if len(duals) == 1:
+        return _emit1(top, y, <Dual>duals[0], coefs[0])
+    if len(duals) == 2:
+        return _emit2(top, y, <Dual>duals[0], coefs[0], <Dual>duals[1], coefs[1])
+    i = (<Tape>top).push_linear([(<Dual>x).i for x in duals], coefs)
+    return _new_dual_id(y, top, i)
+
+
+cdef Dual _new_dual_id(object value, Trace tr, Py_ssize_t i):
+    return _new_dual(value, tr, i)
+
+
+
+_rules_unary = _rules.unary_rules(globals())
+for _name in _UNARY_NAMES:
+    _UNARY_RULES.append(_rules_unary[_name])
+_rules_binary = _rules.binary_rules(globals())
+arctan2 = _make_binary("arctan2", *_rules_binary["arctan2"])
+hypot = _make_binary("hypot", *_rules_binary["hypot"])
+logaddexp = _make_binary("logaddexp", *_rules_binary["logaddexp"])
