@@ -3,7 +3,7 @@
 """deltaad's compiled core: the tape, the forward level and the dual number in C.
 
 The twin of ``deltaad/_pure.py`` (read that file for the ideas; it says what this one does).
-Bindings live in a growable C array of 32-byte records, never in Python objects; the common
+Bindings live in a growable C array of 24-byte records, never in Python objects; the common
 case (operands on the same trace, values and coefficients C doubles) runs without touching a
 dictionary or a thread-local. Everything else (nesting, where values and coefficients are
 duals of an outer trace; array bindings with a vjp; n-ary primitives) takes the general path,
@@ -13,8 +13,8 @@ which computes with Python objects in exactly the order ``_pure`` does.
 cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.float cimport PyFloat_AS_DOUBLE
-from cpython.pyport cimport PY_SSIZE_T_MAX
 from libc cimport math as cm
+from libc.stdint cimport int32_t
 from libc.string cimport memset
 
 import math as _math
@@ -59,14 +59,18 @@ cdef class Trace:
 
 
 ctypedef struct Binding:
-    Py_ssize_t p1   # first parent id; -1 none (an input); -2 a linear binding (see Tape.linear)
     double c1
-    Py_ssize_t p2   # second parent id or -1
     double c2
+    int32_t p1      # first parent id; -1 none (an input); -2 a linear binding (see Tape.linear)
+    int32_t p2      # second parent id or -1
+
+# Ids are int32: a tape holds at most 2**31 - 1 bindings (48 GiB of them, twice this machine's
+# memory), and a binding is 24 bytes.
+cdef Py_ssize_t MAX_BINDINGS = 2147483647
 
 
 cdef class Tape(Trace):
-    """A reverse trace: a growable C array of bindings ``id := c1*Var(p1) + c2*Var(p2)``.
+    """A reverse trace: a growable C array of 24-byte bindings ``id := c1*Var(p1) + c2*Var(p2)``.
 
     Coefficients that are not C doubles (outer duals, when nesting) are kept beside the array
     in ``ocoef``; bindings with other than two scalar parents in ``linear``.
@@ -96,8 +100,10 @@ cdef class Tape(Trace):
     cdef Py_ssize_t _grow(self) except -1:
         cdef Py_ssize_t newcap = self.cap * 2 if self.cap else 1024
         cdef Binding* nb
-        if newcap > PY_SSIZE_T_MAX // <Py_ssize_t>sizeof(Binding):
-            raise MemoryError("deltaad tape: too many bindings")
+        if self.cap >= MAX_BINDINGS:
+            raise MemoryError("deltaad tape: more than %d bindings on one tape" % MAX_BINDINGS)
+        if newcap > MAX_BINDINGS:
+            newcap = MAX_BINDINGS
         nb = <Binding*>PyMem_Realloc(self.b, newcap * sizeof(Binding))
         if nb == NULL:
             raise MemoryError("deltaad tape: out of memory growing to %d bindings" % newcap)
@@ -109,9 +115,9 @@ cdef class Tape(Trace):
         cdef Py_ssize_t i = self.n
         if i == self.cap:
             self._grow()
-        self.b[i].p1 = p1
+        self.b[i].p1 = <int32_t>p1
         self.b[i].c1 = c1
-        self.b[i].p2 = p2
+        self.b[i].p2 = <int32_t>p2
         self.b[i].c2 = c2
         self.n = i + 1
         return i
@@ -136,7 +142,7 @@ cdef class Tape(Trace):
 
     @property
     def nbytes(self):
-        """Bytes of binding storage: 32 per two-parent slot."""
+        """Bytes of binding storage: 24 per binding (two int32 parents, two doubles)."""
         return self.n * <Py_ssize_t>sizeof(Binding)
 
     def binding(self, Py_ssize_t i):
@@ -278,7 +284,9 @@ cdef class ForwardLevel(Trace):
 # --------------------------------------------------------------------------------------------
 # The dual number
 
-@cython.freelist(256)
+@cython.final
+@cython.no_gc
+@cython.freelist(1024)
 cdef class Dual:
     """A dual number ``(value, delta)``: ``value`` with ``Var id`` on ``trace`` (a tape) or with
     ``tangent`` (a forward level). ``value`` is a float or a dual of a lower level."""

@@ -133,8 +133,8 @@ class Tape(Trace):
 
     @property
     def nbytes(self):
-        """Bytes of binding storage: 32 per two-parent slot, as the compiled core keeps it."""
-        return 32 * len(self._p1)
+        """Bytes of binding storage as the compiled core keeps it: 24 per binding."""
+        return 24 * len(self._p1)
 
     def binding(self, i):
         """Binding ``i`` as ``(parents, rule)``; an input is ``((), ())``."""
@@ -345,7 +345,8 @@ def _floordiv(a, b):
     if s is None:
         return NotImplemented
     # Piecewise constant: derivative 0, so the result is a constant (the paper's Zero).
-    return strip(a) // strip(b)
+    # Divide the converted operands (a numpy scalar constant is a float by now, as in _mod).
+    return strip(s[3]) // strip(s[4])
 
 
 def _mod(a, b):
@@ -361,6 +362,7 @@ def _mod(a, b):
 
 _float_pow = _rules.float_pow
 _ieee_pow = _rules.ieee_pow
+_ipow, _pow_da = _rules.pow_rules(globals())
 
 
 def _pow(a, b):
@@ -370,14 +372,14 @@ def _pow(a, b):
     t, a_on, b_on, va, vb = s
     if type(va) is float and type(vb) is float:
         v = _float_pow(va, vb)
-        ca = vb * _ieee_pow(va, vb - 1.0) if a_on else 0.0
+        ca = _pow_da(va, vb) if a_on else 0.0
         if b_on:
             cb = math.log(va) * v if va > 0.0 else (0.0 if va == 0.0 else _NAN)
         else:
             cb = 0.0
     else:
         v = va ** vb
-        ca = vb * va ** (vb - 1.0) if a_on else 0.0
+        ca = _pow_da(va, vb) if a_on else 0.0
         if b_on:
             sa = strip(va)
             cb = log(va) * v if sa > 0.0 else (0.0 if sa == 0.0 else _NAN)
