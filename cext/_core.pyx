@@ -13,6 +13,8 @@ which computes with Python objects in exactly the order ``_pure`` does.
 cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.float cimport PyFloat_AS_DOUBLE
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 from libc cimport math as cm
 from libc.stdint cimport int32_t
 from libc.string cimport memset
@@ -291,12 +293,18 @@ cdef class Dual:
     """A dual number ``(value, delta)``: ``value`` with ``Var id`` on ``trace`` (a tape) or with
     ``tangent`` (a forward level). ``value`` is a float or a dual of a lower level."""
 
-    cdef double v       # the value, when ov is None
-    cdef object ov      # the value when it is not a float (a dual of a lower level)
+    # ``ov``/``ot`` are owned references or NULL, managed by hand (_set_value, _set_tangent,
+    # __dealloc__): the float fast path then never touches a reference count for them.
+    cdef double v       # the value, when ov is NULL
+    cdef PyObject* ov   # the value when it is not a float (a dual of a lower level)
     cdef Trace tr
     cdef Py_ssize_t i   # Var id on a tape; -1 on a forward level
-    cdef double t       # the tangent, when ot is None (forward levels only)
-    cdef object ot      # the tangent when it is not a float
+    cdef double t       # the tangent, when ot is NULL (forward levels only)
+    cdef PyObject* ot   # the tangent when it is not a float
+
+    def __dealloc__(self):
+        Py_XDECREF(self.ov)
+        Py_XDECREF(self.ot)
 
     def __init__(self, value, trace, id, tangent):
         if not isinstance(trace, Trace):
@@ -309,7 +317,7 @@ cdef class Dual:
 
     @property
     def value(self):
-        return self.v if self.ov is None else self.ov
+        return self.v if self.ov == NULL else <object>self.ov
 
     @property
     def trace(self):
@@ -323,16 +331,16 @@ cdef class Dual:
     def tangent(self):
         if not self.tr.is_forward:
             return None
-        return self.t if self.ot is None else self.ot
+        return self.t if self.ot == NULL else <object>self.ot
 
     # -- arithmetic: a fast path for two float duals of one trace or a dual and a float,
     #    everything else through the general path shared with _pure's logic --
 
     def __add__(self, other):
         cdef Dual a = <Dual>self
-        if a.ov is None:
+        if a.ov == NULL:
             if type(other) is Dual:
-                if (<Dual>other).tr is a.tr and (<Dual>other).ov is None:
+                if (<Dual>other).tr is a.tr and (<Dual>other).ov == NULL:
                     return _fast2(a, <Dual>other, a.v + (<Dual>other).v, 1.0, 1.0)
             elif type(other) is float:
                 return _fast1(a, a.v + PyFloat_AS_DOUBLE(other), 1.0)
@@ -340,15 +348,15 @@ cdef class Dual:
 
     def __radd__(self, other):
         cdef Dual b = <Dual>self
-        if b.ov is None and type(other) is float:
+        if b.ov == NULL and type(other) is float:
             return _fast1(b, PyFloat_AS_DOUBLE(other) + b.v, 1.0)
         return _binop(other, self, OP_ADD)
 
     def __sub__(self, other):
         cdef Dual a = <Dual>self
-        if a.ov is None:
+        if a.ov == NULL:
             if type(other) is Dual:
-                if (<Dual>other).tr is a.tr and (<Dual>other).ov is None:
+                if (<Dual>other).tr is a.tr and (<Dual>other).ov == NULL:
                     return _fast2(a, <Dual>other, a.v - (<Dual>other).v, 1.0, -1.0)
             elif type(other) is float:
                 return _fast1(a, a.v - PyFloat_AS_DOUBLE(other), 1.0)
@@ -356,16 +364,16 @@ cdef class Dual:
 
     def __rsub__(self, other):
         cdef Dual b = <Dual>self
-        if b.ov is None and type(other) is float:
+        if b.ov == NULL and type(other) is float:
             return _fast1(b, PyFloat_AS_DOUBLE(other) - b.v, -1.0)
         return _binop(other, self, OP_SUB)
 
     def __mul__(self, other):
         cdef Dual a = <Dual>self
         cdef double c
-        if a.ov is None:
+        if a.ov == NULL:
             if type(other) is Dual:
-                if (<Dual>other).tr is a.tr and (<Dual>other).ov is None:
+                if (<Dual>other).tr is a.tr and (<Dual>other).ov == NULL:
                     return _fast2(a, <Dual>other, a.v * (<Dual>other).v, (<Dual>other).v, a.v)
             elif type(other) is float:
                 c = PyFloat_AS_DOUBLE(other)
@@ -375,7 +383,7 @@ cdef class Dual:
     def __rmul__(self, other):
         cdef Dual b = <Dual>self
         cdef double c
-        if b.ov is None and type(other) is float:
+        if b.ov == NULL and type(other) is float:
             c = PyFloat_AS_DOUBLE(other)
             return _fast1(b, c * b.v, c)
         return _binop(other, self, OP_MUL)
@@ -383,9 +391,9 @@ cdef class Dual:
     def __truediv__(self, other):
         cdef Dual a = <Dual>self
         cdef double bv, v
-        if a.ov is None:
+        if a.ov == NULL:
             if type(other) is Dual:
-                if (<Dual>other).tr is a.tr and (<Dual>other).ov is None:
+                if (<Dual>other).tr is a.tr and (<Dual>other).ov == NULL:
                     bv = (<Dual>other).v
                     if bv != 0.0:
                         v = a.v / bv
@@ -399,7 +407,7 @@ cdef class Dual:
     def __rtruediv__(self, other):
         cdef Dual b = <Dual>self
         cdef double v
-        if b.ov is None and type(other) is float and b.v != 0.0:
+        if b.ov == NULL and type(other) is float and b.v != 0.0:
             v = PyFloat_AS_DOUBLE(other) / b.v
             return _fast1(b, v, -v / b.v)
         return _binop(other, self, OP_DIV)
@@ -428,11 +436,11 @@ cdef class Dual:
 
     def __neg__(self):
         cdef Dual a = <Dual>self
-        if a.ov is None:
+        if a.ov == NULL:
             return _fast1(a, -a.v, -1.0)
         if a.tr.closed:
             raise escaped_error(a.tr.level)
-        return _emit1(a.tr, -a.ov, a, -1.0)
+        return _emit1(a.tr, -(<object>a.ov), a, -1.0)
 
     def __pos__(self):
         if self.tr.closed:
@@ -450,22 +458,22 @@ cdef class Dual:
         return strip(self) != strip(other)
 
     def __lt__(self, other):
-        if self.ov is None and type(other) is float:
+        if self.ov == NULL and type(other) is float:
             return self.v < PyFloat_AS_DOUBLE(other)
         return strip(self) < strip(other)
 
     def __le__(self, other):
-        if self.ov is None and type(other) is float:
+        if self.ov == NULL and type(other) is float:
             return self.v <= PyFloat_AS_DOUBLE(other)
         return strip(self) <= strip(other)
 
     def __gt__(self, other):
-        if self.ov is None and type(other) is float:
+        if self.ov == NULL and type(other) is float:
             return self.v > PyFloat_AS_DOUBLE(other)
         return strip(self) > strip(other)
 
     def __ge__(self, other):
-        if self.ov is None and type(other) is float:
+        if self.ov == NULL and type(other) is float:
             return self.v >= PyFloat_AS_DOUBLE(other)
         return strip(self) >= strip(other)
 
@@ -540,21 +548,25 @@ cdef class Dual:
 
 
 cdef inline void _set_value(Dual r, object value) except *:
+    Py_XDECREF(r.ov)
+    r.ov = NULL
     if isinstance(value, float):
         r.v = PyFloat_AS_DOUBLE(value)
-        r.ov = None
     else:
         r.v = 0.0
-        r.ov = value
+        Py_INCREF(value)
+        r.ov = <PyObject*>value
 
 
 cdef inline void _set_tangent(Dual r, object tangent) except *:
+    Py_XDECREF(r.ot)
+    r.ot = NULL
     if isinstance(tangent, float):
         r.t = PyFloat_AS_DOUBLE(tangent)
-        r.ot = None
     else:
         r.t = 0.0
-        r.ot = tangent
+        Py_INCREF(tangent)
+        r.ot = <PyObject*>tangent
 
 
 cdef inline Dual _new_dual(object value, Trace tr, Py_ssize_t i):
@@ -575,10 +587,10 @@ cdef inline Dual _fast1(Dual a, double v, double ca):
     r.tr = tr
     if tr.is_forward:
         r.i = -1
-        if a.ot is None:
+        if a.ot == NULL:
             r.t = ca * a.t
         else:
-            r.ot = ca * a.ot
+            _set_tangent(r, ca * <object>a.ot)
     else:
         r.i = (<Tape>tr)._push(a.i, ca, -1, 0.0)
     return r
@@ -594,13 +606,10 @@ cdef inline Dual _fast2(Dual a, Dual b, double v, double ca, double cb):
     r.tr = tr
     if tr.is_forward:
         r.i = -1
-        if a.ot is None and b.ot is None:
+        if a.ot == NULL and b.ot == NULL:
             r.t = ca * a.t + cb * b.t
         else:
-            r.ot = ca * a.tangent + cb * b.tangent
-            if type(r.ot) is float:
-                r.t = PyFloat_AS_DOUBLE(r.ot)
-                r.ot = None
+            _set_tangent(r, ca * a.tangent + cb * b.tangent)
     else:
         r.i = (<Tape>tr)._push(a.i, ca, b.i, cb)
     return r
@@ -649,9 +658,9 @@ cdef object _finish(Trace tr, object value, object a, bint a_on, object ca, obje
 def strip(x):
     """The plain number under any number of dual levels."""
     while type(x) is Dual:
-        if (<Dual>x).ov is None:
+        if (<Dual>x).ov == NULL:
             return (<Dual>x).v
-        x = (<Dual>x).ov
+        x = <object>(<Dual>x).ov
     return x
 
 
@@ -882,11 +891,11 @@ cdef object _unary(object x, int code):
         a = <Dual>x
         if a.tr.closed:
             raise escaped_error(a.tr.level)
-        if a.ov is None:
+        if a.ov == NULL:
             _float_unary(code, a.v, &y, &d)
             return _fast1(a, y, d)
         deriv = _UNARY_RULES[code][1]
-        v = a.ov
+        v = <object>a.ov
         yo = _unary(v, code)
         return _emit1(a.tr, yo, a, deriv(v, yo))
     if tx is int or tx is bool or isinstance(x, _numbers.Real):
