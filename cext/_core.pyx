@@ -452,30 +452,30 @@ cdef class Dual:
 
     # -- comparisons: on values, returning bool --
     def __eq__(self, other):
-        return strip(self) == strip(other)
+        return strip(self) == _cmp(other)
 
     def __ne__(self, other):
-        return strip(self) != strip(other)
+        return strip(self) != _cmp(other)
 
     def __lt__(self, other):
         if self.ov == NULL and type(other) is float:
             return self.v < PyFloat_AS_DOUBLE(other)
-        return strip(self) < strip(other)
+        return strip(self) < _cmp(other)
 
     def __le__(self, other):
         if self.ov == NULL and type(other) is float:
             return self.v <= PyFloat_AS_DOUBLE(other)
-        return strip(self) <= strip(other)
+        return strip(self) <= _cmp(other)
 
     def __gt__(self, other):
         if self.ov == NULL and type(other) is float:
             return self.v > PyFloat_AS_DOUBLE(other)
-        return strip(self) > strip(other)
+        return strip(self) > _cmp(other)
 
     def __ge__(self, other):
         if self.ov == NULL and type(other) is float:
             return self.v >= PyFloat_AS_DOUBLE(other)
-        return strip(self) >= strip(other)
+        return strip(self) >= _cmp(other)
 
     def __hash__(self):
         raise TypeError("unhashable type: 'Dual'")
@@ -655,6 +655,14 @@ cdef object _finish(Trace tr, object value, object a, bint a_on, object ca, obje
     return _emit1(tr, value, <Dual>b, cb)
 
 
+cdef object _cmp(object x):
+    """The other side of a comparison: stripped, and a numpy scalar as a float (so: bool)."""
+    x = strip(x)
+    if type(x) is not float and type(x) is not int and isinstance(x, _numbers.Real):
+        return float(x)
+    return x
+
+
 def strip(x):
     """The plain number under any number of dual levels."""
     while type(x) is Dual:
@@ -742,7 +750,7 @@ cdef object _binop(object a, object b, int op):
         cb = -v / vb if b_on else 0.0
         return _finish(t, v, a, a_on, ca, b, b_on, cb)
     if op == OP_FLOORDIV:
-        return strip(a) // strip(b)
+        return strip(va) // strip(vb)
     if op == OP_MOD:
         v = va % vb
         cb = -(strip(va) // strip(vb)) if b_on else 0.0
@@ -750,14 +758,14 @@ cdef object _binop(object a, object b, int op):
     # OP_POW
     if type(va) is float and type(vb) is float:
         v = _rules.float_pow(va, vb)
-        ca = vb * _rules.ieee_pow(va, vb - 1.0) if a_on else 0.0
+        ca = _pow_da(va, vb) if a_on else 0.0
         if b_on:
             cb = _math.log(va) * v if va > 0.0 else (0.0 if va == 0.0 else NAN)
         else:
             cb = 0.0
     else:
         v = va ** vb
-        ca = vb * va ** (vb - 1.0) if a_on else 0.0
+        ca = _pow_da(va, vb) if a_on else 0.0
         if b_on:
             sa = strip(va)
             cb = log(va) * v if sa > 0.0 else (0.0 if sa == 0.0 else NAN)
@@ -1047,6 +1055,7 @@ _rules_unary = _rules.unary_rules(globals())
 for _name in _UNARY_NAMES:
     _UNARY_RULES.append(_rules_unary[_name])
 _rules_binary = _rules.binary_rules(globals())
+_ipow, _pow_da = _rules.pow_rules(globals())
 arctan2 = _make_binary("arctan2", *_rules_binary["arctan2"])
 hypot = _make_binary("hypot", *_rules_binary["hypot"])
 logaddexp = _make_binary("logaddexp", *_rules_binary["logaddexp"])

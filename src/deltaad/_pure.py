@@ -298,6 +298,14 @@ def _finish(t, value, a, a_on, ca, b, b_on, cb):
     return t._emit1(value, b, cb)
 
 
+def _cmp(x):
+    """The other side of a comparison: stripped, and a numpy scalar as a float (so: bool)."""
+    x = strip(x)
+    if type(x) is not float and type(x) is not int and isinstance(x, numbers.Real):
+        return float(x)
+    return x
+
+
 def strip(x):
     """The plain number under any number of dual levels."""
     while type(x) is Dual:
@@ -462,22 +470,22 @@ class Dual:
 
     # -- comparisons: on values, returning bool (the branch the value takes) --
     def __eq__(self, other):
-        return strip(self) == strip(other)
+        return strip(self) == _cmp(other)
 
     def __ne__(self, other):
-        return strip(self) != strip(other)
+        return strip(self) != _cmp(other)
 
     def __lt__(self, other):
-        return strip(self) < strip(other)
+        return strip(self) < _cmp(other)
 
     def __le__(self, other):
-        return strip(self) <= strip(other)
+        return strip(self) <= _cmp(other)
 
     def __gt__(self, other):
-        return strip(self) > strip(other)
+        return strip(self) > _cmp(other)
 
     def __ge__(self, other):
-        return strip(self) >= strip(other)
+        return strip(self) >= _cmp(other)
 
     def __bool__(self):
         return bool(strip(self))

@@ -51,6 +51,31 @@ def ieee_pow(a, b):
     return a ** b
 
 
+def pow_rules(ns):
+    """``(ipow, pow_da)`` over the backend namespace ``ns``.
+
+    ``pow_da(a, b)`` is the partial ``d/da a**b = b * a**(b - 1)``: 0 when ``b`` is the constant
+    0 and ``a == 0`` (``a**0`` is 1 everywhere; ``0 * inf`` would give nan there), and IEEE
+    infinity at ``a == 0`` with ``b < 1`` -- also when ``a`` is a dual of an outer
+    differentiation (``ipow``), so that second derivatives at 0 do not raise.
+    """
+
+    def ipow(a, b):
+        if type(a) is float and type(b) is float:
+            return ieee_pow(a, b)
+        strip = ns["strip"]
+        if strip(a) == 0.0 and strip(b) < 0.0:
+            return ns["lift"]([a, b], ieee_pow, lambda u, v: (pow_da(u, v), 0.0))
+        return a ** b
+
+    def pow_da(a, b):
+        if type(b) is float and b == 0.0 and ns["strip"](a) == 0.0:
+            return 0.0  # not 0 * inf; elsewhere b * a**(b-1) is a signed zero, kept as it is
+        return b * ipow(a, b - 1.0)
+
+    return ipow, pow_da
+
+
 def unary_rules(ns):
     """The unary elementary functions over the backend namespace ``ns``."""
 
@@ -64,6 +89,11 @@ def unary_rules(ns):
             if sa == 0.0 or sa != sa:
                 return NAN
             return math.copysign(INF, sa) * math.copysign(1.0, b)
+        if f("strip")(b) == 0.0:
+            # ``b`` is a dual (of an outer differentiation) at zero: this derivative at the edge
+            # of a domain is itself being differentiated (e.g. sqrt'' at 0). Divide as a
+            # primitive whose value and partials are IEEE too, instead of raising.
+            return f("lift")([a, b], rdiv, lambda u, v: (rdiv(1.0, v), -rdiv(rdiv(u, v), v)))
         return a / b
 
     def sign_of(x):

@@ -1,0 +1,359 @@
+"""The compiled core and the pure-Python backend agree to the last bit on the same program.
+
+Both backends are imported directly (whatever ``DELTAAD_BACKEND`` says) and driven through
+their own interface: ``Tape(level).input(x)`` gives a dual, the program computes with that
+backend's own functions, ``tape.eval(seeds, wanted)`` sweeps it; ``ForwardLevel`` likewise.
+Every float that comes out is compared by its bit pattern (all nans count as one), every
+exception by type and message.
+"""
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from deltaad import _pure
+from helpers import OP_NAMES, bits, programs, scaled
+
+_core = pytest.importorskip("deltaad._core")
+
+BACKENDS = (_pure, _core)
+
+UNARY = ["sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
+         "arccosh", "arctanh", "exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sqrt",
+         "cbrt", "absolute", "erf", "erfc", "sigmoid", "softplus"]
+BINARY = ["arctan2", "hypot", "logaddexp", "power"]
+
+# anything, including points outside domains, at poles and at kinks
+any_float = (st.floats(-30, 30, allow_nan=False)
+             | st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 1e-300, 1e300, -1e300, 710.0,
+                                math.inf, -math.inf, math.nan]))
+
+
+def _bits_of(x, B):
+    """A comparable description of a result: bits of a float, (value, tangent) of a dual."""
+    if type(x) is B.Dual:
+        t = x.trace
+        inner = _bits_of(x.value, B)
+        return ("dual", inner, _bits_of(x.tangent, B) if t.is_forward else x.id)
+    if x is None:
+        return None
+    if isinstance(x, float):
+        return bits(x)
+    if isinstance(x, int):
+        return ("int", x)
+    return ("other", repr(x))
+
+
+def _guard(fn):
+    """Run ``fn``; an exception becomes a comparable ``(type name, message)``."""
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - compared between backends
+        return ("raised", type(exc).__name__, str(exc))
+
+
+def _results_unary(B, name, x):
+    f = getattr(B, name)
+    out = {"float": _guard(lambda: bits(f(x)))}
+
+    def rev():
+        T = B.Tape(1)
+        d = T.input(x)
+        y = f(d)
+        T.close()
+        (g,) = T.eval([(y.id, 1.0)], [d.id])
+        return _bits_of(y.value, B), bits(g), T.nbindings
+
+    def fwd():
+        L = B.ForwardLevel(1)
+        y = f(L.input(x, 1.0))
+        L.close()
+        return _bits_of(y.value, B), _bits_of(y.tangent, B)
+
+    def fwd_over_rev():
+        L = B.ForwardLevel(1)
+        xo = L.input(x, 1.0)
+        T = B.Tape(2)
+        xi = T.input(xo)
+        y = f(xi)
+        (g,) = T.eval([(y.id, 1.0)], [xi.id])
+        T.close()
+        L.close()
+        return _bits_of(g, B), T.nbindings
+
+    def rev_over_rev():
+        T1 = B.Tape(1)
+        xo = T1.input(x)
+        T2 = B.Tape(2)
+        xi = T2.input(xo)
+        y = f(xi)
+        (g,) = T2.eval([(y.id, 1.0)], [xi.id])
+        T2.close()
+        if type(g) is not B.Dual:
+            return _bits_of(g, B), None
+        (h,) = T1.eval([(g.id, 1.0)], [xo.id])
+        T1.close()
+        return _bits_of(g.value, B), _bits_of(h, B), T1.nbindings, T2.nbindings
+
+    out["rev"] = _guard(rev)
+    out["fwd"] = _guard(fwd)
+    out["fwd_over_rev"] = _guard(fwd_over_rev)
+    out["rev_over_rev"] = _guard(rev_over_rev)
+    return out
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_bit_for_bit(name):
+    @scaled(0.6)
+    @given(any_float)
+    def prop(x):
+        rp = _results_unary(_pure, name, x)
+        rc = _results_unary(_core, name, x)
+        assert rp == rc, (name, x)
+
+    prop()
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("x", [0.0, -0.0, 1.0, -1.0, 0.5, 3.0, -3.0, 1e-300, 40.0, 800.0,
+                               math.inf, -math.inf, math.nan], ids=repr)
+def test_unary_bit_for_bit_special_points(name, x):
+    assert _results_unary(_pure, name, x) == _results_unary(_core, name, x)
+
+
+def _results_binary(B, f, a, b):
+    out = {"float": _guard(lambda: _bits_of(f(a, b), B))}
+
+    def rev(which):
+        T = B.Tape(1)
+        da = T.input(a) if "a" in which else a
+        db = T.input(b) if "b" in which else b
+        y = f(da, db)
+        T.close()
+        if type(y) is not B.Dual:
+            return _bits_of(y, B)
+        ids = [d.id for d in (da, db) if type(d) is B.Dual]
+        gs = T.eval([(y.id, 1.0)], ids)
+        return _bits_of(y.value, B), [bits(g) for g in gs], T.nbindings
+
+    def fwd(ta, tb):
+        L = B.ForwardLevel(1)
+        y = f(L.input(a, ta), L.input(b, tb))
+        L.close()
+        return _bits_of(y, B)
+
+    def nested():
+        # d/da of (d/db f) by forward over reverse
+        L = B.ForwardLevel(1)
+        ao = L.input(a, 1.0)
+        T = B.Tape(2)
+        bi = T.input(b)
+        y = f(ao, bi)
+        (g,) = T.eval([(y.id, 1.0)], [bi.id])
+        T.close()
+        L.close()
+        return _bits_of(g, B)
+
+    for which in ("a", "b", "ab"):
+        out["rev_" + which] = _guard(lambda: rev(which))
+    out["fwd_a"] = _guard(lambda: fwd(1.0, 0.0))
+    out["fwd_b"] = _guard(lambda: fwd(0.0, 1.0))
+    out["nested"] = _guard(nested)
+    return out
+
+
+OPERATORS = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b, "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b,
+    "pow": lambda a, b: a ** b,
+}
+
+
+@pytest.mark.parametrize("name", BINARY + sorted(OPERATORS))
+def test_binary_bit_for_bit(name):
+    def fn(B):
+        return getattr(B, name) if name in BINARY else OPERATORS[name]
+
+    @scaled(0.6)
+    @given(any_float, any_float)
+    def prop(a, b):
+        assert _results_binary(_pure, fn(_pure), a, b) == _results_binary(_core, fn(_core), a, b)
+
+    prop()
+
+
+CONSTS = [2.5, 3, -2, 0, True, 0.0, -0.0, 1e308]
+
+
+@pytest.mark.parametrize("name", sorted(OPERATORS))
+@pytest.mark.parametrize("c", CONSTS, ids=repr)
+def test_operator_with_constants_bit_for_bit(name, c):
+    op = OPERATORS[name]
+    for x in (1.75, -0.5, 0.0, 3.0, -4.0, 1e-310):
+        res = []
+        for B in BACKENDS:
+            r = {}
+            for order in ("xc", "cx"):
+                def run(order=order):
+                    T = B.Tape(1)
+                    d = T.input(x)
+                    y = op(d, c) if order == "xc" else op(c, d)
+                    T.close()
+                    if type(y) is not B.Dual:
+                        return _bits_of(y, B), T.nbindings
+                    return _bits_of(y.value, B), bits(T.eval([(y.id, 1.0)], [d.id])[0]), T.nbindings
+
+                def runf(order=order):
+                    L = B.ForwardLevel(1)
+                    d = L.input(x, 1.0)
+                    y = op(d, c) if order == "xc" else op(c, d)
+                    return _bits_of(y, B)
+
+                r[order] = _guard(run)
+                r["f" + order] = _guard(runf)
+            res.append(r)
+        assert res[0] == res[1], (name, c, x)
+
+
+def _results_program(B, prog, xs, cts):
+    def rev():
+        T = B.Tape(1)
+        ds = [T.input(x) for x in xs]
+        outs = prog.run(B, ds)
+        T.close()
+        seeds = [(y.id, ct) for y, ct in zip(outs, cts) if type(y) is B.Dual]
+        vals = [_bits_of(y.value if type(y) is B.Dual else y, B) for y in outs]
+        adj = T.eval(seeds, [d.id for d in ds])
+        return vals, [bits(a) for a in adj], T.nbindings
+
+    def fwd():
+        L = B.ForwardLevel(1)
+        ds = [L.input(x, 0.25 * (k + 1)) for k, x in enumerate(xs)]
+        outs = prog.run(B, ds)
+        L.close()
+        return [_bits_of(y, B) for y in outs]
+
+    def nested():
+        # forward over reverse: the directional derivative of the gradient
+        L = B.ForwardLevel(1)
+        xo = [L.input(x, 1.0 if k == 0 else 0.0) for k, x in enumerate(xs)]
+        T = B.Tape(2)
+        ds = [T.input(x) for x in xo]
+        outs = prog.run(B, ds)
+        seeds = [(y.id, ct) for y, ct in zip(outs, cts) if type(y) is B.Dual and y.trace is T]
+        adj = T.eval(seeds, [d.id for d in ds])
+        T.close()
+        L.close()
+        return [_bits_of(a, B) for a in adj], T.nbindings
+
+    return {"rev": _guard(rev), "fwd": _guard(fwd), "nested": _guard(nested)}
+
+
+@given(programs(max_ops=20, max_out=3),
+       st.lists(st.floats(-3, 3, allow_nan=False), min_size=4, max_size=4),
+       st.lists(st.floats(-2, 2, allow_nan=False), min_size=3, max_size=3))
+def test_random_programs_bit_for_bit(prog, xs, cts):
+    xs = xs[:prog.n_in]
+    cts = cts[:len(prog.outs)]
+    rp = _results_program(_pure, prog, xs, cts)
+    rc = _results_program(_core, prog, xs, cts)
+    assert rp == rc, prog
+
+
+def test_program_pool_covers_every_op():
+    assert len(OP_NAMES) >= 30
+
+
+def test_eval_seeds_and_wanted_bit_for_bit():
+    """Several seeds (one id seeded twice), wanted ids in any order and repeated, interior ids."""
+    res = []
+    for B in BACKENDS:
+        T = B.Tape(1)
+        a = T.input(0.7)
+        b = T.input(-1.3)
+        c = B.sin(a * b) + b
+        d = B.exp(c) * a
+        e = d / (c + 3.0)
+        T.close()
+        seeds = [(e.id, 0.5), (d.id, -2.0), (e.id, 1.25)]
+        wanted = [b.id, a.id, c.id, a.id, e.id]
+        res.append(([bits(v) for v in T.eval(seeds, wanted)], T.nbindings,
+                    [bits(v) for v in T.eval([], [a.id])]))
+    assert res[0] == res[1]
+    assert res[0][1] == 2 + 7  # 2 inputs; mul, sin, add, exp, mul, add, div
+
+
+def test_constants_record_nothing():
+    for B in BACKENDS:
+        T = B.Tape(1)
+        x = T.input(1.5)
+        y = 2.0 * 3.0 + x  # one binding: the constant is folded by Python
+        n = T.nbindings
+        z = x // 2.0  # piecewise constant: a plain number, no binding
+        assert T.nbindings == n == 2
+        assert type(z) is float
+        T.close()
+
+
+def test_core_memory_per_binary_op():
+    n = 100000
+    T = _core.Tape(1)
+    x = T.input(0.5)
+    y = T.input(1.5)
+    for _ in range(n // 2):
+        x = x * y
+        x = x + y
+    T.close()
+    assert T.nbindings == n + 2
+    assert T.nbytes <= 40 * T.nbindings
+    T2 = _pure.Tape(1)
+    x = T2.input(0.5)
+    y = T2.input(1.5)
+    for _ in range(n // 2):
+        x = x * y
+        x = x + y
+    T2.close()
+    assert T2.nbindings == T.nbindings
+
+
+def test_same_interface():
+    """The names the Python layer uses exist in both backends."""
+    names = (["Tape", "ForwardLevel", "Dual", "strip", "check_open", "lift", "set_hooks", "power"]
+             + UNARY + BINARY)
+    for name in names:
+        assert hasattr(_pure, name) and hasattr(_core, name), name
+    for attr in ("input", "eval", "close", "nbindings", "nbytes", "binding", "push_linear",
+                 "level", "closed"):
+        assert hasattr(_core.Tape(1), attr) and hasattr(_pure.Tape(1), attr), attr
+    for B in BACKENDS:
+        assert B.Tape.is_forward is False or B.Tape(1).is_forward is False
+        assert B.ForwardLevel(1).is_forward is True
+
+
+def test_escaped_error_same_message():
+    res = []
+    for B in BACKENDS:
+        T = B.Tape(7)
+        x = T.input(1.0)
+        T.close()
+        res.append((_guard(lambda: x * 2.0), _guard(lambda: B.sin(x)), _guard(lambda: -x),
+                    _guard(lambda: 2.0 ** x), _guard(lambda: B.hypot(x, 1.0)),
+                    _guard(lambda: float(x)), _guard(lambda: int(x)), repr(x), format(x, ".1f")))
+    assert res[0] == res[1]
+    assert res[0][0][1] == "EscapedDualError"
+
+
+def test_binding_inspection_same():
+    res = []
+    for B in BACKENDS:
+        T = B.Tape(1)
+        a = T.input(0.7)
+        b = T.input(2.0)
+        c = a * b
+        d = B.sin(c)
+        T.close()
+        res.append([T.binding(i) for i in range(T.nbindings)])
+    assert res[0] == res[1]
+    assert res[0][2] == ((0, 1), (2.0, 0.7))
