@@ -60,20 +60,17 @@ class Trace:
 class Tape(Trace):
     """A reverse trace: the growable list of bindings ``id := c1*Var(p1) + c2*Var(p2)``.
 
-    Binding ``i`` is stored column-wise in ``_p1 _c1 _p2 _c2``; a missing parent is -1. An
-    input (a ``Var`` with no binding) has both parents -1. Bindings that do not fit two scalar
-    coefficients (n-ary primitives, array operations) have ``_p1[i] == -2`` and live in
+    Binding ``i`` is the tuple ``_b[i] = (p1, c1, p2, c2)``; a missing parent is -1. An input
+    (a ``Var`` with no binding) has both parents -1. Bindings that do not fit two scalar
+    coefficients (n-ary primitives, array operations) have ``p1 == -2`` and live in
     ``_linear[i]`` as ``(parents, coefs)`` or ``(parents, vjp)``.
     """
 
-    __slots__ = ("_p1", "_c1", "_p2", "_c2", "_linear", "_general")
+    __slots__ = ("_b", "_linear", "_general")
 
     def __init__(self, level):
         Trace.__init__(self, level)
-        self._p1 = []
-        self._c1 = []
-        self._p2 = []
-        self._c2 = []
+        self._b = []
         self._linear = {}
         self._general = False  # some coefficient is not a float (an outer dual)
 
@@ -81,32 +78,23 @@ class Tape(Trace):
 
     def input(self, value):
         """A fresh input variable ``(value, Var id)``."""
-        i = len(self._p1)
-        self._p1.append(-1)
-        self._c1.append(0.0)
-        self._p2.append(-1)
-        self._c2.append(0.0)
-        return Dual(value, self, i, None)
+        b = self._b
+        b.append((-1, 0.0, -1, 0.0))
+        return Dual(value, self, len(b) - 1, None)
 
     def _emit1(self, value, a, ca):
-        i = len(self._p1)
-        self._p1.append(a.id)
-        self._c1.append(ca)
-        self._p2.append(-1)
-        self._c2.append(0.0)
+        b = self._b
+        b.append((a.id, ca, -1, 0.0))
         if type(ca) is not float:
             self._general = True
-        return Dual(value, self, i, None)
+        return Dual(value, self, len(b) - 1, None)
 
-    def _emit2(self, value, a, ca, b, cb):
-        i = len(self._p1)
-        self._p1.append(a.id)
-        self._c1.append(ca)
-        self._p2.append(b.id)
-        self._c2.append(cb)
-        if type(ca) is not float or type(cb) is not float:
+    def _emit2(self, value, a, ca, x, cx):
+        b = self._b
+        b.append((a.id, ca, x.id, cx))
+        if type(ca) is not float or type(cx) is not float:
             self._general = True
-        return Dual(value, self, i, None)
+        return Dual(value, self, len(b) - 1, None)
 
     def push_linear(self, parents, rule):
         """Record a binding with any number of parents; return its id.
@@ -117,11 +105,9 @@ class Tape(Trace):
         """
         if self.closed:
             raise escaped_error(self.level)
-        i = len(self._p1)
-        self._p1.append(-2)
-        self._c1.append(0.0)
-        self._p2.append(-1)
-        self._c2.append(0.0)
+        b = self._b
+        b.append((-2, 0.0, -1, 0.0))
+        i = len(b) - 1
         self._linear[i] = (tuple(parents), rule)
         return i
 
@@ -129,23 +115,25 @@ class Tape(Trace):
 
     @property
     def nbindings(self):
-        return len(self._p1)
+        return len(self._b)
 
     @property
     def nbytes(self):
         """Bytes of binding storage as the compiled core keeps it: 24 per binding."""
-        return 24 * len(self._p1)
+        return 24 * len(self._b)
 
     def binding(self, i):
         """Binding ``i`` as ``(parents, rule)``; an input is ``((), ())``."""
-        p1 = self._p1[i]
+        if not 0 <= i < len(self._b):
+            raise IndexError("binding %d not on this tape of %d" % (i, len(self._b)))
+        p1, c1, p2, c2 = self._b[i]
         if p1 == -2:
             return self._linear[i]
         if p1 == -1:
             return (), ()
-        if self._p2[i] == -1:
-            return (p1,), (self._c1[i],)
-        return (p1, self._p2[i]), (self._c1[i], self._c2[i])
+        if p2 == -1:
+            return (p1,), (c1,)
+        return (p1, p2), (c1, c2)
 
     # -- eval (Fig. 10 with the mutable array of §7.3) ----------------------------------------
 
@@ -156,11 +144,16 @@ class Tape(Trace):
         float the sweep runs over floats (untouched adjoints are 0.0); otherwise adjoints are
         arbitrary objects (outer duals, arrays) and an untouched one is ``None``.
         """
-        n = len(self._p1)
-        p1 = self._p1
-        c1 = self._c1
-        p2 = self._p2
-        c2 = self._c2
+        bs = self._b
+        n = len(bs)
+        seeds = list(seeds)
+        wanted = list(wanted)
+        for i, _ in seeds:
+            if not 0 <= i < n:
+                raise IndexError("seed id %r is not on this tape of %d bindings" % (i, n))
+        for w in wanted:
+            if not 0 <= w < n:
+                raise IndexError("wanted id %r is not on this tape of %d bindings" % (w, n))
         fast = not self._general and not self._linear
         if fast:
             for _, ct in seeds:
@@ -175,12 +168,11 @@ class Tape(Trace):
                 a = adj[i]
                 if a == 0.0:
                     continue
-                j = p1[i]
+                j, c1, k, c2 = bs[i]
                 if j >= 0:
-                    adj[j] += c1[i] * a
-                    k = p2[i]
+                    adj[j] += c1 * a
                     if k >= 0:
-                        adj[k] += c2[i] * a
+                        adj[k] += c2 * a
             return [adj[w] for w in wanted]
         adj = [None] * n
         for i, ct in seeds:
@@ -191,7 +183,7 @@ class Tape(Trace):
             a = adj[i]
             if a is None or (type(a) is float and a == 0.0):
                 continue
-            j = p1[i]
+            j, c1, k, c2 = bs[i]
             if j == -2:
                 parents, rule = linear[i]
                 if callable(rule):
@@ -203,10 +195,9 @@ class Tape(Trace):
                     for p, c in zip(parents, rule):
                         _accumulate(adj, p, c * a)
             elif j >= 0:
-                _accumulate(adj, j, c1[i] * a)
-                k = p2[i]
+                _accumulate(adj, j, c1 * a)
                 if k >= 0:
-                    _accumulate(adj, k, c2[i] * a)
+                    _accumulate(adj, k, c2 * a)
             if i not in keep:
                 adj[i] = None  # free array adjoints as soon as they are spent
         return [adj[w] for w in wanted]
@@ -410,22 +401,47 @@ class Dual:
         self.tangent = tangent
 
     # -- arithmetic --
+    # The first branch of each operator is ``_split`` inlined for its commonest case (the
+    # other operand a dual of the same open trace, or a float); same formulas, same bits.
     def __add__(self, other):
+        t = self.trace
+        if type(other) is Dual:
+            if other.trace is t and not t.closed:
+                return t._emit2(self.value + other.value, self, 1.0, other, 1.0)
+        elif type(other) is float and not t.closed:
+            return t._emit1(self.value + other, self, 1.0)
         return _add(self, other)
 
     def __radd__(self, other):
         return _add(other, self)
 
     def __sub__(self, other):
+        t = self.trace
+        if type(other) is Dual:
+            if other.trace is t and not t.closed:
+                return t._emit2(self.value - other.value, self, 1.0, other, -1.0)
+        elif type(other) is float and not t.closed:
+            return t._emit1(self.value - other, self, 1.0)
         return _sub(self, other)
 
     def __rsub__(self, other):
         return _sub(other, self)
 
     def __mul__(self, other):
+        t = self.trace
+        if type(other) is Dual:
+            if other.trace is t and not t.closed:
+                va = self.value
+                vb = other.value
+                return t._emit2(va * vb, self, vb, other, va)
+        elif type(other) is float and not t.closed:
+            return t._emit1(self.value * other, self, other)
         return _mul(self, other)
 
     def __rmul__(self, other):
+        t = self.trace
+        if type(other) is float and not t.closed:
+            return t._emit1(other * self.value, self, other)
         return _mul(other, self)
 
     def __truediv__(self, other):
