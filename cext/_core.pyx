@@ -31,13 +31,15 @@ cdef double LN2 = _rules.LN2
 cdef double LN10 = _rules.LN10
 cdef double TWO_OVER_SQRT_PI = _rules.TWO_OVER_SQRT_PI
 
-_hooks = {"fallback": None, "array_ufunc": None}
+_hooks = {"fallback": None, "array_ufunc": None, "array_function": None}
 
 
-def set_hooks(fallback, array_ufunc):
-    """Install the numpy glue: ``fallback(name, *args)`` and ``array_ufunc(dual, ufunc, ...)``."""
+def set_hooks(fallback, array_ufunc, array_function=None):
+    """Install the numpy glue: ``fallback(name, *args)``, ``array_ufunc(ufunc, method, inputs,
+    kwargs)`` and ``array_function(dual, func, types, args, kwargs)``."""
     _hooks["fallback"] = fallback
     _hooks["array_ufunc"] = array_ufunc
+    _hooks["array_function"] = array_function
 
 
 # --------------------------------------------------------------------------------------------
@@ -516,6 +518,12 @@ cdef class Dual:
         if hook is None:
             return NotImplemented
         return hook(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        hook = _hooks["array_function"]
+        if hook is None:
+            return NotImplemented
+        return hook(self, func, types, args, kwargs)
 
     def __reduce__(self):
         raise TypeError("a deltaad Dual cannot be pickled: use deltaad.value(x)")

@@ -15,6 +15,9 @@ from .functions import (
     logaddexp, pi, power, sigmoid, sign, sin, sinh, softplus, sqrt, tan, tanh, value,
 )
 from .pytrees import tree_flatten, tree_map, tree_unflatten
+from .arrays import ArrayDual, asarray, at, stack
+from .array_rules import logsumexp, stop_gradient
+from .custom import custom_jvp, custom_vjp, primitive
 from .transforms import (
     grad, hessian, jacfwd, jacobian, jacrev, jvp, make_delta, open_traces, value_and_grad, vjp,
 )
@@ -31,4 +34,6 @@ __all__ = [
     "arcsinh", "arccosh", "arctanh", "exp", "expm1", "exp2", "log", "log1p", "log2", "log10",
     "sqrt", "cbrt", "hypot", "power", "abs", "absolute", "sign", "floor", "ceil", "erf", "erfc",
     "sigmoid", "softplus", "logaddexp", "fmin", "fmax", "clip", "pi", "e",
+    "ArrayDual", "asarray", "stack", "at", "logsumexp", "stop_gradient",
+    "custom_vjp", "custom_jvp", "primitive",
 ]

@@ -29,13 +29,15 @@ _NAN = math.nan
 
 # Hooks the Python layer installs (numpy glue): what to do with a non-scalar argument of a math
 # function, and how a scalar dual answers numpy's __array_ufunc__ protocol.
-_hooks = {"fallback": None, "array_ufunc": None}
+_hooks = {"fallback": None, "array_ufunc": None, "array_function": None}
 
 
-def set_hooks(fallback, array_ufunc):
-    """Install the numpy glue: ``fallback(name, *args)`` and ``array_ufunc(dual, ufunc, ...)``."""
+def set_hooks(fallback, array_ufunc, array_function=None):
+    """Install the numpy glue: ``fallback(name, *args)``, ``array_ufunc(ufunc, method, inputs,
+    kwargs)`` and ``array_function(dual, func, types, args, kwargs)``."""
     _hooks["fallback"] = fallback
     _hooks["array_ufunc"] = array_ufunc
+    _hooks["array_function"] = array_function
 
 
 # --------------------------------------------------------------------------------------------
@@ -541,6 +543,12 @@ class Dual:
         if hook is None:
             return NotImplemented
         return hook(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        hook = _hooks["array_function"]
+        if hook is None:
+            return NotImplemented
+        return hook(self, func, types, args, kwargs)
 
     # -- methods, so numpy object arrays of duals work with np.sin and friends --
     def sin(self):

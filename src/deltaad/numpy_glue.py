@@ -1,8 +1,15 @@
-"""numpy glue: how scalar duals answer numpy's protocols, and where array duals will plug in.
+"""numpy glue: how duals answer numpy's protocols (installed into the backend at import).
 
-``np.float64(2.0) * x`` and ``np.sin(x)`` on a scalar dual reach ``Dual.__array_ufunc__``,
-which lands here and maps the ufunc to deltaad's own function. A ufunc deltaad has no rule for
-is an error naming it, never a silently wrong (derivative-free) result.
+- A scalar dual meeting a numpy ufunc (``np.sin(x)``, ``np.float64(2.0) * x``) reaches
+  ``Dual.__array_ufunc__``, which lands in :func:`array_ufunc`: scalars go to deltaad's scalar
+  functions; anything with an array goes to the array rules (:mod:`deltaad.array_rules`) and
+  gives an array dual; numpy object arrays keep numpy's object semantics (elementwise, through
+  the scalar duals' methods: correct but slow).
+- ``deltaad.sin(array)`` and friends reach :func:`fallback`, which applies the array rule.
+- Array leaves of a differentiation become array duals through :func:`array_input`.
+
+A ufunc or function deltaad has no rule for is an error naming it, never a silently wrong
+(derivative-free) result.
 """
 
 import numbers
@@ -12,6 +19,8 @@ import numpy as np
 
 from . import functions as F
 from ._backend import B
+from . import arrays
+from . import array_rules
 
 Dual = B.Dual
 
@@ -26,7 +35,9 @@ _UFUNCS = {
     np.float_power: F.power,
     np.negative: operator.neg,
     np.positive: operator.pos,
+    np.conjugate: operator.pos,
     np.absolute: F.absolute,
+    np.fabs: F.absolute,
     np.square: lambda x: x * x,
     np.reciprocal: lambda x: 1.0 / x,
     np.maximum: F.fmax,
@@ -57,39 +68,67 @@ def _scalar(x):
         return float(x)
     if isinstance(x, np.ndarray) and x.shape == () and x.dtype.kind in "fiub":
         return float(x)
+    if isinstance(x, (complex, np.complexfloating)) or isinstance(x, np.ndarray) and x.dtype.kind == "c":
+        raise arrays._complex_error()
     return None
 
 
-def array_ufunc(ufunc, method, inputs, kwargs):
-    """``Dual.__array_ufunc__``: scalar duals through numpy ufuncs."""
-    if method != "__call__" or kwargs:
-        return NotImplemented
-    f = _UFUNCS.get(ufunc)
+def scalar_ufunc(ufunc, inputs):
+    """A ufunc whose inputs are all scalars (at least one a scalar dual): a scalar result."""
     args = [_scalar(x) for x in inputs]
     if any(a is None for a in args):
         return NotImplemented
-    if f is None:
-        raise NotImplementedError(
-            "deltaad has no derivative rule for numpy.%s; use a supported function or define one "
-            "with deltaad.primitive / deltaad.custom_vjp" % ufunc.__name__
-        )
-    return f(*args)
+    f = _UFUNCS.get(ufunc)
+    if f is not None:
+        return f(*args)
+    rule = arrays.UFUNC_RULES.get(ufunc)
+    if rule is None:
+        raise arrays._not_implemented(ufunc)
+    r = rule(*args)  # e.g. np.deg2rad: the array rule on 0-d operands, back to a scalar
+    return arrays.getitem(r, (), True) if type(r) is arrays.ArrayDual else r
+
+
+def array_ufunc(ufunc, method, inputs, kwargs):
+    """``Dual.__array_ufunc__``: a scalar dual in a numpy ufunc."""
+    return arrays.ufunc_dispatch(ufunc, method, inputs, dict(kwargs))
+
+
+def array_function(self, func, types, args, kwargs):
+    """``Dual.__array_function__`` (installed where the backend's Dual allows it): numpy
+    functions on scalar duals, e.g. ``np.stack([x, y])`` gives an array dual."""
+    r = arrays.function_dispatch(func, args, kwargs)
+    if type(r) is arrays.ArrayDual and r.ndim == 0 and not _mentions_array_dual(args, kwargs):
+        return arrays.getitem(r, (), True)  # numpy gives scalars for 0-d results of scalars
+    return r
+
+
+def _mentions_array_dual(args, kwargs):
+    for a in list(args) + list(kwargs.values()):
+        if type(a) is arrays.ArrayDual:
+            return True
+        if type(a) in (list, tuple) and any(type(e) is arrays.ArrayDual for e in a):
+            return True
+    return False
 
 
 def fallback(name, *args):
-    """A deltaad math function called on something that is not a scalar: hand it to numpy."""
+    """A deltaad math function (``deltaad.sin``...) called on something that is not a scalar."""
+    rule = array_rules.ELEMENTWISE.get(name)
+    if rule is not None:
+        ops = [arrays.operand(a) for a in args]
+        if all(o is not None for o in ops):
+            return rule(*ops)
     f = getattr(np, name, None)
     if f is None:
-        raise TypeError("deltaad.%s: unsupported argument %r" % (name, args))
+        raise TypeError("deltaad.%s: unsupported argument types %s" % (name, [type(a).__name__ for a in args]))
     return f(*args)
 
 
-def array_input(trace, value, tangent):
-    """An array leaf as an input of ``trace``: provided by deltaad's array support."""
-    raise NotImplementedError(
-        "differentiating with respect to numpy arrays needs deltaad's array duals, which are not "
-        "available yet; pass a list of floats instead"
-    )
+array_input = arrays.array_input
+asarray = arrays.asarray
 
+B.set_hooks(fallback, array_ufunc, array_function)
 
-B.set_hooks(fallback, array_ufunc)
+# numpy functions on scalar duals (np.stack([x, y]) -> array dual) go through
+# Dual.__array_function__, which both backends route to ``array_function``.
+SCALAR_ARRAY_FUNCTION = True

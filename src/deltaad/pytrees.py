@@ -66,6 +66,7 @@ def tree_flatten(tree):
         return LEAF
 
     treedef = walk(tree)
+    walk = None  # the closure refers to itself: break the cycle so leaves are freed at once
     return leaves, treedef
 
 
@@ -94,7 +95,10 @@ def tree_unflatten(treedef, leaves):
             object.__setattr__(obj, n, v)
         return obj
 
-    return build(treedef)
+    try:
+        return build(treedef)
+    finally:
+        build = None  # break the self-reference cycle (see tree_flatten)
 
 
 def tree_map(f, tree, *rest):

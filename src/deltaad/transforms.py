@@ -157,8 +157,13 @@ def _restore_type(g, like):
         return g
     if isinstance(like, np.floating):
         return type(like)(g)
-    if isinstance(like, np.ndarray) and isinstance(g, np.ndarray) and g.dtype != like.dtype:
-        return g.astype(like.dtype)
+    if isinstance(like, np.ndarray):
+        if not isinstance(g, np.ndarray):  # a numpy scalar for a 0-d input
+            return np.array(g, dtype=like.dtype).reshape(like.shape)
+        if g.dtype != like.dtype:
+            return g.astype(like.dtype)
+        if not g.flags.writeable:  # a broadcast view: give the caller an array of its own
+            return g.copy()
     return g
 
 
@@ -208,6 +213,8 @@ class _Pullback:
     def __call__(self, cotangent):
         ct_leaves, ct_def = tree_flatten(cotangent)
         if ct_def != self.out_def:
+            ct_leaves = _align_none(ct_def, self.out_def, iter(ct_leaves))
+        if ct_leaves is None:
             raise TypeError(
                 "vjp: the cotangent must have the structure of the function's output, %r; got %r"
                 % (self.out_def, ct_def)
@@ -230,6 +237,30 @@ class _Pullback:
                 g = next(it)
                 grads.append(_zero_like(x) if g is None else _restore_type(g, x))
         return tuple(tree_unflatten(self.in_def, grads))
+
+
+def _align_none(ct_def, out_def, ct_iter, acc=None):
+    """The cotangent's leaves in the output's leaf slots, where ``None`` may stand for the
+    cotangent of any output leaf (a zero: what a static leaf's slot holds in gradients and
+    tangents); None if the structures differ otherwise."""
+    top = acc is None
+    if top:
+        acc = []
+    if out_def.kind == "leaf":
+        if ct_def.kind == "none":
+            acc.append(None)
+        elif ct_def.kind == "leaf":
+            acc.append(next(ct_iter))
+        else:
+            return None
+    elif (ct_def.kind != out_def.kind or ct_def.meta != out_def.meta
+          or len(ct_def.children) != len(out_def.children)):
+        return None
+    else:
+        for c, o in zip(ct_def.children, out_def.children):
+            if _align_none(c, o, ct_iter, acc) is None:
+                return None
+    return acc
 
 
 def _vjp(fun, args, kwargs, argnums, has_aux, who):
@@ -419,6 +450,14 @@ def _vector_like(tree):
     return None
 
 
+def _matrix(rows):
+    """``np.array(rows)``; an array dual when entries are duals (Jacobians inside a
+    differentiation, e.g. the inner jacrev of hessian), never an object array."""
+    if any(is_dual(e) for row in rows for e in row):
+        return _array_glue().asarray(rows)
+    return np.array(rows, dtype=float) if rows and rows[0] else np.zeros((len(rows), 0))
+
+
 def _assemble(J, out_leaves, out_def, out_tree, in_leaves, in_def, in_tree, single):
     """Lay the Jacobian rows ``J[i][j]`` out as JAX does: the output's structure with each
     leaf replaced by the input's structure; a vector-to-vector Jacobian is an m x n array."""
@@ -428,7 +467,7 @@ def _assemble(J, out_leaves, out_def, out_tree, in_leaves, in_def, in_tree, sing
         vo = _vector_like(out_tree)
         vi = _vector_like(in_tree[0])
         if vo is not None and vi is not None and vo != ():
-            arr = np.array([[J[i][j] for j in range(len(in_comps))] for i in range(len(out_comps))])
+            arr = _matrix([[J[i][j] for j in range(len(in_comps))] for i in range(len(out_comps))])
             return arr.reshape(tuple(vo) + tuple(vi))
     # general layout
     out_index = {}
@@ -454,7 +493,7 @@ def _assemble(J, out_leaves, out_def, out_tree, in_leaves, in_def, in_tree, sing
             if not shape_o and not shape_i:
                 per_in.append(J[rows[0]][cols[0]])
             else:
-                block = np.array([[J[r][c] for c in cols] for r in rows])
+                block = _matrix([[J[r][c] for c in cols] for r in rows])
                 per_in.append(block.reshape(tuple(shape_o) + tuple(shape_i)))
         sub = tree_unflatten(in_def, per_in)
         result_leaves.append(sub[0] if single else sub)

@@ -1,0 +1,1057 @@
+"""Array duals: a numpy array with one ``Var`` on a tape, or with a tangent on a forward level.
+
+DESIGN §6 and the paper's §10.2 "pair of vectors": an array dual is ``(ndarray value, id)`` on
+the same tape as the scalar duals. Its binding holds a linear map — the parent ids and a vjp
+callable, the paper's ``Scale`` by a linear operator — pushed with ``Tape.push_linear``. On a
+forward level it is ``(value, tangent)`` instead, and each operation pushes its tangent forward
+at once.
+
+Every array operation is a :class:`Primitive`: an ``impl`` on plain values, a ``vjp`` maker
+that returns the binding's linear map (computed in the forward pass, keeping only what the
+backward pass needs) and a ``jvp`` rule. :func:`apply` runs one primitive on operands of any
+levels (DESIGN §4): it is recorded on the trace of highest level among its operands; operands of
+lower levels are constants there, and the value itself is computed by applying the same
+primitive one level down. The rules are written with numpy functions on values and cotangents,
+so when those are duals of an outer trace the rules dispatch to deltaad again and higher
+derivatives come for free (HIPS autograd's approach).
+
+numpy reaches this module through ``ArrayDual.__array_ufunc__`` and ``__array_function__``;
+the rules themselves live in :mod:`deltaad.array_rules`, which registers them here.
+"""
+
+import numbers
+
+import numpy as np
+
+from ._backend import B
+from ._errors import escaped_error, no_float_error
+
+Dual = B.Dual
+
+# Filled by deltaad.array_rules: numpy ufunc -> function of (normalised) operands; numpy
+# function -> implementation with numpy's signature; ufuncs whose result has derivative zero.
+UFUNC_RULES = {}
+FUNCTION_RULES = {}
+PLAIN_UFUNCS = set()
+REDUCE_RULES = {}  # ufunc -> function for ufunc.reduce / ufunc.accumulate (keyed (ufunc, method))
+
+
+class Primitive:
+    """One differentiable array operation (the paper's Fig. 14 generalised to arrays).
+
+    - ``impl(*values, **params)``: the operation on plain values (ndarrays, floats).
+    - ``vjp(out, values, on, **params)``: called once in the forward pass; returns the binding's
+      linear map ``rule(ct) -> tuple`` with one cotangent per operand (``None`` for zero). ``on``
+      says which operands are duals of the recording trace; the rule need not compute the others.
+    - ``jvp(out, values, tangents, **params)``: the output tangent; ``tangents[i]`` is None for
+      an operand that is a constant at this level.
+
+    ``values`` are the operands' values relative to the recording trace: plain arrays or duals
+    of lower levels. Write ``vjp``/``jvp`` with numpy functions so that they work on both.
+    """
+
+    __slots__ = ("name", "impl", "vjp", "jvp")
+
+    def __init__(self, name, impl, vjp, jvp):
+        self.name = name
+        self.impl = impl
+        self.vjp = vjp
+        self.jvp = jvp
+
+    def __repr__(self):
+        return "<deltaad primitive %s>" % self.name
+
+    def __call__(self, *args, **params):
+        return apply(self, args, params)
+
+
+def is_array_dual(x):
+    return type(x) is ArrayDual
+
+
+def is_any_dual(x):
+    t = type(x)
+    return t is ArrayDual or t is Dual
+
+
+def strip(x):
+    """The plain value under every dual level (scalar or array)."""
+    while True:
+        t = type(x)
+        if t is ArrayDual or t is Dual:
+            x = x.value
+        else:
+            return x
+
+
+def shape_of(v):
+    """Shape of a value: ndarray, array dual, numpy scalar, float or scalar dual."""
+    t = type(v)
+    if t is np.ndarray or t is ArrayDual:
+        return v.shape
+    if t is float or t is Dual or t is int:
+        return ()
+    return getattr(v, "shape", ())
+
+
+def dtype_of(v):
+    v = strip(v)
+    try:
+        return v.dtype
+    except AttributeError:
+        return np.dtype(float)
+
+
+_EMPTY = {}
+
+
+def apply(prim, args, params=_EMPTY):
+    """Apply ``prim`` to ``args`` (any mix of duals of any levels and constants)."""
+    top = None
+    for a in args:
+        ta = type(a)
+        if ta is ArrayDual or ta is Dual:
+            t = a.trace
+            if top is None:
+                top = t
+            elif t is not top and t.level > top.level:
+                top = t
+    if top is None:
+        out = prim.impl(*args, **params)
+        if type(out) is not np.ndarray and type(out) is not float:
+            out = np.asarray(out)
+        return out
+    if top.closed:
+        raise escaped_error(top.level)
+    forward = top.is_forward
+    vals = []
+    on = []
+    ids = []  # reverse: the parents' ids; forward: their tangents
+    keep = []
+    inner = False
+    scalar = None
+    k = 0
+    for a in args:
+        ta = type(a)
+        if (ta is ArrayDual or ta is Dual) and a.trace is top:
+            v = a.value
+            tv = type(v)
+            if tv is ArrayDual or tv is Dual:
+                inner = True
+            if ta is Dual:
+                if scalar is None:
+                    scalar = []
+                scalar.append(len(keep))
+            vals.append(v)
+            on.append(True)
+            ids.append(a.tangent if forward else a.id)
+            keep.append(k)
+        else:
+            if ta is ArrayDual or ta is Dual:
+                inner = True
+            vals.append(a)
+            on.append(False)
+        k += 1
+    if inner:
+        out = apply(prim, vals, params)
+    else:
+        out = prim.impl(*vals, **params)
+        if type(out) is not np.ndarray and type(out) is not float:
+            out = np.asarray(out)
+    if forward:
+        if len(keep) == k:
+            tans = ids
+        else:
+            tans = [None] * k
+            for j, t in zip(keep, ids):
+                tans[j] = t
+        return wrap(out, top, -1, prim.jvp(out, vals, tans, **params))
+    rule = prim.vjp(out, vals, on, **params)
+    if scalar is not None or len(keep) != k:
+        rule = _select(rule, keep, scalar)
+    return wrap(out, top, top.push_linear(ids, rule), None)
+
+
+def _select(rule, keep, scalar):
+    """Adapt a rule giving one cotangent per operand to the parents actually recorded (and
+    give scalar parents float / scalar-dual cotangents)."""
+    if scalar is None:
+        if len(keep) == 1:
+            k0 = keep[0]
+
+            def selected1(ct):
+                return (rule(ct)[k0],)
+
+            return selected1
+
+        def selected(ct):
+            cts = rule(ct)
+            return tuple([cts[k] for k in keep])
+
+        return selected
+
+    def selected_scalar(ct):
+        cts = rule(ct)
+        out = [cts[k] for k in keep]
+        for j in scalar:
+            out[j] = to_scalar(out[j])
+        return tuple(out)
+
+    return selected_scalar
+
+
+def to_scalar(c):
+    """A cotangent or tangent for a scalar dual: a float or a scalar dual of a lower level."""
+    if c is None:
+        return None
+    t = type(c)
+    if t is float or t is Dual:
+        return c
+    if t is ArrayDual:
+        if c.ndim != 0:
+            c = np.sum(c)
+        return getitem(c, ())
+    return float(np.sum(c)) if np.ndim(c) else float(c)
+
+
+def wrap(out, trace, i, t):
+    """The dual of ``trace`` holding ``out`` (scalar or array) with id ``i`` / tangent ``t``."""
+    to = type(out)
+    if to is float or to is Dual:
+        if t is not None and type(t) is not float and type(t) is not Dual:
+            t = to_scalar(t)
+        return Dual(out, trace, i, t)
+    if t is not None:
+        tt = type(t)
+        if tt is Dual:
+            t = reshape_scalar(t)
+        elif tt is not np.ndarray and tt is not ArrayDual:
+            t = np.asarray(t)
+    return ArrayDual(out, trace, i, t)
+
+
+def array_input(trace, value, tangent):
+    """An array leaf as an input of ``trace`` (``value`` an ndarray or an outer array dual)."""
+    if trace.closed:
+        raise escaped_error(trace.level)
+    if trace.is_forward:
+        v = strip(value)
+        if tangent is None:
+            t = np.zeros_like(v)
+        elif type(tangent) is ArrayDual:
+            t = tangent
+            if t.shape != v.shape:
+                raise ValueError("jvp: tangent of shape %s for a primal of shape %s" % (t.shape, v.shape))
+        elif type(tangent) is Dual:
+            if v.shape != ():
+                raise ValueError("jvp: a scalar tangent for a primal of shape %s" % (v.shape,))
+            t = reshape_scalar(tangent)
+        else:
+            t = np.asarray(tangent)
+            if t.dtype.kind == "c":
+                raise TypeError("deltaad differentiates real functions; got a complex tangent")
+            if t.shape != v.shape:
+                raise ValueError(
+                    "jvp: tangent of shape %s for a primal of shape %s; tangents must have the "
+                    "primal's shape" % (t.shape, v.shape)
+                )
+            if t.dtype != v.dtype:
+                t = t.astype(v.dtype)
+        return ArrayDual(value, trace, -1, t)
+    i = trace.push_linear((), ())
+    return ArrayDual(value, trace, i, None)
+
+
+# --------------------------------------------------------------------------------------------
+# Operands: what numpy would turn into an array, turned into an array or an array dual
+
+
+def operand(x):
+    """``x`` as an operand of an array primitive, or None when it is not a number/array."""
+    tx = type(x)
+    if tx is ArrayDual or tx is Dual or tx is float or tx is int or tx is bool or tx is np.ndarray and x.dtype.kind in "fiub":
+        return x
+    if isinstance(x, np.ndarray):
+        k = x.dtype.kind
+        if k == "O":
+            return asarray(x)
+        if k == "c":
+            raise _complex_error()
+        if k in "fiub":
+            return x
+        return None
+    if isinstance(x, np.generic):
+        if x.dtype.kind == "c":
+            raise _complex_error()
+        return x
+    if tx is list or tx is tuple:
+        return asarray(x)
+    if isinstance(x, numbers.Real):
+        return float(x)
+    if isinstance(x, numbers.Complex):
+        raise _complex_error()
+    return None
+
+
+def operand_or_raise(x, what="argument"):
+    o = operand(x)
+    if o is None:
+        raise TypeError("deltaad: unsupported %s of type %s" % (what, type(x).__name__))
+    return o
+
+
+def _complex_error():
+    return TypeError(
+        "deltaad differentiates real functions; got a complex value. Split it into real and "
+        "imaginary parts and differentiate with respect to those."
+    )
+
+
+def _has_dual(seq):
+    for e in seq:
+        te = type(e)
+        if te is Dual or te is ArrayDual:
+            return True
+        if (te is list or te is tuple) and _has_dual(e):
+            return True
+        if te is np.ndarray and e.dtype.kind == "O" and _has_dual(e.ravel()):
+            return True
+    return False
+
+
+def asarray(x):
+    """An array dual for anything holding duals (lists, tuples, object arrays, scalar duals);
+    a plain float ndarray otherwise. ``deltaad.asarray``."""
+    tx = type(x)
+    if tx is ArrayDual:
+        return x
+    if tx is Dual:
+        return reshape_scalar(x)
+    if tx is np.ndarray:
+        if x.dtype.kind != "O":
+            return x
+        flat = x.ravel().tolist()
+        if not _has_dual(flat):
+            return np.asarray(x.tolist(), dtype=float) if x.size else x.astype(float)
+        if all(type(e) is not ArrayDual and not isinstance(e, (list, tuple, np.ndarray)) for e in flat):
+            return reshape(pack_scalars(flat), x.shape)
+        return asarray(x.tolist())
+    if tx is list or tx is tuple:
+        if not _has_dual(x):
+            return np.asarray(x)
+        if all(type(e) is Dual or type(e) is float or isinstance(e, (numbers.Real, np.generic)) and not isinstance(e, np.ndarray) for e in x):
+            return pack_scalars(list(x))
+        return stack([asarray(e) for e in x])
+    if isinstance(x, numbers.Real) or isinstance(x, np.generic):
+        return np.asarray(x)
+    return np.asarray(x)
+
+
+def _pack_impl(*vals):
+    return np.array(vals, dtype=float)
+
+
+def _pack_vjp(out, vals, on):
+    n = len(vals)
+
+    def rule(ct):
+        if type(ct) is np.ndarray:
+            return tuple(ct.tolist())
+        return tuple(getitem(ct, k) for k in range(n))
+
+    return rule
+
+
+def _pack_jvp(out, vals, tans):
+    return asarray([0.0 if t is None else t for t in tans])
+
+
+PACK = Primitive("pack", _pack_impl, _pack_vjp, _pack_jvp)
+
+
+def pack_scalars(items):
+    """A 1-d array (dual) of scalars (floats and scalar duals of any levels)."""
+    return apply(PACK, items)
+
+
+def stack(arrays, axis=0):
+    """``deltaad.stack``: like ``np.stack``, also for scalar duals and lists holding duals."""
+    return FUNCTION_RULES[np.stack](arrays, axis=axis)
+
+
+# --------------------------------------------------------------------------------------------
+# Indexing: x[i] and x.at[i].set(v) / .add(v)
+
+
+def normalize_index(idx):
+    """``(index tuple, unique)``: ``unique`` when no integer array can repeat a position."""
+    if type(idx) is not tuple:
+        idx = (idx,)
+    out = []
+    unique = True
+    for k in idx:
+        tk = type(k)
+        if tk is int or tk is slice or k is None or k is Ellipsis:
+            out.append(k)
+            continue
+        if tk is Dual or tk is ArrayDual:
+            raise TypeError(
+                "deltaad: an index must be an integer, a slice or an integer/bool array, not a "
+                "dual number (indices have no derivative; use deltaad.value(i) or an int)"
+            )
+        if tk is bool or isinstance(k, np.bool_):
+            out.append(k)
+            continue
+        if isinstance(k, np.integer):
+            out.append(int(k))
+            continue
+        if isinstance(k, (np.ndarray, list, tuple)):
+            a = np.asarray(k)
+            if a.dtype.kind in "iu":
+                unique = False
+            elif a.dtype.kind == "b":
+                pass
+            elif a.size == 0:
+                a = a.astype(np.intp)
+            else:
+                raise IndexError(
+                    "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and "
+                    "integer or boolean arrays are valid indices"
+                )
+            out.append(a)
+            continue
+        if hasattr(k, "__index__"):
+            out.append(k.__index__())
+            continue
+        out.append(k)  # let numpy raise its own error
+    return tuple(out), unique
+
+
+def _getitem_impl(v, idx, unique):
+    r = v[idx]
+    if type(r) is not np.ndarray:
+        return float(r)
+    return r
+
+
+def _getitem_vjp(out, vals, on, idx, unique):
+    x = vals[0]
+    shape = shape_of(x)
+    dt = dtype_of(x)
+
+    def rule(ct):
+        return (scatter(ct, shape, dt, idx, unique),)
+
+    return rule
+
+
+def _getitem_jvp(out, vals, tans, idx, unique):
+    return getitem(tans[0], idx, unique)
+
+
+GETITEM = Primitive("getitem", _getitem_impl, _getitem_vjp, _getitem_jvp)
+
+
+def getitem(x, idx, unique=None):
+    """``x[idx]`` for a plain array or a dual; ``idx`` normalised unless ``unique`` is given."""
+    if unique is None:
+        idx, unique = normalize_index(idx)
+    tx = type(x)
+    if tx is ArrayDual:
+        return apply(GETITEM, (x,), {"idx": idx, "unique": unique})
+    if tx is Dual:
+        if idx == ():
+            return x
+        return apply(GETITEM, (reshape_scalar(x),), {"idx": idx, "unique": unique})
+    r = np.asarray(x)[idx]
+    if type(r) is not np.ndarray:
+        return float(r)
+    return r
+
+
+def _update_impl(xv, vv, idx, mode, unique):
+    dt = xv.dtype if xv.dtype.kind == "f" else np.result_type(xv.dtype, np.asarray(vv).dtype, float)
+    out = np.array(xv, dtype=dt, copy=True)
+    if mode == "set":
+        out[idx] = vv
+    elif unique:
+        out[idx] += vv
+    else:
+        np.add.at(out, idx, vv)
+    return out
+
+
+def _update_vjp(out, vals, on, idx, mode, unique):
+    vshape = shape_of(vals[1])
+
+    def rule(ct):
+        gx = gv = None
+        if on[0]:
+            gx = ct if mode == "add" else update(ct, 0.0, idx, "set", unique)
+        if on[1]:
+            gv = unbroadcast(getitem(ct, idx, unique), vshape)
+        return gx, gv
+
+    return rule
+
+
+def _update_jvp(out, vals, tans, idx, mode, unique):
+    tx, tv = tans
+    if tx is None:
+        tx = np.zeros(shape_of(vals[0]), dtype=dtype_of(out))
+    if tv is None:
+        tv = 0.0
+    return update(tx, tv, idx, mode, unique)
+
+
+UPDATE = Primitive("at[].set/add", _update_impl, _update_vjp, _update_jvp)
+
+
+def update(x, v, idx, mode, unique=None):
+    """``x.at[idx].set(v)`` (``mode='set'``) or ``.add(v)`` as a new array (or array dual)."""
+    if unique is None:
+        idx, unique = normalize_index(idx)
+    x = operand_or_raise(x)
+    v = operand_or_raise(v, "update value")
+    if type(x) is Dual:
+        x = reshape_scalar(x)
+    elif type(x) is not ArrayDual:
+        x = np.asarray(x)
+    return apply(UPDATE, (x, v), {"idx": idx, "mode": mode, "unique": unique})
+
+
+def scatter(ct, shape, dtype, idx, unique):
+    """The zero array of ``shape`` with ``ct`` added at ``idx`` (the transpose of indexing)."""
+    tc = type(ct)
+    if tc is ArrayDual or tc is Dual:
+        return apply(UPDATE, (np.zeros(shape, dtype=dtype), ct), {"idx": idx, "mode": "add", "unique": unique})
+    z = np.zeros(shape, dtype=dtype)
+    if unique:
+        z[idx] = ct
+    else:
+        np.add.at(z, idx, ct)
+    return z
+
+
+class _At:
+    """``x.at[idx]``: JAX's spelling of a functional update."""
+
+    __slots__ = ("x",)
+
+    def __init__(self, x):
+        self.x = x
+
+    def __getitem__(self, idx):
+        return _AtIndex(self.x, idx)
+
+
+class _AtIndex:
+    __slots__ = ("x", "idx")
+
+    def __init__(self, x, idx):
+        self.x = x
+        self.idx = idx
+
+    def get(self):
+        """``x[idx]``."""
+        return getitem(self.x, self.idx)
+
+    def set(self, v):
+        """A copy of ``x`` with ``x[idx] = v``; differentiable in ``x`` and ``v``."""
+        return update(self.x, v, self.idx, "set")
+
+    def add(self, v):
+        """A copy of ``x`` with ``v`` added at ``idx`` (repeated indices accumulate)."""
+        return update(self.x, v, self.idx, "add")
+
+
+def at(x):
+    """``deltaad.at(x)[idx].set(v)``: the functional update for plain arrays and duals alike."""
+    return _At(x)
+
+
+# --------------------------------------------------------------------------------------------
+# Shape helpers used by many rules
+
+
+def _reshape_impl(v, shape):
+    return np.reshape(v, shape)
+
+
+def _reshape_vjp(out, vals, on, shape):
+    s = shape_of(vals[0])
+
+    def rule(ct):
+        return (reshape(ct, s),)
+
+    return rule
+
+
+def _reshape_jvp(out, vals, tans, shape):
+    return reshape(tans[0], shape_of(out))
+
+
+RESHAPE = Primitive("reshape", _reshape_impl, _reshape_vjp, _reshape_jvp)
+
+
+def reshape(x, shape):
+    """``np.reshape`` (C order) on plain values and duals; a scalar dual becomes an array."""
+    tx = type(x)
+    if tx is ArrayDual or tx is Dual:
+        return apply(RESHAPE, (x,), {"shape": shape})
+    return np.reshape(x, shape)
+
+
+def reshape_scalar(x):
+    """A scalar (dual) as a 0-d array (dual)."""
+    return reshape(x, ())
+
+
+def unbroadcast(g, shape):
+    """Sum ``g`` down to ``shape`` (the transpose of broadcasting ``shape`` to ``g``'s shape)."""
+    gs = shape_of(g)
+    if gs == shape:
+        return g
+    nd = len(gs) - len(shape)
+    if nd < 0:
+        return np.broadcast_to(g, shape)
+    axes = tuple(range(nd)) + tuple(nd + i for i, s in enumerate(shape) if s == 1 and gs[nd + i] != 1)
+    if axes:
+        g = np.sum(g, axis=axes)
+    if shape_of(g) != shape:
+        g = reshape(g, shape)
+    return g
+
+
+def broadcast(t, shape):
+    """``t`` broadcast to ``shape`` (a tangent with the output's shape)."""
+    if shape_of(t) == shape:
+        return t
+    return np.broadcast_to(t, shape)
+
+
+def zeros_of(v):
+    """Plain zeros with the shape and dtype of value ``v`` (a zero tangent)."""
+    s = strip(v)
+    if type(s) is float:
+        return 0.0
+    return np.zeros(np.shape(s), dtype=s.dtype if hasattr(s, "dtype") and s.dtype.kind == "f" else float)
+
+
+# --------------------------------------------------------------------------------------------
+# The array dual
+
+
+def _no_float(what):
+    return no_float_error(what)
+
+
+class ArrayDual:
+    """An array dual number: a numpy array ``value`` with ``Var id`` on ``trace`` (a tape) or
+    with ``tangent`` (a forward level). ``value`` is a float ndarray or an array dual of a lower
+    level. numpy functions and operators on it are differentiated (see deltaad's docs for the
+    supported set); anything else raises ``NotImplementedError`` naming the function.
+
+    Array duals are immutable: ``x[i] = v`` raises; write ``x = x.at[i].set(v)``.
+    """
+
+    __slots__ = ("value", "trace", "id", "tangent", "__weakref__")
+    _deltaad_array_dual = True
+    __array_priority__ = 1000.0
+    __hash__ = None
+
+    def __init__(self, value, trace, id, tangent):
+        self.value = value
+        self.trace = trace
+        self.id = id
+        self.tangent = tangent
+
+    # -- numpy protocols --
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return ufunc_dispatch(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return function_dispatch(func, args, kwargs)
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(
+            "converting a deltaad array dual to a plain numpy array would silently drop its "
+            "derivative (np.asarray/np.array, or storing it into a numpy array). Use numpy "
+            "functions on it directly, deltaad.asarray / np.stack to build arrays from duals, "
+            "x.at[i].set(v) to update, or deltaad.value(x) for the plain value."
+        )
+
+    # -- attributes --
+    @property
+    def shape(self):
+        return strip(self.value).shape
+
+    @property
+    def ndim(self):
+        return strip(self.value).ndim
+
+    @property
+    def size(self):
+        return strip(self.value).size
+
+    @property
+    def dtype(self):
+        return strip(self.value).dtype
+
+    @property
+    def T(self):
+        return FUNCTION_RULES[np.transpose](self)
+
+    @property
+    def mT(self):
+        return FUNCTION_RULES[np.swapaxes](self, -1, -2)
+
+    @property
+    def real(self):
+        return self
+
+    @property
+    def imag(self):
+        return np.zeros(self.shape, dtype=self.dtype)
+
+    @property
+    def at(self):
+        return _At(self)
+
+    def __len__(self):
+        s = self.shape
+        if not s:
+            raise TypeError("len() of unsized object")
+        return s[0]
+
+    def __iter__(self):
+        s = self.shape
+        if not s:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(s[0]):
+            yield getitem(self, i, True)
+
+    def __getitem__(self, idx):
+        return getitem(self, idx)
+
+    def __setitem__(self, idx, v):
+        raise TypeError(
+            "deltaad array duals are immutable under differentiation: instead of x[i] = v write "
+            "x = x.at[i].set(v) (or x.at[i].add(v)), JAX's functional update, which is "
+            "differentiable in both x and v"
+        )
+
+    # -- arithmetic --
+    def __add__(self, other):
+        return _binop(np.add, self, other)
+
+    def __radd__(self, other):
+        return _binop(np.add, other, self)
+
+    def __sub__(self, other):
+        return _binop(np.subtract, self, other)
+
+    def __rsub__(self, other):
+        return _binop(np.subtract, other, self)
+
+    def __mul__(self, other):
+        return _binop(np.multiply, self, other)
+
+    def __rmul__(self, other):
+        return _binop(np.multiply, other, self)
+
+    def __truediv__(self, other):
+        return _binop(np.true_divide, self, other)
+
+    def __rtruediv__(self, other):
+        return _binop(np.true_divide, other, self)
+
+    def __floordiv__(self, other):
+        return _binop(np.floor_divide, self, other)
+
+    def __rfloordiv__(self, other):
+        return _binop(np.floor_divide, other, self)
+
+    def __mod__(self, other):
+        return _binop(np.remainder, self, other)
+
+    def __rmod__(self, other):
+        return _binop(np.remainder, other, self)
+
+    def __pow__(self, other, modulo=None):
+        if modulo is not None:
+            return NotImplemented
+        return _binop(np.power, self, other)
+
+    def __rpow__(self, other):
+        return _binop(np.power, other, self)
+
+    def __matmul__(self, other):
+        return _binop(np.matmul, self, other)
+
+    def __rmatmul__(self, other):
+        return _binop(np.matmul, other, self)
+
+    def __neg__(self):
+        return UFUNC_RULES[np.negative](self)
+
+    def __pos__(self):
+        if self.trace.closed:
+            raise escaped_error(self.trace.level)
+        return self
+
+    def __abs__(self):
+        return UFUNC_RULES[np.absolute](self)
+
+    # -- comparisons: on values, plain bool arrays --
+    def __eq__(self, other):
+        return strip(self) == strip(other)
+
+    def __ne__(self, other):
+        return strip(self) != strip(other)
+
+    def __lt__(self, other):
+        return strip(self) < strip(other)
+
+    def __le__(self, other):
+        return strip(self) <= strip(other)
+
+    def __gt__(self, other):
+        return strip(self) > strip(other)
+
+    def __ge__(self, other):
+        return strip(self) >= strip(other)
+
+    def __bool__(self):
+        return bool(strip(self))
+
+    # -- conversions that would drop the derivative --
+    def __float__(self):
+        raise _no_float("float")
+
+    def __int__(self):
+        raise _no_float("int")
+
+    def __complex__(self):
+        raise _no_float("complex")
+
+    def __round__(self, ndigits=None):
+        return np.round(strip(self), ndigits or 0)
+
+    def __index__(self):
+        raise TypeError("a deltaad array dual cannot be used as an index")
+
+    def __repr__(self):
+        kind = "tangent" if self.trace.is_forward else "Var %d" % self.id
+        return "ArrayDual(%r, %s, level=%d)" % (self.value, kind, self.trace.level)
+
+    def __format__(self, spec):
+        return format(strip(self), spec)
+
+    # -- ndarray methods --
+    def item(self, *args):
+        if not args:
+            if self.size != 1:
+                raise ValueError("can only convert an array of size 1 to a Python scalar")
+            return getitem(reshape(self, (-1,)), 0, True)
+        if len(args) == 1 and isinstance(args[0], int):
+            return getitem(reshape(self, (-1,)), args[0], True)
+        return getitem(self, tuple(args[0]) if len(args) == 1 else args)
+
+    def tolist(self):
+        if self.ndim == 0:
+            return getitem(self, (), True)
+        return [row.tolist() if type(row) is ArrayDual else row for row in self]
+
+    def reshape(self, *shape, order="C"):
+        if len(shape) == 1 and not isinstance(shape[0], int):
+            shape = shape[0]
+        return FUNCTION_RULES[np.reshape](self, shape, order=order)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
+            axes = axes[0]
+        return FUNCTION_RULES[np.transpose](self, axes if axes else None)
+
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        return FUNCTION_RULES[np.astype](self, dtype)
+
+    def copy(self, order="C"):
+        return self
+
+    def flatten(self, order="C"):
+        return FUNCTION_RULES[np.ravel](self, order)
+
+    def sort(self, axis=-1, kind=None, order=None):
+        """Sorted copy (JAX's semantics: array duals are immutable, there is no in-place sort)."""
+        return FUNCTION_RULES[np.sort](self, axis)
+
+    def conj(self):
+        return self
+
+    conjugate = conj
+
+    def fill(self, value):
+        raise TypeError("deltaad array duals are immutable; use np.full_like or x.at[...].set(v)")
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+_METHODS = {
+    "sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min, "var": np.var,
+    "std": np.std, "cumsum": np.cumsum, "cumprod": np.cumprod, "swapaxes": np.swapaxes,
+    "squeeze": np.squeeze, "ravel": np.ravel, "dot": np.dot, "clip": np.clip, "repeat": np.repeat,
+    "take": np.take, "diagonal": np.diagonal, "argmax": np.argmax,
+    "argmin": np.argmin, "argsort": np.argsort, "nonzero": np.nonzero, "all": np.all,
+    "any": np.any, "round": np.round, "ptp": np.ptp,
+}
+
+
+def _make_method(func):
+    def method(self, *args, **kwargs):
+        impl = FUNCTION_RULES.get(func)
+        if impl is None:
+            raise _not_implemented(func)
+        return impl(self, *args, **kwargs)
+
+    method.__name__ = func.__name__
+    method.__doc__ = "``numpy.%s`` on an array dual." % func.__name__
+    return method
+
+
+for _name, _func in _METHODS.items():
+    setattr(ArrayDual, _name, _make_method(_func))
+del _name, _func
+
+
+def _binop(ufunc, a, b):
+    oa = operand(a)
+    ob = operand(b)
+    if oa is None or ob is None:
+        return NotImplemented
+    return UFUNC_RULES[ufunc](oa, ob)
+
+
+# --------------------------------------------------------------------------------------------
+# numpy dispatch
+
+
+def _fullname(f):
+    mod = getattr(f, "__module__", None) or "numpy"
+    name = getattr(f, "__name__", repr(f))
+    if isinstance(f, np.ufunc):
+        mod = "numpy"
+    return "%s.%s" % (mod, name)
+
+
+def _not_implemented(f, method=None):
+    name = _fullname(f)
+    if method is not None:
+        name = "%s.%s" % (name, method)
+    return NotImplementedError(
+        "deltaad has no derivative rule for %s on dual numbers. Use a supported numpy function, "
+        "or give it a derivative with deltaad.custom_vjp / deltaad.custom_jvp / "
+        "deltaad.primitive (see deltaad's documentation for the supported list)." % name
+    )
+
+
+_NOOP_UFUNC_KW = {"casting": "same_kind", "order": "K", "subok": True, "signature": None}
+
+
+def _check_ufunc_kwargs(ufunc, kwargs):
+    for k, v in kwargs.items():
+        if k == "out":
+            if v is not None and any(o is not None for o in (v if isinstance(v, tuple) else (v,))):
+                raise TypeError(
+                    "numpy.%s(..., out=...) would write a dual into an array in place; deltaad "
+                    "arrays are immutable under differentiation: use the returned value" % ufunc.__name__
+                )
+        elif k == "where":
+            if v is not True:
+                raise NotImplementedError("deltaad: numpy.%s(..., where=...) on dual numbers; use np.where" % ufunc.__name__)
+        elif k == "dtype":
+            if v is not None and np.dtype(v).kind != "f":
+                raise TypeError("deltaad: numpy.%s(..., dtype=%s) would drop the derivative" % (ufunc.__name__, v))
+        elif k in _NOOP_UFUNC_KW:
+            pass
+        else:
+            raise NotImplementedError("deltaad: numpy.%s(..., %s=...) on dual numbers" % (ufunc.__name__, k))
+
+
+def _obj0(x):
+    a = np.empty((), dtype=object)
+    a[()] = x
+    return a
+
+
+def ufunc_dispatch(ufunc, method, inputs, kwargs):
+    """numpy's ``__array_ufunc__`` for array duals and for scalar duals meeting arrays."""
+    extra = {}
+    if kwargs:
+        if method == "__call__" and "axis" in kwargs and ufunc is getattr(np, "vecdot", None):
+            extra["axis"] = kwargs.pop("axis")
+        if method == "__call__":
+            _check_ufunc_kwargs(ufunc, kwargs)
+        dtype = kwargs.get("dtype")
+    else:
+        dtype = None
+    if method == "__call__":
+        rule = UFUNC_RULES.get(ufunc)
+        has_array = False
+        has_obj = False
+        for x in inputs:
+            tx = type(x)
+            if tx is ArrayDual:
+                has_array = True
+            elif isinstance(x, np.ndarray):
+                if x.dtype.kind == "O":
+                    has_obj = True
+                elif x.ndim:
+                    has_array = True
+            elif tx is list or tx is tuple:
+                has_array = True
+        if ufunc in PLAIN_UFUNCS:
+            if has_obj and not has_array:
+                return ufunc(*[_obj0(x) if type(x) is Dual else x for x in inputs])
+            return ufunc(*[strip(x) if type(x) is not np.ndarray or x.dtype.kind != "O" else asarray_plain(x) for x in inputs])
+        if rule is None:
+            from .array_rules import late_ufunc_rule
+
+            rule = late_ufunc_rule(ufunc)
+            if rule is None:
+                raise _not_implemented(ufunc)
+        if not has_array:
+            if has_obj:  # numpy's object semantics: elementwise through the scalar duals' methods
+                return ufunc(*[_obj0(x) if type(x) is Dual else x for x in inputs])
+            from . import numpy_glue
+
+            return numpy_glue.scalar_ufunc(ufunc, inputs)
+        ops = [operand_or_raise(x) for x in inputs]
+        r = rule(*ops, **extra)
+        if dtype is not None:
+            r = FUNCTION_RULES[np.astype](r, dtype)
+        return r
+    rule = REDUCE_RULES.get((ufunc, method))
+    if rule is None:
+        raise _not_implemented(ufunc, method)
+    kw = dict(kwargs)
+    kw.pop("out", None)
+    kw.pop("dtype", None)
+    return rule(*[operand_or_raise(x) for x in inputs], **kw)
+
+
+def asarray_plain(x):
+    """Plain values of an object array (for functions whose derivative is zero)."""
+    return np.asarray([strip(e) for e in x.ravel().tolist()]).reshape(x.shape)
+
+
+def function_dispatch(func, args, kwargs):
+    """numpy's ``__array_function__`` for array duals (and scalar duals, where installed)."""
+    impl = FUNCTION_RULES.get(func)
+    if impl is None:
+        raise _not_implemented(func)
+    return impl(*args, **kwargs)

@@ -1,0 +1,151 @@
+"""Shared checks for the numpy tests: reverse mode, forward mode and central finite differences
+agree on a random direction, and the paper's Lemma 1 (``<u, J v> == <J^T u, v>``) holds.
+
+Everything is checked along random directions (a cotangent ``u`` on the outputs, a tangent
+``v`` on the inputs) so that a check costs a handful of evaluations whatever the sizes.
+"""
+
+import numpy as np
+
+import deltaad as d
+from deltaad.pytrees import tree_flatten, tree_unflatten
+
+
+def leaves(tree):
+    return tree_flatten(tree)[0]
+
+
+def is_float_leaf(x):
+    return isinstance(x, (float, np.floating)) or isinstance(x, np.ndarray) and x.dtype.kind == "f"
+
+
+def random_like(rng, x):
+    if isinstance(x, np.ndarray):
+        return rng.standard_normal(x.shape)
+    return float(rng.standard_normal())
+
+
+def inner(a_tree, b_tree):
+    """Sum of elementwise products over matching float leaves (None counts as zero)."""
+    tot = 0.0
+    for a, b in zip(leaves(a_tree), leaves(b_tree)):
+        if a is None or b is None:
+            continue
+        tot += float(np.sum(np.asarray(a, dtype=float) * np.asarray(b, dtype=float)))
+    return tot
+
+
+def fd_directional(phi, h=1e-3):
+    """d/ds phi(s) at 0 by the fourth-order central difference."""
+    return (-phi(2 * h) + 8 * phi(h) - 8 * phi(-h) + phi(-2 * h)) / (12 * h)
+
+
+def _plain_output(out):
+    """Output leaves with the float ones as float64 arrays; others kept (not compared)."""
+    return [np.asarray(x, dtype=float) if is_float_leaf(x) else x for x in leaves(out)]
+
+
+def close(a, b, rtol=2e-6, atol=2e-7, what=""):
+    scale = max(1.0, abs(a), abs(b))
+    assert abs(a - b) <= atol * scale + rtol * max(abs(a), abs(b)), "%s: %r vs %r" % (what, a, b)
+
+
+def check_first_order(f, args, seed=0, rtol=1e-5, atol=1e-6, check_value=True):
+    """Reverse, forward and FD agree along random directions; Lemma 1 holds tightly."""
+    rng = np.random.default_rng(seed)
+    args = tuple(args)
+    expected = f(*args)  # plain numpy
+    out, pb = d.vjp(f, *args)
+    if check_value:
+        for a, b in zip(_plain_output(out), _plain_output(expected)):
+            if isinstance(a, np.ndarray):
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, equal_nan=True)
+                assert np.shape(a) == np.shape(b)
+    out_leaves, out_def = tree_flatten(out)
+    u_leaves = [random_like(rng, np.asarray(x)) if is_float_leaf(x) else None for x in out_leaves]
+    u = tree_unflatten(out_def, u_leaves)
+    v = tuple(random_like(rng, np.asarray(a)) if isinstance(a, np.ndarray) else random_like(rng, a) for a in args)
+    g = pb(u)
+    assert len(g) == len(args)
+    for gi, a in zip(g, args):
+        assert np.shape(gi) == np.shape(a), (np.shape(gi), np.shape(a))
+        if isinstance(a, np.ndarray):
+            assert isinstance(gi, np.ndarray) and gi.dtype == a.dtype
+    rev = inner(g, v)
+    out2, t = d.jvp(f, args, v)
+    for a, b in zip(_plain_output(out2), _plain_output(expected)):
+        if isinstance(a, np.ndarray):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, equal_nan=True)
+    t_leaves = leaves(t)
+    for x, tx in zip(out_leaves, t_leaves):
+        if is_float_leaf(x):
+            assert np.shape(tx) == np.shape(x), (np.shape(tx), np.shape(x))
+    fwd = inner(u, t)
+    close(rev, fwd, rtol=1e-9, atol=1e-10, what="Lemma 1 <u, jvp v> vs <vjp u, v>")
+
+    def phi(s):
+        xs = tuple(np.asarray(a + s * vi) if isinstance(a, np.ndarray) else a + s * vi for a, vi in zip(args, v))
+        return inner(u, f(*xs))
+
+    fd = fd_directional(phi)
+    close(rev, fd, rtol, atol, "reverse vs finite differences")
+    close(fwd, fd, rtol, atol, "forward vs finite differences")
+    return rev
+
+
+def scalarize(f, u):
+    """``x -> <u, f(x)>``: a real function whose derivatives are ``u``-weighted ones of ``f``."""
+    u_leaves = leaves(u)
+
+    def g(*xs):
+        out = f(*xs)
+        tot = 0.0
+        for y, ui in zip(leaves(out), u_leaves):
+            if ui is None or y is None:
+                continue
+            tot = tot + np.sum(y * ui)
+        return tot
+
+    return g
+
+
+def check_second_order(f, args, seed=0, rtol=1e-4, atol=1e-5, modes=("fr", "rr", "rf", "ff")):
+    """Hessian-vector products of ``<u, f(x)>`` by all four nestings against FD of the gradient."""
+    rng = np.random.default_rng(seed + 1)
+    args = tuple(args)
+    out = f(*args)
+    u = tree_unflatten(tree_flatten(out)[1], [random_like(rng, np.asarray(x)) if is_float_leaf(x) else None for x in leaves(out)])
+    g = scalarize(f, u)
+    n = len(args)
+    nums = tuple(range(n))
+    v = tuple(random_like(rng, a) for a in args)
+    w = tuple(random_like(rng, a) for a in args)
+    grad = d.grad(g, argnums=nums)
+
+    def phi(s):
+        xs = tuple(np.asarray(a + s * vi) if isinstance(a, np.ndarray) else a + s * vi for a, vi in zip(args, v))
+        return inner(grad(*xs), w)
+
+    fd = fd_directional(phi)
+    if "fr" in modes:  # forward over reverse
+        _, hv = d.jvp(grad, args, v)
+        close(inner(hv, w), fd, rtol, atol, "forward-over-reverse Hv")
+    if "rr" in modes:  # reverse over reverse
+        def gv(*xs):
+            gs = grad(*xs)
+            return sum(np.sum(gi * vi) for gi, vi in zip(gs, v))
+
+        hv = d.grad(gv, argnums=nums)(*args)
+        close(inner(hv, w), fd, rtol, atol, "reverse-over-reverse Hv")
+    if "rf" in modes:  # reverse over forward
+        def jv(*xs):
+            return d.jvp(g, xs, v)[1]
+
+        hv = d.grad(jv, argnums=nums)(*args)
+        close(inner(hv, w), fd, rtol, atol, "reverse-over-forward Hv")
+    if "ff" in modes:  # forward over forward
+        def jv2(*xs):
+            return d.jvp(g, xs, v)[1]
+
+        _, whv = d.jvp(jv2, args, w)
+        close(float(whv), fd, rtol, atol, "forward-over-forward wHv")

@@ -1,0 +1,480 @@
+"""Array duals as numpy users see them: attributes, operators, indexing, immutability, mixing
+with scalar duals and object arrays, errors, dtypes, memory, Jacobian layouts and nesting."""
+
+import gc
+import math
+import weakref
+
+import numpy as np
+import pytest
+
+import deltaad as d
+from deltaad import numpy_glue
+
+X = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+
+
+def inside(f, *args):
+    """Run ``f`` on array duals of ``args`` (inside a vjp) and return what it returns."""
+    box = []
+    d.vjp(lambda *xs: box.append(f(*xs)) or 0.0, *args)
+    return box[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Attributes and protocols
+
+
+def test_attributes_and_len_and_iteration():
+    def f(x):
+        assert x.shape == (2, 3) and x.ndim == 2 and x.size == 6 and x.dtype == np.float64
+        assert np.shape(x) == (2, 3) and np.ndim(x) == 2 and np.size(x) == 6
+        assert x.T.shape == (3, 2) and len(x) == 2
+        rows = list(x)
+        assert len(rows) == 2 and isinstance(rows[0], d.ArrayDual) and rows[0].shape == (3,)
+        assert all(type(e) is d.Dual for e in rows[1])
+        assert "ArrayDual" in repr(x)
+        return np.sum(rows[0] * 2.0) + rows[1][2]
+
+    g = d.grad(f)(X)
+    np.testing.assert_array_equal(g, [[2, 2, 2], [0, 0, 1]])
+
+
+def test_comparisons_return_plain_bool_arrays():
+    def f(x):
+        for r in (x > 2.0, x <= 3.0, x == x, x != 1.0, np.greater(x, 2.0), np.isnan(x), np.isfinite(x), 2.0 < x):
+            assert isinstance(r, np.ndarray) and r.dtype == bool, r
+        assert np.all(x > 0.0) and not np.any(x > 10.0)
+        assert isinstance(np.argmax(x), (int, np.integer))
+        assert np.floor(x).dtype == np.float64 and not isinstance(np.floor(x), d.ArrayDual)
+        return np.sum(np.where(x > 2.0, x, 0.0))
+
+    np.testing.assert_array_equal(d.grad(f)(X), X > 2.0)
+
+
+def test_getitem_int_is_scalar_dual_on_same_tape():
+    def f(x):
+        s = x[1, 2]
+        assert type(s) is d.Dual and s.trace is x.trace
+        t = x[0][1]
+        assert type(t) is d.Dual
+        return s * t + np.sin(s)
+
+    g = d.grad(f)(X)
+    expected = np.zeros_like(X)
+    expected[1, 2] = 2.0 + math.cos(6.0)
+    expected[0, 1] = 6.0
+    np.testing.assert_allclose(g, expected)
+
+
+def test_setitem_raises_pointing_to_at():
+    def f(x):
+        x[0] = 1.0
+
+    with pytest.raises(TypeError, match=r"x\.at\[i\]\.set\(v\)"):
+        d.grad(f)(X)
+
+
+def test_at_set_and_add_differentiable_in_both_arguments():
+    def f(x, v):
+        y = x.at[0, 1:].set(v * 3.0)
+        z = y.at[1].add(v[0])
+        assert isinstance(z, d.ArrayDual)
+        return np.sum(z * z)
+
+    gx, gv = d.grad(f, argnums=(0, 1))(X, np.array([7.0, 8.0]))
+    y = X.copy()
+    y[0, 1:] = [21.0, 24.0]
+    y[1] += 7.0
+    ex = 2 * y
+    ex[0, 1:] = 0.0
+    np.testing.assert_allclose(gx, ex)
+    np.testing.assert_allclose(gv, [3 * 2 * 21 + 2 * np.sum(y[1]), 3 * 2 * 24])
+    assert np.array_equal(d.at(X)[0].get(), X[0])
+
+
+def test_object_arrays_of_scalar_duals():
+    w = np.array([[1.0, -1.0], [2.0, 0.5]])
+
+    def f(a, b, c):
+        v = np.array([a, b, c], dtype=object)
+        assert v.dtype == object
+        e = np.sin(v) * v + np.exp(v) - np.tanh(v) / (1.0 + np.sqrt(np.abs(v)))
+        m = np.max(v) + np.mean(v) + np.prod(v) + np.sum(e) + np.dot(v[:2], w).sum()
+        return m + np.sum(v ** 2.0) + np.sum(np.cumsum(v))
+
+    args = (0.3, 1.2, 0.7)
+    g = d.grad(f, argnums=(0, 1, 2))(*args)
+
+    def fp(x):
+        a, b, c = x
+        v = np.array([a, b, c])
+        e = np.sin(v) * v + np.exp(v) - np.tanh(v) / (1.0 + np.sqrt(np.abs(v)))
+        return np.max(v) + np.mean(v) + np.prod(v) + np.sum(e) + np.dot(v[:2], w).sum() + np.sum(v ** 2.0) + np.sum(np.cumsum(v))
+
+    ga = d.grad(fp)(np.array(args))
+    np.testing.assert_allclose(g, ga, rtol=1e-12)
+
+
+def test_object_array_meets_array_dual_and_scalar_dual():
+    def f(x):
+        v = np.array([x[0], x[1] * 2.0], dtype=object)
+        a = v * x  # object array * array dual -> packed into an array dual
+        assert isinstance(a, d.ArrayDual)
+        b = v * x[0]  # object array * scalar dual: numpy's object semantics
+        assert isinstance(b, np.ndarray) and b.dtype == object
+        return np.sum(a) + np.sum(b) + np.sum(d.asarray(v) ** 2)
+
+    x = np.array([1.5, -0.5])
+    g = d.grad(f)(x)
+    fp = lambda x: x[0] * x[0] + 2 * x[1] * x[1] + x[0] * x[0] + 2 * x[1] * x[0] + x[0] ** 2 + 4 * x[1] ** 2
+    np.testing.assert_allclose(g, d.grad(fp)(x))
+
+
+def test_deltaad_stack_and_asarray_of_scalar_duals():
+    def f(a, b):
+        v = d.stack([a, b * b, 2.0])
+        assert isinstance(v, d.ArrayDual) and v.shape == (3,)
+        m = d.asarray([[a, 1.0], [b, a * b]])
+        assert isinstance(m, d.ArrayDual) and m.shape == (2, 2)
+        return np.sum(v * v) + np.linalg.det(m)
+
+    ga, gb = d.grad(f, argnums=(0, 1))(1.5, 2.0)
+    # f = a^2 + b^4 + 4 + (a*a*b - b)
+    assert ga == pytest.approx(2 * 1.5 + 2 * 1.5 * 2.0)
+    assert gb == pytest.approx(4 * 8.0 + 1.5 ** 2 - 1.0)
+
+
+@pytest.mark.skipif(not numpy_glue.SCALAR_ARRAY_FUNCTION, reason="this backend's Dual has no __array_function__")
+def test_np_stack_of_scalar_duals_gives_array_dual():
+    def f(a, b):
+        v = np.stack([a, b])
+        assert isinstance(v, d.ArrayDual)
+        return np.sum(v ** 2)
+
+    assert d.grad(f, argnums=(0, 1))(1.0, 3.0) == (2.0, 6.0)
+
+
+def test_np_stack_of_scalar_duals_differentiates_on_every_backend():
+    f = lambda a, b: np.sum(np.stack([a, b * a]) ** 2)
+    assert d.grad(f, argnums=(0, 1))(1.0, 3.0) == pytest.approx((2.0 + 2 * 9.0, 2 * 3.0))
+
+
+def test_scalar_dual_times_array_dual_both_orders():
+    def f(x, s):
+        return np.sum(s * x + x * s + x / s + s / x + x ** s)
+
+    x = np.array([1.0, 2.0])
+    gx, gs = d.grad(f, argnums=(0, 1))(x, 1.5)
+    gx2, gs2 = d.grad(lambda x, s: np.sum(s[0] * x + x * s[0] + x / s[0] + s[0] / x + x ** s[0]), argnums=(0, 1))(x, np.array([1.5]))
+    np.testing.assert_allclose(gx, gx2)
+    assert gs == pytest.approx(gs2[0])
+    assert type(gs) is float
+
+
+def test_numpy_scalars_and_0d_arrays_with_array_duals():
+    f = lambda x: np.sum(np.float64(2.0) * x + np.float32(1.0) * x + np.array(3.0) * x)
+    np.testing.assert_allclose(d.grad(f)(X), np.full(X.shape, 6.0))
+
+
+def test_deltaad_functions_on_arrays_and_lists():
+    x = np.array([0.1, 0.2])
+    np.testing.assert_allclose(d.sin(x), np.sin(x))
+    np.testing.assert_allclose(d.erf(x), [math.erf(0.1), math.erf(0.2)])
+    np.testing.assert_allclose(d.sigmoid(np.array([-800.0, 0.0, 800.0])), [0.0, 0.5, 1.0])
+    g = d.grad(lambda x: np.sum(d.erf(x) + d.softplus(x) + d.sigmoid(x) + d.sqrt(x)))(x)
+    e = lambda t: 2 / math.sqrt(math.pi) * math.exp(-t * t) + 1 / (1 + math.exp(-t)) + math.exp(-t) / (1 + math.exp(-t)) ** 2 + 0.5 / math.sqrt(t)
+    np.testing.assert_allclose(g, [e(0.1), e(0.2)])
+
+
+# --------------------------------------------------------------------------------------------
+# Errors
+
+
+def test_unsupported_numpy_function_raises_naming_it():
+    for fn, name in [
+        (lambda x: np.linalg.eigh(x), "numpy.linalg.eigh"),
+        (lambda x: np.fft.fft(x), "fft"),
+        (lambda x: np.convolve(x[0], x[1]), "numpy.convolve"),
+        (lambda x: np.unique(x), "numpy.unique"),
+        (lambda x: np.nextafter(x, 1.0), "numpy.nextafter"),
+        (lambda x: np.add.reduceat(x, [0, 1]), "numpy.add.reduceat"),
+        (lambda x: np.linalg.svd(x), "numpy.linalg.svd"),
+    ]:
+        with pytest.raises(NotImplementedError, match=name.replace(".", r"\.")):
+            d.grad(lambda x: np.sum(fn(x)))(np.eye(2) + 1.0)
+
+
+def test_conversions_that_would_drop_the_derivative_raise():
+    def f(x):
+        with pytest.raises(TypeError, match="drop"):
+            np.asarray(x)
+        with pytest.raises(TypeError, match="drop"):
+            float(x[0:1])
+        with pytest.raises(TypeError):
+            np.zeros(3)[:2] = x[0]
+        with pytest.raises(TypeError, match="immutable"):
+            np.add(x, 1.0, out=np.zeros(2))
+        with pytest.raises(TypeError, match="index"):
+            x[x[0]]
+        return np.sum(x)
+
+    d.grad(f)(np.array([1.0, 2.0]))
+
+
+def test_complex_inputs_are_type_errors():
+    with pytest.raises(TypeError, match="complex"):
+        d.grad(lambda x: np.sum(x))(np.array([1.0 + 1j]))
+    with pytest.raises(TypeError, match="complex"):
+        d.grad(lambda x: np.sum(x * 1j).real)(np.array([1.0]))
+    with pytest.raises(TypeError, match="complex"):
+        d.grad(lambda x: np.sum(x.astype(complex)))(np.array([1.0]))
+
+
+def test_escaped_array_dual_raises():
+    box = []
+    d.grad(lambda x: box.append(x) or np.sum(x))(np.ones(2))
+    with pytest.raises(d.EscapedDualError):
+        box[0] * 2.0
+    with pytest.raises(d.EscapedDualError):
+        np.sin(box[0])
+    assert "ArrayDual" in repr(box[0])
+    np.testing.assert_array_equal(d.value(box[0]), np.ones(2))
+
+
+def test_grad_of_non_scalar_array_is_an_error():
+    with pytest.raises(TypeError, match="one real number"):
+        d.grad(lambda x: x * 2.0)(np.ones(2))
+
+
+# --------------------------------------------------------------------------------------------
+# dtypes, shapes, memory
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_gradient_keeps_dtype_and_shape(dtype):
+    for shape in [(), (3,), (2, 0), (2, 3)]:
+        x = np.ones(shape, dtype=dtype)
+        g = d.grad(lambda x: np.sum(np.sin(x) * 2.0))(x)
+        assert isinstance(g, np.ndarray) and g.dtype == dtype and g.shape == shape
+        g2 = d.grad(lambda x: 3.0)(x)  # output independent of x: zeros
+        assert g2.dtype == dtype and g2.shape == shape and not g2.any()
+
+
+def test_gradient_arrays_are_writeable_and_not_aliased():
+    x = np.ones(3)
+    g = d.grad(lambda x: np.sum(x))(x)
+    g += 1.0
+    np.testing.assert_array_equal(g, [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(x, [1.0, 1.0, 1.0])
+
+
+def test_nothing_of_the_tape_remains_after_grad():
+    refs = []
+
+    def f(x, w):
+        refs.append(weakref.ref(x.trace))
+        h = np.tanh(x @ w)
+        return np.sum(h * h) + np.linalg.det(w[:2, :2])
+
+    x = np.ones((4, 3))
+    w = np.full((3, 3), 0.1) + np.eye(3)
+    g = d.grad(f, argnums=(0, 1))(x, w)
+    gc.collect()  # (pytrees' flatten/unflatten closures make short-lived reference cycles)
+    assert refs[0]() is None
+    vjp_out, pb = d.vjp(f, x, w)
+    gc.collect()
+    assert refs[1]() is not None  # the pullback keeps its tape ...
+    del pb
+    gc.collect()
+    assert refs[1]() is None  # ... and only the pullback
+    assert g[0].shape == x.shape
+
+
+def test_repeated_gradients_do_not_accumulate_memory():
+    import tracemalloc
+
+    x = np.ones(200_000)  # 1.6 MB: every binding of f keeps an array of this size
+    f = lambda x: np.sum(np.sin(x) * np.exp(x) + np.tanh(x) ** 2)
+    d.grad(f)(x)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        for _ in range(5):
+            d.grad(f)(x)
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert grown < 2_000_000, grown  # less than one array: the tapes are gone
+
+
+def test_hessian_tapes_are_freed():
+    refs = []
+
+    def f(x):
+        refs.append(weakref.ref(x.trace))
+        return np.sum(np.exp(x) * x[0])
+
+    h = d.hessian(f)(np.array([0.5, 1.0]))
+    assert h.shape == (2, 2)
+    gc.collect()
+    assert all(r() is None for r in refs)
+
+
+def test_zero_size_and_0d_inputs():
+    assert d.grad(lambda x: np.sum(x ** 2))(np.zeros((0, 3))).shape == (0, 3)
+    g = d.grad(lambda x: x * x)(np.array(3.0))
+    assert isinstance(g, np.ndarray) and g.shape == () and g == 6.0
+    out, t = d.jvp(lambda x: np.sin(x), (np.array(0.0),), (np.array(1.0),))
+    assert t.shape == () and t == 1.0
+
+
+# --------------------------------------------------------------------------------------------
+# Transformations: layouts, nesting, aux, cotangents
+
+
+def test_jacobian_layouts_follow_jax():
+    f = lambda x: np.concatenate([np.sum(x, axis=0), np.ravel(x[0] * x[1])])
+    x = np.arange(6.0).reshape(2, 3) + 1.0
+    jr = d.jacrev(f)(x)
+    jf = d.jacfwd(f)(x)
+    assert jr.shape == (6, 2, 3) and jf.shape == (6, 2, 3)
+    np.testing.assert_allclose(jr, jf)
+    np.testing.assert_allclose(jr[3], [[x[1, 0], 0, 0], [x[0, 0], 0, 0]])
+    jt = d.jacrev(lambda x, y: (x * y, np.sum(x)), argnums=(0, 1))(np.ones(2), np.full(2, 3.0))
+    assert jt[0][0].shape == (2, 2) and jt[1][1].shape == (2,)
+
+
+def test_hessian_of_array_code():
+    a = np.array([[2.0, 0.5, 0.0], [0.5, 1.0, 0.2], [0.0, 0.2, 3.0]])
+
+    def f(x):
+        return 0.5 * x @ a @ x + np.sum(np.sin(x)) + np.prod(x)
+
+    x = np.array([0.3, -0.7, 1.1])
+    h = d.hessian(f)(x)
+    p = np.prod(x)
+    expected = a - np.diag(np.sin(x)) + np.array([[0 if i == j else p / (x[i] * x[j]) for j in range(3)] for i in range(3)])
+    np.testing.assert_allclose(h, expected, rtol=1e-12)
+    h2 = d.jacrev(d.jacrev(f))(x)
+    h3 = d.jacfwd(d.jacfwd(f))(x)
+    h4 = d.jacrev(d.jacfwd(f))(x)
+    for hh in (h2, h3, h4):
+        np.testing.assert_allclose(hh, expected, rtol=1e-12)
+
+
+def test_third_derivative_through_arrays():
+    f = lambda x: np.sum(np.exp(2.0 * x) * x)
+    x = np.array([0.1, 0.4])
+    t3 = d.jacfwd(d.hessian(f))(x)
+    expected = np.zeros((2, 2, 2))
+    for i in range(2):
+        xi = x[i]
+        expected[i, i, i] = np.exp(2 * xi) * (8 * xi + 12)
+    np.testing.assert_allclose(t3, expected, rtol=1e-12)
+
+
+def test_perturbation_confusion_with_arrays():
+    # d/dx (x * d/dy (x + y)) = 1, with arrays
+    def outer(x):
+        inner = d.grad(lambda y: np.sum(x + y))(np.ones(2))
+        return np.sum(x * inner)
+
+    np.testing.assert_array_equal(d.grad(outer)(np.array([3.0, 4.0])), [1.0, 1.0])
+
+
+def test_grad_has_aux_and_vjp_with_array_cotangent():
+    g, aux = d.grad(lambda x: (np.sum(x ** 2), x * 2.0), has_aux=True)(np.ones(2))
+    np.testing.assert_array_equal(g, [2.0, 2.0])
+    assert isinstance(aux, np.ndarray) and not isinstance(aux, d.ArrayDual)
+    out, pb = d.vjp(lambda x: (x * 2.0, np.sum(x)), np.ones(3))
+    (gx,) = pb((np.array([1.0, 2.0, 3.0]), 1.0))
+    np.testing.assert_array_equal(gx, [3.0, 5.0, 7.0])
+    (gx,) = pb((np.array([1.0, 2.0, 3.0]), np.float64(0.0)))
+    np.testing.assert_array_equal(gx, [2.0, 4.0, 6.0])
+
+
+def test_jvp_tangent_shape_must_match():
+    with pytest.raises(ValueError, match="shape"):
+        d.jvp(lambda x: x, (np.ones(3),), (np.ones(2),))
+
+
+def test_prod_and_cumprod_exact_at_zeros():
+    x = np.array([2.0, 0.0, 3.0, 0.5])
+    np.testing.assert_allclose(d.grad(lambda x: np.prod(x))(x), [0.0, 3.0, 0.0, 0.0])
+    x1 = np.array([2.0, 0.0, 3.0])
+    np.testing.assert_allclose(d.jacrev(np.cumprod)(x1), d.jacfwd(np.cumprod)(x1))
+    np.testing.assert_allclose(d.jacrev(np.cumprod)(x1), [[1, 0, 0], [0, 2, 0], [0, 6, 0]])
+    h = d.hessian(lambda x: np.prod(x))(np.array([0.0, 0.0, 2.0]))
+    np.testing.assert_allclose(h, [[0, 2, 0], [2, 0, 0], [0, 0, 0]])
+
+
+def test_max_ties_split_evenly_and_sort_follows_permutation():
+    np.testing.assert_allclose(d.grad(lambda x: np.max(x))(np.array([1.0, 3.0, 3.0])), [0.0, 0.5, 0.5])
+    np.testing.assert_allclose(d.grad(lambda x: np.maximum(x[0], x[1]))(np.array([2.0, 2.0])), [0.5, 0.5])
+    x = np.array([3.0, 1.0, 2.0])
+    np.testing.assert_allclose(d.jacrev(np.sort)(x), [[0, 1, 0], [0, 0, 1], [1, 0, 0]])
+
+
+def test_stable_logsumexp_at_extreme_values():
+    x = np.array([1000.0, 1000.0, -1000.0])
+    assert d.logsumexp(x) == pytest.approx(1000.0 + math.log(2.0))
+    np.testing.assert_allclose(d.grad(d.logsumexp)(x), [0.5, 0.5, 0.0])
+
+    def lse(x):
+        m = np.max(x)
+        return m + np.log(np.sum(np.exp(x - m)))
+
+    np.testing.assert_allclose(d.grad(lse)(x), [0.5, 0.5, 0.0])
+    h = d.hessian(d.logsumexp)(np.array([0.0, 0.0]))
+    np.testing.assert_allclose(h, [[0.25, -0.25], [-0.25, 0.25]])
+
+
+def test_clip_and_abs_conventions_match_scalar_functions():
+    g = d.grad(lambda x: np.sum(np.clip(x, -1.0, 1.0)))(np.array([-2.0, -1.0, 0.0, 1.0, 2.0]))
+    np.testing.assert_array_equal(g, [0, 1, 1, 1, 0])
+    g = d.grad(lambda x: np.sum(np.abs(x)))(np.array([-2.0, 0.0, 2.0]))
+    np.testing.assert_array_equal(g, [-1, 0, 1])
+    g = d.grad(lambda x: np.linalg.norm(x))(np.zeros(3))
+    np.testing.assert_array_equal(g, [0, 0, 0])
+
+
+def test_float32_program_stays_float32():
+    x = np.ones(4, dtype=np.float32)
+    w = np.ones((4, 2), dtype=np.float32)
+
+    def f(x, w):
+        h = np.tanh(x @ w)
+        assert h.dtype == np.float32
+        return np.sum(h)
+
+    gx, gw = d.grad(f, argnums=(0, 1))(x, w)
+    assert gx.dtype == np.float32 and gw.dtype == np.float32
+    out, t = d.jvp(lambda x: np.sin(x) * 2.0, (x,), (np.ones(4, dtype=np.float32),))
+    assert out.dtype == np.float32 and t.dtype == np.float32
+
+
+def test_mlp_softmax_cross_entropy_gradient():
+    rng = np.random.default_rng(0)
+    xb = rng.standard_normal((8, 5))
+    yb = rng.integers(0, 3, 8)
+    params = {"w1": rng.standard_normal((5, 4)) * 0.5, "b1": np.zeros(4), "w2": rng.standard_normal((4, 3)) * 0.5, "b2": np.zeros(3)}
+
+    def loss(p):
+        h = np.tanh(xb @ p["w1"] + p["b1"])
+        z = h @ p["w2"] + p["b2"]
+        z = z - np.max(z, axis=1, keepdims=True)
+        logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+        return -np.mean(logp[np.arange(8), yb])
+
+    g = d.grad(loss)(params)
+    assert set(g) == set(params)
+    eps = 1e-6
+    for k in params:
+        v = rng.standard_normal(params[k].shape)
+        pp = dict(params, **{k: params[k] + eps * v})
+        pm = dict(params, **{k: params[k] - eps * v})
+        fd = (loss(pp) - loss(pm)) / (2 * eps)
+        assert np.sum(g[k] * v) == pytest.approx(fd, rel=1e-6, abs=1e-9)
