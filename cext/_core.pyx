@@ -427,8 +427,22 @@ cdef class Dual:
         return _binop(other, self, OP_MOD)
 
     def __pow__(self, other, modulo):
+        cdef Dual a = <Dual>self
+        cdef double x, y, r, d
         if modulo is not None:
             return NotImplemented
+        # Fast path: a float dual to a constant power, away from every special case (zero
+        # base, negative base with a non-integer power, overflow): there pow(x, y) and the
+        # derivative y * pow(x, y - 1) are what _rules computes, bit for bit. Anything else
+        # goes the general way, which also raises the errors Python's float ** raises.
+        if a.ov == NULL and (type(other) is float or type(other) is int):
+            x = a.v
+            y = PyFloat_AS_DOUBLE(other) if type(other) is float else <double>float(other)
+            if x != 0.0 and cm.isfinite(x) and cm.isfinite(y) and (x > 0.0 or y == cm.floor(y)):
+                r = cm.pow(x, y)
+                d = y * cm.pow(x, y - 1.0)
+                if cm.isfinite(r) and cm.isfinite(d):
+                    return _fast1(a, r, d)
         return _binop(self, other, OP_POW)
 
     def __rpow__(self, other, modulo):
