@@ -131,6 +131,15 @@ cdef class Tape(Trace):
         cdef Py_ssize_t i = self._push(-1, 0.0, -1, 0.0)
         return _new_dual(value, self, i)
 
+    def inputs(self, values):
+        """A fresh input variable for each of ``values``, with consecutive ids."""
+        cdef list out = []
+        cdef Py_ssize_t i
+        for value in values:
+            i = self._push(-1, 0.0, -1, 0.0)
+            out.append(_new_dual(value, self, i))
+        return out
+
     def push_linear(self, parents, rule):
         """Record a binding with any number of parents; return its id (see ``_pure``)."""
         if self.closed:
@@ -172,18 +181,20 @@ cdef class Tape(Trace):
         otherwise the general sweep computes with Python objects, as ``_pure`` does.
         """
         cdef Py_ssize_t n = self.n
-        cdef Py_ssize_t i, j, k, w
+        cdef Py_ssize_t i, j, k, m
         cdef double a
         cdef double* adj
         cdef Binding* b = self.b
         seeds = list(seeds)
-        wanted = list(wanted)
+        cdef list wl = list(wanted)
+        cdef Py_ssize_t nw = len(wl)
         for i_, ct in seeds:
             if not 0 <= i_ < n:
                 raise IndexError("seed id %r is not on this tape of %d bindings" % (i_, n))
-        for w_ in wanted:
-            if not 0 <= w_ < n:
-                raise IndexError("wanted id %r is not on this tape of %d bindings" % (w_, n))
+        for m in range(nw):
+            i = wl[m]
+            if i < 0 or i >= n:
+                raise IndexError("wanted id %r is not on this tape of %d bindings" % (i, n))
         cdef bint fast = not self.general and not self.linear
         if fast:
             for i_, ct in seeds:
@@ -191,7 +202,7 @@ cdef class Tape(Trace):
                     fast = False
                     break
         if not fast:
-            return self._eval_general(seeds, wanted)
+            return self._eval_general(seeds, wl)
         adj = <double*>PyMem_Malloc((n if n > 0 else 1) * sizeof(double))
         if adj == NULL:
             raise MemoryError("deltaad eval: out of memory for %d adjoints" % n)
@@ -212,7 +223,7 @@ cdef class Tape(Trace):
                         k = b[i].p2
                         if k >= 0:
                             adj[k] += b[i].c2 * a
-            return [adj[<Py_ssize_t>w_] for w_ in wanted]
+            return [adj[<Py_ssize_t>wl[m]] for m in range(nw)]
         finally:
             PyMem_Free(adj)
 
@@ -273,6 +284,16 @@ cdef class ForwardLevel(Trace):
         cdef Dual r = _new_dual(value, self, -1)
         _set_tangent(r, tangent)
         return r
+
+    def inputs(self, values, tangents):
+        """``input`` for each pair of ``values`` and ``tangents``."""
+        cdef list out = []
+        cdef Dual r
+        for value, tangent in zip(values, tangents):
+            r = _new_dual(value, self, -1)
+            _set_tangent(r, tangent)
+            out.append(r)
+        return out
 
     def emit(self, value, operands, coefs):
         """Forward twin of ``Tape.push_linear`` with coefficients: sum of c_i * tangent_i."""

@@ -84,6 +84,10 @@ class Tape(Trace):
         b.append((-1, 0.0, -1, 0.0))
         return Dual(value, self, len(b) - 1, None)
 
+    def inputs(self, values):
+        """A fresh input variable for each of ``values``, with consecutive ids."""
+        return [self.input(v) for v in values]
+
     def _emit1(self, value, a, ca):
         b = self._b
         b.append((a.id, ca, -1, 0.0))
@@ -218,6 +222,10 @@ class ForwardLevel(Trace):
 
     def input(self, value, tangent):
         return Dual(value, self, -1, tangent)
+
+    def inputs(self, values, tangents):
+        """``input`` for each pair of ``values`` and ``tangents``."""
+        return [Dual(v, self, -1, t) for v, t in zip(values, tangents)]
 
     def _emit1(self, value, a, ca):
         return Dual(value, self, -1, ca * a.tangent)

@@ -6,18 +6,25 @@ the paper's ``initVars``; unflattening rebuilds the same structure around new le
 """
 
 import dataclasses
+import itertools
 
 
 class TreeDef:
     """The shape of a pytree with its leaves taken out."""
 
-    __slots__ = ("kind", "meta", "children", "nleaves")
+    __slots__ = ("kind", "meta", "children", "nleaves", "flat")
 
-    def __init__(self, kind, meta, children):
+    def __init__(self, kind, meta, children, flat=False):
         self.kind = kind
         self.meta = meta
         self.children = children
-        self.nleaves = 1 if kind == "leaf" else sum(c.nleaves for c in children)
+        self.flat = flat  # every child a leaf: (un)flattened without recursion
+        if kind == "leaf":
+            self.nleaves = 1
+        elif flat:
+            self.nleaves = len(children)
+        else:
+            self.nleaves = sum(c.nleaves for c in children)
 
     def __eq__(self, other):
         return (
@@ -44,15 +51,26 @@ def _is_namedtuple(x):
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
+def all_floats(xs):
+    """True when every item of the sequence ``xs`` is exactly a float (checked at C speed)."""
+    return list(map(type, xs)).count(float) == len(xs)
+
+
 def tree_flatten(tree):
     """Return ``(leaves, treedef)``."""
     leaves = []
 
     def walk(x):
+        tx = type(x)
+        if tx is float:  # the commonest leaf first: inputs are often long lists of floats
+            leaves.append(x)
+            return LEAF
         if x is None:
             return TreeDef("none", None, ())
-        tx = type(x)
         if tx is tuple or tx is list:
+            if all_floats(x):  # a flat vector: no recursion per element
+                leaves.extend(x)
+                return TreeDef(tx.__name__, None, (LEAF,) * len(x), flat=True)
             return TreeDef(tx.__name__, None, tuple(walk(c) for c in x))
         if tx is dict:
             keys = tuple(x)
@@ -80,7 +98,10 @@ def tree_unflatten(treedef, leaves):
             return next(it)
         if k == "none":
             return None
-        kids = [build(c) for c in d.children]
+        if d.flat:
+            kids = list(itertools.islice(it, d.nleaves))
+        else:
+            kids = [build(c) for c in d.children]
         if k == "tuple":
             return tuple(kids)
         if k == "list":

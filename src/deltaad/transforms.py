@@ -16,7 +16,7 @@ import numpy as np
 from . import delta as _delta
 from ._backend import B
 from ._errors import escaped_error
-from .pytrees import tree_flatten, tree_unflatten
+from .pytrees import all_floats, tree_flatten, tree_unflatten
 
 Dual = B.Dual
 
@@ -104,8 +104,15 @@ def _scalar_value(x):
     return x if type(x) is float or type(x) is Dual else float(x)
 
 
-def _dualise(trace, leaves, tangents=None):
-    """Replace each differentiable leaf by a dual on ``trace``; return (new leaves, kinds)."""
+def _dualise(trace, leaves, tangents=None, floats=False):
+    """Replace each differentiable leaf by a dual on ``trace``; return (new leaves, kinds).
+
+    ``floats`` says the caller has checked that every leaf is a float (the common case)."""
+    if floats:
+        if tangents is None:
+            return trace.inputs(leaves), ["scalar"] * len(leaves)
+        if all_floats(tangents):
+            return trace.inputs(leaves, tangents), ["scalar"] * len(leaves)
     out = []
     kinds = []
     for k, x in enumerate(leaves):
@@ -208,7 +215,7 @@ class _Pullback:
     It keeps the (closed) tape alive; the tape goes when this object does.
     """
 
-    __slots__ = ("tape", "out_def", "out_ids", "out_like", "in_def", "in_ids", "in_leaves", "n_in", "__weakref__")
+    __slots__ = ("tape", "out_def", "out_ids", "out_like", "in_def", "in_ids", "in_leaves", "wanted", "all_float", "__weakref__")
 
     def __call__(self, cotangent):
         ct_leaves, ct_def = tree_flatten(cotangent)
@@ -226,8 +233,10 @@ class _Pullback:
             if type(ct) is not float and type(ct) is not Dual and isinstance(ct, numbers.Real):
                 ct = float(ct)
             seeds.append((i, ct))
-        wanted = [i for i in self.in_ids if i is not None]
+        wanted = self.wanted
         adj = self.tape.eval(seeds, wanted) if seeds else [None] * len(wanted)
+        if self.all_float and all_floats(adj):  # float inputs, float adjoints
+            return tuple(tree_unflatten(self.in_def, adj))
         it = iter(adj)
         grads = []
         for i, x in zip(self.in_ids, self.in_leaves):
@@ -235,7 +244,10 @@ class _Pullback:
                 grads.append(None)
             else:
                 g = next(it)
-                grads.append(_zero_like(x) if g is None else _restore_type(g, x))
+                if type(x) is float and type(g) is float:
+                    grads.append(g)
+                else:
+                    grads.append(_zero_like(x) if g is None else _restore_type(g, x))
         return tuple(tree_unflatten(self.in_def, grads))
 
 
@@ -266,8 +278,9 @@ def _align_none(ct_def, out_def, ct_iter, acc=None):
 def _vjp(fun, args, kwargs, argnums, has_aux, who):
     """Run ``fun`` on a fresh tape, differentiating the arguments in ``argnums``."""
     leaves, in_def = tree_flatten(tuple(args[n] for n in argnums))
+    floats = all_floats(leaves)
     with _Opened(B.Tape) as tape:
-        duals, kinds = _dualise(tape, leaves)
+        duals, kinds = _dualise(tape, leaves, floats=floats)
         _check_has_float(kinds, "argument(s) %s" % (argnums,), who)
         new_args = list(args)
         for n, a in zip(argnums, tree_unflatten(in_def, duals)):
@@ -282,7 +295,12 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
     pb.tape = tape
     pb.in_def = in_def
     pb.in_leaves = leaves
-    pb.in_ids = [d.id if k is not None else None for d, k in zip(duals, kinds)]
+    pb.all_float = floats
+    if pb.all_float:
+        pb.in_ids = pb.wanted = [d.id for d in duals]
+    else:
+        pb.in_ids = [d.id if k is not None else None for d, k in zip(duals, kinds)]
+        pb.wanted = [i for i in pb.in_ids if i is not None]
     out_leaves, pb.out_def = tree_flatten(out)
     pb.out_ids = []
     primals = []
@@ -378,7 +396,7 @@ def jvp(fun, primals, tangents):
     if t_def != in_def:
         raise TypeError("jvp: tangents must have the structure of primals, %r; got %r" % (in_def, t_def))
     with _Opened(B.ForwardLevel) as level:
-        duals, kinds = _dualise(level, leaves, t_leaves)
+        duals, kinds = _dualise(level, leaves, t_leaves, floats=all_floats(leaves))
         _check_has_float(kinds, "primals", "jvp")
         out = fun(*tree_unflatten(in_def, duals))
     out_leaves, out_def = tree_flatten(out)

@@ -1,0 +1,329 @@
+"""The modes: ways of running a program (plain floats, deltaad, ablations, peer libraries).
+
+A mode turns ``(program, n, direction)`` into a runner ``run(xs)`` whose result is checked
+against the reference and then timed:
+
+- ``kind == "value"``:   the program's value (the float baseline),
+- ``kind == "reverse"``: the gradient with respect to the whole input (a flat list),
+- ``kind == "forward"``: the directional derivative along ``direction`` (a float).
+
+``prepare()`` imports what the mode needs and raises :class:`Unavailable` when it cannot (the
+mode is then reported "unavailable", e.g. deltaad-c before the compiled core exists). Each mode
+runs in its own worker process; ``backend`` is the ``DELTAAD_BACKEND`` that process gets.
+``ladder`` modes (the ablations) also run the program's small sizes, since they blow up long
+before the main sweep starts; ``deadline`` modes abandon a run that passes
+``ablations.DEADLINE``, which the worker sets before each of their runs. ``hidden`` modes run only when asked for by name.
+
+Adding a mode: subclass :class:`Mode`, implement ``prepare`` and ``runner`` (and ``memory``
+if there is more to report than traced memory), and :func:`register` it.
+"""
+
+import importlib
+
+from .programs import FLOAT_NS, NS
+
+
+class Unavailable(Exception):
+    """The mode cannot run in this environment (missing package or backend)."""
+
+
+def _version(dist):
+    try:
+        from importlib import metadata
+
+        return metadata.version(dist)
+    except Exception:
+        return None
+
+
+class Mode:
+    name = ""
+    kind = "reverse"
+    kinds = ("scalar",)          # program kinds this mode can run
+    backend = None               # DELTAAD_BACKEND for its worker (None: leave unset)
+    ladder = False
+    deadline = False             # honours ablations.DEADLINE (set before each of its runs)
+    hidden = False
+    peer = False
+    description = ""
+
+    def prepare(self):
+        """Import what is needed; raise :class:`Unavailable` if impossible."""
+
+    def runner(self, program, n, direction):
+        raise NotImplementedError
+
+    def memory(self, program, n, xs, direction):
+        """One run for the memory measurement; returns ``(result, extra dict)``. By default
+        the runner's; deltaad modes also report their tape."""
+        return self.runner(program, n, direction)(xs), {}
+
+    def versions(self):
+        return {}
+
+
+MODES = {}
+
+
+def register(mode):
+    MODES[mode.name] = mode
+    return mode
+
+
+def default_modes():
+    return [m for m in MODES if not MODES[m].hidden]
+
+
+# --------------------------------------------------------------------------------------------
+# plain floats
+
+
+class FloatMode(Mode):
+    name = "float"
+    kind = "value"
+    kinds = ("scalar", "array")
+    description = "the program on plain Python floats (the baseline)"
+
+    def runner(self, program, n, direction):
+        fn = program.fn
+
+        def run(xs):
+            return fn(FLOAT_NS, n, xs)
+        return run
+
+
+register(FloatMode())
+
+
+# --------------------------------------------------------------------------------------------
+# deltaad
+
+
+def _deltaad(expect):
+    try:
+        import deltaad
+    except ImportError as exc:
+        raise Unavailable("cannot import deltaad with DELTAAD_BACKEND=%s: %s" % (expect, exc))
+    if expect is not None and deltaad.backend != expect:
+        raise Unavailable("deltaad.backend is %r, expected %r" % (deltaad.backend, expect))
+    return deltaad
+
+
+def deltaad_ns(deltaad):
+    return NS("deltaad", deltaad.sin, deltaad.cos, deltaad.exp, deltaad.sqrt,
+              log=deltaad.log, tanh=deltaad.tanh)
+
+
+class DeltaadReverse(Mode):
+    kind = "reverse"
+    kinds = ("scalar", "array")
+    scale = 1.0  # != 1 only for the deliberately wrong test mode
+
+    def __init__(self, backend, name=None, scale=1.0, hidden=False):
+        self.backend = backend
+        self.name = name or "deltaad-%s" % backend
+        self.scale = scale
+        self.hidden = hidden
+        self.description = "deltaad.grad, %s backend" % {
+            "c": "compiled", "python": "pure-Python"}.get(backend, "current")
+        if scale != 1.0:
+            self.description = "deltaad.grad times %g: a deliberately wrong mode (tests)" % scale
+
+    def prepare(self):
+        self.dd = _deltaad(self.backend)
+        self.ns = deltaad_ns(self.dd)
+
+    def _f(self, program, n):
+        fn, ns = program.fn, self.ns
+
+        def f(xs):
+            return fn(ns, n, xs)
+        return f
+
+    def runner(self, program, n, direction):
+        g = self.dd.grad(self._f(program, n))
+        if self.scale == 1.0:
+            return g
+        scale = self.scale
+
+        def wrong(xs):
+            return [scale * v for v in g(xs)]
+        return wrong
+
+    def memory(self, program, n, xs, direction):
+        out, vjp_fn = self.dd.vjp(self._f(program, n), xs)
+        g = vjp_fn(1.0)[0]
+        tape = vjp_fn.tape
+        extra = {"tape_nbytes": int(tape.nbytes), "tape_nbindings": int(tape.nbindings)}
+        del vjp_fn, tape
+        return g, extra
+
+    def versions(self):
+        return {"deltaad": getattr(self.dd, "__version__", None), "deltaad.backend": self.dd.backend}
+
+
+class DeltaadForward(DeltaadReverse):
+    kind = "forward"
+
+    def __init__(self, backend, hidden=False):
+        DeltaadReverse.__init__(self, backend, "deltaad-%s-fwd" % backend, hidden=hidden)
+        self.description = "deltaad.jvp along one random direction, %s backend" % (
+            "compiled" if backend == "c" else "pure-Python")
+
+    def runner(self, program, n, direction):
+        f = self._f(program, n)
+        jvp = self.dd.jvp
+        args = (direction,)
+
+        def run(xs):
+            return jvp(f, (xs,), args)[1]
+        return run
+
+    def memory(self, program, n, xs, direction):
+        return self.runner(program, n, direction)(xs), {}
+
+
+register(DeltaadReverse("c"))
+register(DeltaadReverse("python"))
+register(DeltaadForward("c"))
+register(DeltaadForward("python", hidden=True))  # on request: --modes ...,deltaad-python-fwd
+register(DeltaadReverse(None, name="deltaad-wrong", scale=1.1, hidden=True))
+
+
+# --------------------------------------------------------------------------------------------
+# ablations (bench/ablations.py)
+
+
+class AblationMode(Mode):
+    kind = "reverse"
+    ladder = True
+    deadline = True
+
+    def __init__(self, name, description, grad_name, ns_name):
+        self.name = name
+        self.description = description
+        self._grad_name = grad_name
+        self._ns_name = ns_name
+
+    def prepare(self):
+        from . import ablations
+
+        self.grad = getattr(ablations, self._grad_name)
+        self.ns = getattr(ablations, self._ns_name)
+
+    def runner(self, program, n, direction):
+        fn, ns, grad = program.fn, self.ns, self.grad
+
+        def f(duals):
+            return fn(ns, n, duals)
+
+        def run(xs):
+            return grad(f, xs)
+        return run
+
+
+register(AblationMode(
+    "naive-delta", "Delta trees without Var/Let, eval_2 (paper §6)", "naive_delta_grad", "NAIVE_NS"))
+register(AblationMode(
+    "backpropagator", "closures dt -> contributions, functional ⊕ (paper §5, thesis continuation mode)",
+    "backpropagator_grad", "BACKPROP_NS"))
+
+
+# --------------------------------------------------------------------------------------------
+# peers
+
+
+class TorchMode(Mode):
+    name = "torch"
+    peer = True
+    description = "PyTorch: float64 scalar tensors with requires_grad, .backward()"
+
+    def prepare(self):
+        try:
+            self.torch = importlib.import_module("torch")
+        except ImportError as exc:
+            raise Unavailable("torch is not installed (%s)" % exc)
+        self.torch.set_num_threads(1)
+        t = self.torch
+        self.ns = NS("torch", t.sin, t.cos, t.exp, t.sqrt, log=t.log, tanh=t.tanh)
+
+    def runner(self, program, n, direction):
+        fn, ns, torch = program.fn, self.ns, self.torch
+        f64 = torch.float64
+        tensor = torch.tensor
+
+        def run(xs):
+            ts = [tensor(x, dtype=f64, requires_grad=True) for x in xs]
+            out = fn(ns, n, ts)
+            out.backward()
+            return [0.0 if t.grad is None else t.grad.item() for t in ts]
+        return run
+
+    def versions(self):
+        return {"torch": self.torch.__version__}
+
+
+class AutogradMode(Mode):
+    name = "autograd"
+    peer = True
+    description = "HIPS autograd: autograd.grad of the function of a list"
+
+    def prepare(self):
+        try:
+            self.autograd = importlib.import_module("autograd")
+            anp = importlib.import_module("autograd.numpy")
+        except ImportError as exc:
+            raise Unavailable("autograd is not installed (%s)" % exc)
+        self.ns = NS("autograd", anp.sin, anp.cos, anp.exp, anp.sqrt, log=anp.log, tanh=anp.tanh)
+
+    def runner(self, program, n, direction):
+        fn, ns = program.fn, self.ns
+
+        def f(xs):
+            return fn(ns, n, xs)
+        g = self.autograd.grad(f)
+
+        def run(xs):
+            return [float(v) for v in g(list(xs))]
+        return run
+
+    def versions(self):
+        return {"autograd": _version("autograd")}
+
+
+class JaxMode(Mode):
+    name = "jax"
+    peer = True
+    description = "JAX eager (no jit): jax.grad of the function of a list, float64"
+
+    def prepare(self):
+        try:
+            self.jax = importlib.import_module("jax")
+            jnp = importlib.import_module("jax.numpy")
+        except ImportError as exc:
+            raise Unavailable("jax is not installed (%s)" % exc)
+        self.jax.config.update("jax_enable_x64", True)
+        try:
+            self.jax.config.update("jax_platforms", "cpu")
+        except Exception:
+            pass
+        self.ns = NS("jax", jnp.sin, jnp.cos, jnp.exp, jnp.sqrt, log=jnp.log, tanh=jnp.tanh)
+
+    def runner(self, program, n, direction):
+        fn, ns = program.fn, self.ns
+
+        def f(xs):
+            return fn(ns, n, xs)
+        g = self.jax.grad(f)
+
+        def run(xs):
+            return [float(v) for v in g(list(xs))]
+        return run
+
+    def versions(self):
+        return {"jax": self.jax.__version__, "jaxlib": _version("jaxlib")}
+
+
+register(TorchMode())
+register(AutogradMode())
+register(JaxMode())

@@ -1,0 +1,336 @@
+"""The benchmark programs: plain Python written once, generic over the number type.
+
+A program is a function ``fn(ns, n, xs)`` of a size ``n`` and an input ``xs`` (a flat list of
+floats) returning one real number. Every arithmetic operation is an ordinary Python operator,
+so the same code runs on floats, deltaad duals, torch tensors, autograd boxes, jax arrays and
+the ablations' own dual types. Elementary functions come from the namespace ``ns`` (see
+:class:`NS`): ``math`` for floats, ``deltaad``'s for duals, ``torch``'s for tensors, ...
+
+Each program also declares its operation count ``ops(n)`` (the number of primitive operations
+on values that depend on the input: exactly the number of bindings deltaad records, checked by
+the reference run), an input generator, the sizes of each preset and which modes it supports.
+
+Adding a program: write ``fn``, describe it with :class:`Program` and :func:`register` it. A
+program that is not scalar Python (say numpy array code) sets ``kind="array"`` (only modes
+whose ``kinds`` include "array" run it) or lists its modes explicitly in ``modes``.
+"""
+
+import math
+import random
+from dataclasses import dataclass, field
+
+
+class NS:
+    """The elementary functions for one number type: ``ns.sin(x)``, ``ns.cos``, ``ns.exp``,
+    ``ns.sqrt``. ``extra`` adds more (e.g. ``log``, ``tanh``) for programs that need them."""
+
+    def __init__(self, name, sin, cos, exp, sqrt, **extra):
+        self.name = name
+        self.sin = sin
+        self.cos = cos
+        self.exp = exp
+        self.sqrt = sqrt
+        for k, v in extra.items():
+            setattr(self, k, v)
+
+    def __repr__(self):
+        return "NS(%s)" % self.name
+
+
+FLOAT_NS = NS("float", math.sin, math.cos, math.exp, math.sqrt, log=math.log, tanh=math.tanh)
+
+
+# --------------------------------------------------------------------------------------------
+# The programs
+
+
+def taylor(ns, n, xs):
+    """Taylor series of 1/x around 1 (the thesis's benchmark loop); 4 operations a step."""
+    x = xs[0]
+    prev = 1.0
+    acc = 1.0
+    for _ in range(n):
+        prev = prev * (-(x - 1.0))
+        acc = prev + acc
+    return acc
+
+
+def letchain(ns, n, xs):
+    """``x = (x + x) * 0.5`` n times: the sharing test of paper §7 (a Delta tree without
+    ``Let`` doubles at every step). 2 operations a step."""
+    x = xs[0]
+    for _ in range(n):
+        x = (x + x) * 0.5
+    return x
+
+
+def rosenbrock(ns, n, xs):
+    """Rosenbrock plus sine over the list of n floats; 10 operations per term."""
+    s = 0.0
+    a = xs[0]
+    for i in range(1, n):
+        b = xs[i]
+        t = b - a * a
+        u = 1.0 - a
+        s = s + 100.0 * (t * t) + u * u + ns.sin(a)
+        a = b
+    return s
+
+
+# quaternion: rotate_vec_by_quat of paper 003, Fig. 12, written over tuples
+
+
+def _dot(p, q):
+    return p[0] * q[0] + p[1] * q[1] + p[2] * q[2]
+
+
+def _vadd(p, q):
+    return (p[0] + q[0], p[1] + q[1], p[2] + q[2])
+
+
+def _scale(k, v):
+    return (k * v[0], k * v[1], k * v[2])
+
+
+def _cross(a, b):
+    return (a[1] * b[2] - a[2] * b[1],
+            a[2] * b[0] - a[0] * b[2],
+            a[0] * b[1] - a[1] * b[0])
+
+
+def rotate_vec_by_quat(v, q):
+    """Fig. 12: ``v`` a vec3, ``q`` a quaternion (x, y, z, w); 38 operations."""
+    u = (q[0], q[1], q[2])
+    s = q[3]
+    return _vadd(_vadd(_scale(2.0 * _dot(u, v), u),
+                       _scale(s * s - _dot(u, u), v)),
+                 _scale(2.0 * s, _cross(u, v)))
+
+
+def quaternion(ns, n, xs):
+    """Sum of the components of ``rotate_vec_by_quat(v_i, q_i)`` over n (q, v) pairs; the input
+    is 7n floats (q then v for each pair); 41 operations a pair."""
+    total = 0.0
+    for i in range(n):
+        k = 7 * i
+        q = (xs[k], xs[k + 1], xs[k + 2], xs[k + 3])
+        v = (xs[k + 4], xs[k + 5], xs[k + 6])
+        r = rotate_vec_by_quat(v, q)
+        total = total + (r[0] + r[1] + r[2])
+    return total
+
+
+# ode: RK4 of Lotka-Volterra
+
+ODE_H = 0.01
+
+
+def _lotka_volterra(alpha, beta, delta, gamma, x, y):
+    xy = x * y
+    return alpha * x - beta * xy, delta * xy - gamma * y  # 7 operations
+
+
+def ode(ns, n, xs):
+    """n RK4 steps (h = 0.01) of Lotka-Volterra; input (alpha, beta, delta, gamma, x0, y0);
+    output x + y at the end. 54 operations a step, plus 1."""
+    alpha, beta, delta, gamma, x, y = xs
+    h = ODE_H
+    h2 = 0.5 * h
+    h6 = h / 6.0
+    f = _lotka_volterra
+    for _ in range(n):
+        k1x, k1y = f(alpha, beta, delta, gamma, x, y)
+        k2x, k2y = f(alpha, beta, delta, gamma, x + h2 * k1x, y + h2 * k1y)
+        k3x, k3y = f(alpha, beta, delta, gamma, x + h2 * k2x, y + h2 * k2y)
+        k4x, k4y = f(alpha, beta, delta, gamma, x + h * k3x, y + h * k3y)
+        x = x + h6 * (k1x + 2.0 * k2x + 2.0 * k3x + k4x)
+        y = y + h6 * (k1y + 2.0 * k2y + 2.0 * k3y + k4y)
+    return x + y
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs
+
+
+def _uniform(n, lo, hi):
+    def make(size, rng):
+        return [rng.uniform(lo, hi) for _ in range(n(size))]
+    return make
+
+
+def _ode_input(n, rng):
+    base = (1.1, 0.4, 0.1, 0.4, 10.0, 10.0)
+    return [b * rng.uniform(0.95, 1.05) for b in base]
+
+
+def _taylor_input(n, rng):
+    return [0.5]
+
+
+def _letchain_input(n, rng):
+    return [rng.uniform(0.5, 1.5)]
+
+
+# --------------------------------------------------------------------------------------------
+# The registry
+
+
+def _geometric(lo, hi, count):
+    """``count`` integers from ``lo`` to ``hi`` spaced evenly on a log scale (distinct)."""
+    if count <= 1:
+        return [int(hi)]
+    out = []
+    for k in range(count):
+        v = int(round(lo * (hi / lo) ** (k / (count - 1))))
+        if not out or v > out[-1]:
+            out.append(v)
+    return out
+
+
+@dataclass
+class Program:
+    """A benchmark program.
+
+    ``fn(ns, n, xs)``: the program. ``ops(n)``: its operation count. ``make_input(n, rng)``:
+    its input (a flat list of floats, or whatever the supporting modes accept).
+    ``n_max``: the largest n of the full preset (3 decades below it is its smallest);
+    ``ladder``: small sizes added in front of the sweep for the modes that explore them
+    (the ablations, which blow up long before the main sizes). ``check_n``: the size at which
+    every mode's gradient is checked against the reference before it is timed.
+    ``kind``: "scalar" (Python floats) or e.g. "array"; ``modes``: explicit allow-list or None.
+    ``ops_are_bindings``: ``ops(n)`` is exactly the number of bindings deltaad records (checked
+    by the reference run); set False for array programs, whose ``ops`` counts scalar work.
+    """
+
+    name: str
+    fn: object
+    ops: object
+    make_input: object
+    n_max: int
+    check_n: int
+    ladder: list = field(default_factory=list)
+    description: str = ""
+    ops_text: str = ""
+    kind: str = "scalar"
+    modes: object = None
+    fd_eps: float = 1e-6
+    ops_are_bindings: bool = True
+
+    def n_for_ops(self, target):
+        """The smallest n whose operation count reaches ``target``."""
+        lo, hi = 1, 1
+        while self.ops(hi) < target:
+            hi *= 2
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.ops(mid) < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def sizes(self, preset):
+        """The main sweep of n for a preset: ``full`` 11 sizes over 3 decades of n up to
+        ``n_max``; ``quick`` 5 sizes from 10^3 to 10^5 operations; ``tiny`` 3 sizes from
+        50 to 500 operations."""
+        if preset == "full":
+            return _geometric(max(1, self.n_max // 1000), self.n_max, 11)
+        if preset == "quick":
+            return _geometric(self.n_for_ops(1000), self.n_for_ops(100_000), 5)
+        if preset == "tiny":
+            return _geometric(self.n_for_ops(50), self.n_for_ops(500), 3)
+        raise ValueError("unknown preset %r" % preset)
+
+    def small_sizes(self, preset):
+        """The ladder for exploring modes, below the main sweep."""
+        first = self.sizes(preset)[0]
+        lad = [n for n in self.ladder if n < first]
+        if preset == "tiny":
+            lad = lad[:3]
+        return lad
+
+    def supports(self, mode):
+        if self.modes is not None:
+            return mode.name in self.modes
+        return self.kind in mode.kinds
+
+
+PROGRAMS = {}
+
+
+def register(program):
+    PROGRAMS[program.name] = program
+    return program
+
+
+register(Program(
+    "taylor", taylor, lambda n: 4 * n, _taylor_input, n_max=1_000_000, check_n=20,
+    ladder=[4, 8, 16, 32, 64, 128],
+    description="Taylor series of 1/x at 1, x = 0.5 (thesis §6.1)", ops_text="4n"))
+register(Program(
+    "letchain", letchain, lambda n: 2 * n, _letchain_input, n_max=1_000_000, check_n=8,
+    ladder=[2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24],
+    description="x = (x + x) * 0.5 repeated n times (paper §7 sharing)", ops_text="2n"))
+register(Program(
+    "rosenbrock", rosenbrock, lambda n: 10 * (n - 1), _uniform(lambda n: n, -1.0, 1.0),
+    n_max=200_000, check_n=12, ladder=[2, 4, 8, 16, 32],
+    description="Rosenbrock + sine over a list of n floats, gradient w.r.t. the list",
+    ops_text="10(n-1)"))
+register(Program(
+    "quaternion", quaternion, lambda n: 41 * n, _uniform(lambda n: 7 * n, -1.0, 1.0),
+    n_max=50_000, check_n=3, ladder=[1, 2, 4, 8],
+    description="rotate_vec_by_quat (paper Fig. 12) over n random (q, v) pairs, summed",
+    ops_text="41n"))
+register(Program(
+    "ode", ode, lambda n: 54 * n + 1, _ode_input, n_max=40_000, check_n=2,
+    ladder=[1, 2, 3, 4, 5, 6, 7, 8],
+    description="RK4 of Lotka-Volterra for n steps, gradient w.r.t. parameters and initial state",
+    ops_text="54n+1"))
+
+
+def make_input(program, n, seed):
+    """The input of ``program`` at size ``n``: deterministic in (program, n, seed)."""
+    rng = random.Random("%s/%d/%d" % (program.name, n, seed))
+    return program.make_input(n, rng)
+
+
+def random_direction(xs, seed):
+    """A random tangent with the structure of ``xs`` (floats, lists, tuples, numpy arrays)."""
+    rng = random.Random("direction/%d/%d" % (count_leaves(xs), seed))
+
+    def like(x):
+        if isinstance(x, list):
+            return [like(v) for v in x]
+        if isinstance(x, tuple):
+            return tuple(like(v) for v in x)
+        if hasattr(x, "shape") and hasattr(x, "dtype"):
+            import numpy as np
+
+            return np.array([rng.gauss(0.0, 1.0) for _ in range(x.size)]).reshape(x.shape)
+        return rng.gauss(0.0, 1.0)
+    return like(xs)
+
+
+def count_leaves(xs):
+    """Number of differentiable leaves (floats or arrays) in ``xs``: deltaad's input bindings."""
+    if isinstance(xs, (list, tuple)):
+        return sum(count_leaves(v) for v in xs)
+    return 1
+
+
+def unflatten_like(template, flat):
+    """Rebuild ``template``'s structure (floats, lists, tuples, numpy arrays) from the flat
+    sequence of floats ``flat`` (the inverse of ``bench.worker.flatten``)."""
+    it = iter(flat)
+
+    def build(x):
+        if isinstance(x, list):
+            return [build(v) for v in x]
+        if isinstance(x, tuple):
+            return tuple(build(v) for v in x)
+        if hasattr(x, "shape") and hasattr(x, "dtype"):
+            import numpy as np
+
+            return np.array([next(it) for _ in range(x.size)], dtype=x.dtype).reshape(x.shape)
+        return next(it)
+    return build(template)

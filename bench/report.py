@@ -1,0 +1,523 @@
+"""Analysis and output: fits per mode, report.md, PNG plots, the terminal summary."""
+
+import datetime
+import math
+import os
+import platform
+import subprocess
+import sys
+
+from . import fit
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+PACKAGES = ("deltaad", "numpy", "Cython", "torch", "autograd", "jax", "jaxlib", "matplotlib")
+
+# DESIGN.md §7: (mode, what, limit)
+BUDGET = {
+    "deltaad-c": 3.0,
+    "deltaad-python": 60.0,
+    "deltaad-c-fwd": 2.5,
+}
+BYTES_PER_BINDING = 40
+SLOPE_RANGE = (0.95, 1.05)
+
+
+# --------------------------------------------------------------------------------------------
+# machine
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(dist):
+    try:
+        from importlib import metadata
+
+        return metadata.version(dist)
+    except Exception:
+        return None
+
+
+def _git():
+    try:
+        rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return (rev + (" (modified)" if dirty else "")) if rev else None
+    except Exception:
+        return None
+
+
+def machine_info():
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count()
+    return {
+        "platform": platform.platform(),
+        "cpu": _cpu_model(),
+        "cpus": os.cpu_count(),
+        "cpus_usable": usable,
+        "python": "%s %s" % (platform.python_implementation(), platform.python_version()),
+        "executable": sys.executable,
+        "packages": {p: _version(p) for p in PACKAGES},
+        "git": _git(),
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "loadavg": _loadavg(),
+    }
+
+
+def _loadavg():
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# analysis
+
+
+def _timed(points):
+    return [p for p in points if p.get("median") is not None]
+
+
+def summarise(mres):
+    """Fits and headline numbers of one mode's result (stored as ``mres["summary"]``)."""
+    pts = _timed(mres.get("points") or [])
+    s = {"points": len(pts)}
+    if not pts:
+        return s
+    x = [p["ops"] for p in pts]
+    t = [p["median"] for p in pts]
+    s["ops_min"], s["ops_max"] = min(x), max(x)
+    s["time"] = fit.analyse(x, t)
+    mem = [(p["ops"], p["mem_peak"]) for p in pts if p.get("mem_peak")]
+    s["mem"] = fit.analyse([a for a, _ in mem], [b for _, b in mem]) if mem else None
+    last = max(pts, key=lambda p: p["ops"])
+    s["largest"] = {"n": last["n"], "ops": last["ops"], "time": last["median"],
+                    "ratio": last.get("ratio"), "mem_peak": last.get("mem_peak")}
+    fl = [p.get("float_median") for p in pts]
+    if all(v is not None for v in fl) and len(pts) >= 2:
+        s["ratio_fit"] = fit.slope_ratio(x, t, fl)
+    tape = [(p["ops"], p["tape_nbytes"], p["tape_nbindings"]) for p in pts if "tape_nbytes" in p]
+    if tape:
+        s["tape_slope"] = fit.loglog([a for a, _, _ in tape], [b for _, b, _ in tape])[0]
+        o, nb, nbind = max(tape)
+        s["bytes_per_binding"] = nb / nbind if nbind else None
+        s["tape_nbytes"] = nb
+        s["tape_nbindings"] = nbind
+    aborted = [p for p in mres.get("points") or [] if p.get("aborted")]
+    if aborted:
+        s["aborted_at_ops"] = aborted[0]["ops"]
+    return s
+
+
+def side_by_side(entry):
+    """Each mode's time over deltaad's (compiled if measured, else pure) at the largest
+    size both measured."""
+    modes = entry["modes"]
+    base = None
+    for cand in ("deltaad-c", "deltaad-python"):
+        if _timed(modes.get(cand, {}).get("points") or []):
+            base = cand
+            break
+    rows = []
+    if base is None:
+        return None, rows
+    bpts = {p["n"]: p for p in _timed(modes[base]["points"])}
+    for name, mres in modes.items():
+        if name in (base, "float"):
+            continue
+        mpts = {p["n"]: p for p in _timed(mres.get("points") or [])}
+        common = sorted(set(bpts) & set(mpts))
+        if not common:
+            continue
+        n = common[-1]
+        rows.append({"mode": name, "peer": bool(mres.get("peer")), "n": n, "ops": bpts[n]["ops"],
+                     "time": mpts[n]["median"], "base_time": bpts[n]["median"],
+                     "ratio": mpts[n]["median"] / bpts[n]["median"]})
+    return base, rows
+
+
+def budget_checks(results):
+    """DESIGN.md §7 figures for the deltaad modes, per program."""
+    rows = []
+    for pname, entry in results["programs"].items():
+        for mname in ("deltaad-c", "deltaad-python", "deltaad-c-fwd"):
+            mres = entry["modes"].get(mname)
+            if not mres or not mres.get("summary", {}).get("points"):
+                continue
+            s = mres["summary"]
+            st, sm = s["time"], s.get("mem") or {}
+            ratio = s["largest"]["ratio"]
+            checks = {}
+            checks["time slope in [0.95, 1.05]"] = _in(st.get("slope"), SLOPE_RANGE)
+            if mname != "deltaad-c-fwd":
+                checks["mem slope in [0.95, 1.05]"] = _in(sm.get("slope"), SLOPE_RANGE)
+            checks["linear R² >= 0.99"] = None if st.get("linear_r2") is None else st["linear_r2"] >= 0.99
+            checks["ratio <= %g" % BUDGET[mname]] = None if ratio is None else ratio <= BUDGET[mname]
+            if s.get("bytes_per_binding") is not None:
+                checks["bytes/binding <= %d" % BYTES_PER_BINDING] = s["bytes_per_binding"] <= BYTES_PER_BINDING
+            rows.append({"program": pname, "mode": mname, "slope_time": st.get("slope"),
+                         "slope_mem": sm.get("slope"), "linear_r2": st.get("linear_r2"),
+                         "ratio": ratio, "ratio_fit": s.get("ratio_fit"), "ops": s["largest"]["ops"],
+                         "bytes_per_binding": s.get("bytes_per_binding"), "checks": checks})
+    return rows
+
+
+def _in(v, rng):
+    return None if v is None else rng[0] <= v <= rng[1]
+
+
+def analyse(results):
+    for entry in results["programs"].values():
+        for mres in entry["modes"].values():
+            mres["summary"] = summarise(mres)
+        base, rows = side_by_side(entry)
+        entry["side_by_side"] = {"base": base, "rows": rows}
+    results["budget"] = budget_checks(results)
+    return results
+
+
+# --------------------------------------------------------------------------------------------
+# formatting
+
+
+def _f(v, fmt="%.2f", none="–"):
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return none
+    return fmt % v
+
+
+def _r2(v):
+    return _f(v, "%.3f")
+
+
+def fmt_time(t):
+    if t is None:
+        return "–"
+    if t >= 1:
+        return "%.2f s" % t
+    if t >= 1e-3:
+        return "%.2f ms" % (t * 1e3)
+    return "%.1f µs" % (t * 1e6)
+
+
+def fmt_bytes(b):
+    if b is None:
+        return "–"
+    for unit, k in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
+        if b >= k:
+            return "%.1f %s" % (b / k, unit)
+    return "%d B" % b
+
+
+def fmt_ops(o):
+    if o is None:
+        return "–"
+    if o >= 1e6:
+        return "%.3gM" % (o / 1e6)
+    if o >= 1e3:
+        return "%.3gk" % (o / 1e3)
+    return "%d" % o
+
+
+def _class(s):
+    t = s.get("time") or {}
+    c = t.get("class")
+    if c is None:
+        return "–"
+    if c == "exponential" and t.get("doubling_ops"):
+        return "exponential (×2 per %.3g ops)" % t["doubling_ops"]
+    return c
+
+
+def status_text(mres):
+    st = mres.get("status", "?")
+    reason = mres.get("reason")
+    if st == "ok":
+        return "ok"
+    if reason:
+        return "%s: %s" % (st, reason)
+    return st
+
+
+def mode_row(name, mres):
+    s = mres.get("summary") or {}
+    if not s.get("points"):
+        return [name, "–", "–", "–", "–", "–", "–", "–", "–", "–", "–", status_text(mres)]
+    st = s["time"]
+    sm = s.get("mem") or {}
+    bpb = s.get("bytes_per_binding")
+    return [
+        name,
+        "%s–%s (%d)" % (fmt_ops(s["ops_min"]), fmt_ops(s["ops_max"]), s["points"]),
+        _f(st.get("slope")),
+        _f(sm.get("slope")),
+        _r2(st.get("linear_r2")),
+        _r2(st.get("quadratic_r2")),
+        _class(s),
+        _f(s["largest"].get("ratio")),
+        _f(s.get("ratio_fit")) if st.get("class") == "linear" else "–",
+        fmt_time(s["largest"]["time"]),
+        _f(bpb, "%.1f"),
+        status_text(mres),
+    ]
+
+
+HEADER = ["mode", "ops range (points)", "slope time", "slope mem", "linear R²", "quadratic R²",
+          "class", "×float @ largest", "×float (fit)", "time @ largest", "bytes/binding", "status"]
+
+
+def _md_table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |")
+    return "\n".join(out)
+
+
+def markdown(results, plots=None):
+    plots = plots or {}
+    m = results["meta"]
+    pk = ", ".join("%s %s" % (k, v) for k, v in m["packages"].items() if v)
+    lines = [
+        "# deltaad asymptotic benchmark",
+        "",
+        "`%s` — preset **%s**, %s, %.0f s." % (m["command"], m["preset"], m["date"], m["duration_s"]),
+        "",
+        "- Machine: %s; CPU: %s (%s logical, %s usable); load average at start %s, at end %s%s" % (
+            m["platform"], m["cpu"], m["cpus"], m["cpus_usable"], _load(m.get("loadavg_start")),
+            _load(m.get("loadavg")), _load_warning(m)),
+        "- Python: %s (`%s`)" % (m["python"], m["executable"]),
+        "- Packages: %s" % pk,
+        "- deltaad backends measured: %s" % _backends(results),
+        "- Repository: %s" % (m.get("git") or "unknown"),
+        "- Settings: budget %g s per run, median of %d timings (each averaging enough calls to "
+        "last %g s), %d warm-up run(s), input seed %d" % (
+            m["settings"]["budget"], m["settings"]["reps"], m["settings"]["min_time"],
+            m["settings"]["warmups"], m["seed"]),
+        "",
+        "Method (thesis §6.1, extended): every mode runs in its own process and times the "
+        "plain-float program at the same sizes in that process, so `×float` is measured side "
+        "by side. Before a mode is timed, its gradient (forward modes: directional derivative; "
+        "float: value) at a small size is checked against deltaad's reverse mode, itself checked "
+        "against central finite differences; a wrong mode is never timed. Time is the median "
+        "wall time of one run (`time.perf_counter`, GC enabled, inputs converted inside the "
+        "run); memory is the peak traced by `tracemalloc` in a separate run (native allocations "
+        "such as torch's are not traced). Slopes are log-log least squares against the "
+        "operation count; R² are of least-squares linear and quadratic fits in linear space; "
+        "`×float (fit)` is the thesis's ratio of linear-fit slopes. A mode's sweep stops after "
+        "the first run longer than the budget; an ablation run longer than %g budgets is "
+        "abandoned." % m["settings"].get("abort_factor", 2.0),
+        "",
+    ]
+    for pname, entry in results["programs"].items():
+        ref = entry["reference"]
+        lines += ["## %s" % pname, "", "%s — operations: %s." % (entry["description"], entry["ops"]), ""]
+        lines.append("Reference: %s" % _ref_text(ref))
+        lines.append("")
+        rows = [mode_row(name, mres) for name, mres in entry["modes"].items()]
+        lines += [_md_table(HEADER, rows), ""]
+        lines += _size_table(entry)
+        base, sbs = entry["side_by_side"]["base"], entry["side_by_side"]["rows"]
+        if sbs:
+            lines += ["Side by side with %s at the largest size both measured:" % base, "",
+                      _md_table(["mode", "ops", "time", "%s time" % base, "÷ %s" % base],
+                                [[r["mode"] + (" (peer)" if r["peer"] else ""), fmt_ops(r["ops"]),
+                                  fmt_time(r["time"]), fmt_time(r["base_time"]), _f(r["ratio"])]
+                                 for r in sbs]), ""]
+        if pname in plots:
+            lines += ["![%s](%s)" % (pname, os.path.basename(plots[pname])), ""]
+    lines += _peers_section(results)
+    lines += _budget_section(results)
+    lines += ["## Raw data", "", "Every measurement (all timings, warm-ups, call counts, float "
+              "baselines, memory, tape sizes, checks) is in `results.json`.", ""]
+    return "\n".join(lines)
+
+
+def _load(v):
+    return "–" if not v else "%.2f" % v[0]
+
+
+def _load_warning(m):
+    worst = max([(m.get("loadavg_start") or [0])[0], (m.get("loadavg") or [0])[0]])
+    if m.get("cpus_usable") and worst > 0.5 * m["cpus_usable"]:
+        return (" — **the machine was busy with other work: expect noisy times and slopes; "
+                "rerun on an idle machine before drawing conclusions**")
+    return ""
+
+
+def _backends(results):
+    seen = {}
+    for entry in results["programs"].values():
+        b = entry["reference"].get("backend")
+        if b:
+            seen.setdefault("reference", set()).add(b)
+        for name, mres in entry["modes"].items():
+            v = (mres.get("versions") or {}).get("deltaad.backend")
+            if v:
+                seen.setdefault(name, set()).add(v)
+    if not seen:
+        return "none"
+    return ", ".join("%s → %s" % (k, "/".join(sorted(v))) for k, v in seen.items())
+
+
+def _ref_text(ref):
+    if ref.get("status") not in ("ok", "wrong"):
+        return "**%s** — %s" % (ref.get("status"), ref.get("reason"))
+    fd = ref.get("fd") or []
+    worst = max((r["abs_err"] / max(1.0, abs(r["ad"])) for r in fd), default=0.0)
+    ops = ref.get("ops_check") or []
+    return ("deltaad-%s reverse mode at n=%d; central finite differences on %d coordinate(s): %s "
+            "(worst relative error %.1e); declared operation count vs tape bindings: %s." % (
+                ref.get("backend"), ref.get("n"), len(fd), "ok" if ref.get("fd_ok") else "**FAILED**",
+                worst, ("ok" if ref.get("ops_ok") else "**mismatch** %s" % ops) if ops else "not checked"))
+
+
+def _size_table(entry):
+    modes = [(name, {p["ops"]: p for p in mres.get("points") or []})
+             for name, mres in entry["modes"].items() if mres.get("points")]
+    if not modes:
+        return []
+    ops = sorted({o for _, pts in modes for o in pts})
+    rows = []
+    for o in ops:
+        row = [fmt_ops(o)]
+        for _, pts in modes:
+            p = pts.get(o)
+            if p is None:
+                row.append("")
+            elif p.get("aborted"):
+                row.append("> %s (abandoned)" % fmt_time(p.get("lower_bound")))
+            else:
+                row.append(fmt_time(p["median"]) + ("" if p["time"]["repeated"] else "¹"))
+        rows.append(row)
+    return ["<details><summary>Median time per run at each size</summary>", "",
+            _md_table(["ops"] + [name for name, _ in modes], rows), "",
+            "¹ single run (over budget, not repeated).", "", "</details>", ""]
+
+
+def _peers_section(results):
+    rows = []
+    for pname, entry in results["programs"].items():
+        base = entry["side_by_side"]["base"]
+        for r in entry["side_by_side"]["rows"]:
+            if r["peer"]:
+                rows.append([pname, r["mode"], base, fmt_ops(r["ops"]), fmt_time(r["time"]),
+                             fmt_time(r["base_time"]), _f(r["ratio"])])
+    if not rows:
+        return ["## Peers", "", "No peer library was measured (none importable, or none asked for).", ""]
+    return ["## Peers side by side", "",
+            "Each peer's time over deltaad's at the largest size both measured (> 1: deltaad is faster).", "",
+            _md_table(["program", "peer", "vs", "ops", "peer time", "deltaad time", "peer ÷ deltaad"], rows), ""]
+
+
+def _budget_section(results):
+    rows = []
+    for r in results.get("budget", []):
+        failed = [k for k, v in r["checks"].items() if v is False]
+        verdict = "pass" if not failed else "FAIL: " + "; ".join(failed)
+        rows.append([r["program"], r["mode"], _f(r["slope_time"]), _f(r["slope_mem"]),
+                     _r2(r["linear_r2"]), _f(r["ratio"]), fmt_ops(r["ops"]), _f(r.get("ratio_fit")),
+                     _f(r["bytes_per_binding"], "%.1f"), verdict])
+    if not rows:
+        return []
+    return ["## DESIGN.md §7 budget", "",
+            "Targets: compiled reverse ≤ 3× float, pure ≤ 60×, compiled `jvp` ≤ 2.5×, ≤ %d tape "
+            "bytes per binding, time and memory log-log slopes in [0.95, 1.05] with linear R² ≥ 0.99 "
+            "(the slope target is meant over three decades: `--full`)." % BYTES_PER_BINDING, "",
+            _md_table(["program", "mode", "slope time", "slope mem", "linear R²", "×float",
+                       "@ ops", "×float (fit)", "bytes/binding", "verdict"], rows), "",
+            "The verdict uses `×float` at the largest size (issue 2's measure); `×float (fit)` is "
+            "the thesis's ratio of linear-fit slopes over all sizes, less sensitive to one noisy "
+            "point.", ""]
+
+
+def terminal(results):
+    out = []
+    cols = ["mode", "ops range (points)", "slope t", "slope m", "lin R²", "quad R²", "class",
+            "×float", "time @ max", "B/bind", "status"]
+    for pname, entry in results["programs"].items():
+        rows = []
+        for name, mres in entry["modes"].items():
+            r = mode_row(name, mres)
+            rows.append([r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[9], r[10], _short(r[11])])
+        widths = [max(len(str(c)) for c in col) for col in zip(cols, *rows)]
+        out.append("== %s (%s ops; reference: %s)" % (
+            pname, entry["ops"], entry["reference"].get("status")))
+        out.append("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
+        for r in rows:
+            out.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+        for r in entry["side_by_side"]["rows"]:
+            if r["peer"]:
+                out.append("   %s is %.2f× %s's time at %s ops" % (
+                    r["mode"], r["ratio"], entry["side_by_side"]["base"], fmt_ops(r["ops"])))
+        out.append("")
+    return "\n".join(out)
+
+
+def _short(text, width=70):
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# --------------------------------------------------------------------------------------------
+# plots
+
+
+def plots(results, outdir):
+    """One PNG per program: log-log time and memory against operation count, one line per
+    mode. Returns ``{program: path}`` (empty when matplotlib is not importable)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception:
+        return {}
+    paths = {}
+    for pname, entry in results["programs"].items():
+        series = [(name, mres) for name, mres in entry["modes"].items() if mres.get("points")]
+        if not series:
+            continue
+        fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(12, 4.8))
+        for k, (name, mres) in enumerate(series):
+            pts = sorted(_timed(mres["points"]), key=lambda p: p["ops"])
+            color = "C%d" % (k % 10)
+            style = "--" if mres.get("peer") else "-"
+            if pts:
+                ax_t.plot([p["ops"] for p in pts], [p["median"] for p in pts], style, marker="o",
+                          ms=3, color=color, label=name)
+                mp = [p for p in pts if p.get("mem_peak")]
+                if mp:
+                    ax_m.plot([p["ops"] for p in mp], [p["mem_peak"] for p in mp], style, marker="o",
+                              ms=3, color=color, label=name)
+            ab = [p for p in mres["points"] if p.get("aborted")]
+            if ab:
+                ax_t.plot([p["ops"] for p in ab], [p["lower_bound"] for p in ab], marker="x",
+                          ls="none", ms=8, color=color)
+        for ax, what in ((ax_t, "time per run (s)"), (ax_m, "peak traced memory (bytes)")):
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("operations")
+            ax.set_ylabel(what)
+            ax.grid(True, which="both", alpha=0.3)
+        ax_t.set_title("%s: time (× = run abandoned)" % pname)
+        ax_m.set_title("%s: memory" % pname)
+        ax_t.legend(fontsize=7)
+        fig.tight_layout()
+        path = os.path.join(outdir, "%s.png" % pname)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths[pname] = path
+    return paths

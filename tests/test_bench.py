@@ -1,0 +1,257 @@
+"""The benchmark harness itself (bench/): fits, checks, ablations, and a --tiny run.
+
+Quick (a few seconds) and run under both backends by ``make test``. Nothing here times
+deltaad: performance is measured by ``make bench``, never asserted in unit tests.
+"""
+
+import json
+import math
+import os
+import sys
+import time
+
+import pytest
+
+import deltaad
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from bench import ablations, fit, worker  # noqa: E402
+from bench.modes import MODES, DeltaadReverse  # noqa: E402
+from bench.programs import PROGRAMS, make_input  # noqa: E402
+
+
+def geometric(lo, hi, k):
+    return [lo * (hi / lo) ** (i / (k - 1)) for i in range(k)]
+
+
+# --------------------------------------------------------------------------------------------
+# fits on synthetic data
+
+
+def test_fit_linear():
+    x = geometric(1e3, 1e6, 10)
+    a = fit.analyse(x, [3.0 * v for v in x])
+    assert a["slope"] == pytest.approx(1.0, abs=1e-9)
+    assert a["linear_r2"] == pytest.approx(1.0, abs=1e-9)
+    assert a["class"] == "linear"
+
+
+def test_fit_linear_with_overhead_and_noise():
+    x = geometric(1e3, 1e6, 10)
+    noise = [1.03, 0.98, 1.01, 0.97, 1.02, 1.0, 0.99, 1.03, 0.98, 1.01]
+    a = fit.analyse(x, [(2e-5 + 4e-8 * v) * e for v, e in zip(x, noise)])
+    assert 0.85 < a["slope"] < 1.05
+    assert a["class"] == "linear"
+
+
+def test_fit_quadratic():
+    x = geometric(1e2, 1e5, 10)
+    a = fit.analyse(x, [v * v for v in x])
+    assert a["slope"] == pytest.approx(2.0, abs=1e-9)
+    assert a["quadratic_r2"] == pytest.approx(1.0, abs=1e-9)
+    assert a["class"] == "quadratic"
+    # a quadratic with a linear part that still dominates at the top end is quadratic too
+    b = fit.analyse(x, [1e-3 * v + 1e-7 * v * v for v in x])
+    assert b["class"] == "quadratic"
+
+
+def test_fit_nonlinear_and_sublinear():
+    x = geometric(1e2, 1e5, 10)
+    assert fit.analyse(x, [v ** 1.5 for v in x])["class"] == "nonlinear"
+    assert fit.analyse(x[:5], [v ** 1.8 for v in x[:5]])["class"] == "nonlinear"
+    c = fit.analyse(x, [1000.0 + 1e-9 * v for v in x])
+    assert c["class"] == "sublinear"
+    assert abs(c["slope"]) < 0.01
+
+
+def test_fit_exponential():
+    x = list(range(2, 26, 2))
+    a = fit.analyse(x, [1e-6 * 2.0 ** v for v in x])
+    assert a["class"] == "exponential"
+    assert a["doubling_ops"] == pytest.approx(1.0, rel=1e-6)
+
+
+def test_fit_insufficient_and_ratio():
+    assert fit.analyse([1, 2], [1, 2])["class"] == "insufficient"
+    x = geometric(1e3, 1e6, 6)
+    base = [1e-8 * v + 1e-6 for v in x]
+    assert fit.slope_ratio(x, [3 * b for b in base], base) == pytest.approx(3.0)
+
+
+# --------------------------------------------------------------------------------------------
+# programs, ablations, checks
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_declared_operation_count_is_deltaads_binding_count(name):
+    from bench.modes import deltaad_ns
+
+    prog = PROGRAMS[name]
+    dns = deltaad_ns(deltaad)
+    for n in (prog.check_n, prog.check_n + 3):
+        xs = make_input(prog, n, 0)
+        _, vjp_fn = deltaad.vjp(lambda v: prog.fn(dns, n, v), xs)
+        assert vjp_fn.tape.nbindings - len(xs) == prog.ops(n)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_reference_and_ablations_agree(name):
+    ref = worker.run_reference({"program": name}, emit=lambda line: None)
+    assert ref["status"] == "ok", ref
+    assert ref["fd_ok"] and ref["ops_ok"]
+    prog = PROGRAMS[name]
+    xs = make_input(prog, prog.check_n, 0)
+    for mname in ("naive-delta", "backpropagator"):
+        mode = MODES[mname]
+        mode.prepare()
+        got = mode.runner(prog, prog.check_n, None)(xs)
+        ok, err, detail = worker.compare("reverse", got, ref)
+        assert ok, (mname, detail)
+
+
+def test_naive_delta_is_stopped_by_the_deadline():
+    prog = PROGRAMS["letchain"]
+    mode = MODES["naive-delta"]
+    mode.prepare()
+    run = mode.runner(prog, 200, None)  # 2^200 paths
+    ablations.set_deadline(time.perf_counter() + 0.05)
+    try:
+        with pytest.raises(ablations.BudgetExceeded):
+            run([1.0])
+    finally:
+        ablations.set_deadline(math.inf)
+
+
+def test_backpropagator_deep_chain_does_not_crash():
+    def chain(d):
+        x = d[0]
+        for _ in range(50_000):
+            x = x * 1.00001 - 0.5  # one parent per step: the closures nest 100000 deep
+        return x
+
+    g = ablations.backpropagator_grad(chain, [0.5])
+    assert g[0] == pytest.approx(1.00001 ** 50_000, rel=1e-9)
+
+
+def test_compare_detects_wrong_gradients():
+    ref = {"grad": [1.0, -2.0, 3.0], "value": 2.0, "dirderiv": 0.5, "dirderiv_scale": 6.0}
+    assert worker.compare("reverse", [1.0, -2.0, 3.0], ref)[0]
+    assert not worker.compare("reverse", [1.1, -2.2, 3.3], ref)[0]
+    assert not worker.compare("reverse", [1.0, -2.0], ref)[0]
+    assert not worker.compare("reverse", [1.0, float("nan"), 3.0], ref)[0]
+    assert worker.compare("value", 2.0, ref)[0]
+    assert not worker.compare("forward", 0.55, ref)[0]
+
+
+class CountingWrongMode(DeltaadReverse):
+    """deltaad's gradient times 1.1; counts how often its runner is called."""
+
+    def __init__(self):
+        DeltaadReverse.__init__(self, None, name="test-wrong", scale=1.1)
+        self.calls = 0
+
+    def runner(self, program, n, direction):
+        inner = DeltaadReverse.runner(self, program, n, direction)
+
+        def run(xs):
+            self.calls += 1
+            return inner(xs)
+        return run
+
+
+def test_wrong_mode_is_reported_wrong_and_never_timed(monkeypatch):
+    timed = []
+    real = worker.measure_time
+    monkeypatch.setattr(worker, "measure_time", lambda *a, **k: timed.append(a) or real(*a, **k))
+    ref = worker.run_reference({"program": "rosenbrock"}, emit=lambda line: None)
+    mode = CountingWrongMode()
+    spec = {"program": "rosenbrock", "mode": mode.name, "reference": ref, "preset": "tiny",
+            "budget": 0.1, "reps": 3, "min_time": 0.001}
+    res = worker.run_job(spec, mode=mode, emit=lambda line: None)
+    assert res["status"] == "wrong"
+    assert "check" in res["reason"]
+    assert res["points"] == []
+    assert mode.calls == 1  # the check, nothing else
+    assert timed == []
+    # the same mode without the error is timed
+    good = DeltaadReverse(None, name="test-right")
+    res = worker.run_job(dict(spec, mode=good.name), mode=good, emit=lambda line: None)
+    assert res["status"] == "ok", res
+    assert [p["n"] for p in res["points"]] == PROGRAMS["rosenbrock"].sizes("tiny")
+    assert all(p["median"] > 0 and p["tape_nbindings"] > p["ops"] for p in res["points"])
+
+
+# --------------------------------------------------------------------------------------------
+# end to end
+
+
+def test_tiny_run_writes_report_and_results(tmp_path, capfd):
+    from bench import run
+
+    mode = "deltaad-%s" % deltaad.backend
+    out = tmp_path / "results"
+    run.main(["--tiny", "--programs", "taylor,letchain", "--modes",
+              "float,%s,deltaad-wrong" % mode, "--out", str(out), "--no-plots"])
+    report = (out / "report.md").read_text()
+    results = json.loads((out / "results.json").read_text())
+    assert "## taylor" in report and "## letchain" in report
+    assert "Machine:" in report and "Python" in report
+    for pname in ("taylor", "letchain"):
+        entry = results["programs"][pname]
+        assert entry["reference"]["status"] == "ok"
+        assert entry["modes"]["float"]["status"] == "ok"
+        m = entry["modes"][mode]
+        assert m["status"] == "ok", m
+        assert len(m["points"]) == len(PROGRAMS[pname].sizes("tiny"))
+        for p in m["points"]:
+            assert p["median"] > 0 and p["float_median"] > 0 and p["ratio"] > 0
+            assert p["mem_peak"] > 0 and p["tape_nbindings"] >= p["ops"]
+        assert m["summary"]["time"]["slope"] is not None
+        wrong = entry["modes"]["deltaad-wrong"]
+        assert wrong["status"] == "wrong" and wrong["points"] == []
+    assert "wrong: gradient check" in report
+    printed = capfd.readouterr().out
+    assert "== taylor" in printed and "check ok" in printed
+
+
+def test_unavailable_mode_is_reported_not_run():
+    from bench.modes import Mode, Unavailable
+
+    class Missing(Mode):
+        name = "missing"
+
+        def prepare(self):
+            raise Unavailable("not installed here")
+
+        def runner(self, program, n, direction):  # pragma: no cover - must not be called
+            raise AssertionError("runner of an unavailable mode was called")
+
+    res = worker.run_job({"program": "taylor", "mode": "missing", "reference": None},
+                         mode=Missing(), emit=lambda line: None)
+    assert res["status"] == "unavailable" and "not installed" in res["reason"]
+    assert res["points"] == []
+
+
+def test_finite_differences_and_structures():
+    from bench.programs import random_direction, unflatten_like
+    import numpy as np
+
+    xs = [1.0, (2.0, np.array([[3.0, 4.0], [5.0, 6.0]])), [7.0]]
+    flat = worker.flatten(xs)
+    assert flat == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    back = unflatten_like(xs, flat)
+    assert worker.flatten(back) == flat and isinstance(back[1][1], np.ndarray)
+    d = random_direction(xs, 0)
+    assert len(worker.flatten(d)) == 7
+
+    def f(v):
+        return v[0] * v[1][0] + float(np.sum(v[1][1] ** 2)) + 3.0 * v[2][0]
+
+    good = [2.0, 1.0, 6.0, 8.0, 10.0, 12.0, 3.0]
+    ok, rows = worker.finite_difference_check(f, xs, good)
+    assert ok and [r["index"] for r in rows] == [0, 3, 6]
+    ok, _ = worker.finite_difference_check(f, xs, [2.0, 1.0, 6.0, 8.8, 10.0, 12.0, 3.0])
+    assert not ok
