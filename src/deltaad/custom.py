@@ -239,7 +239,40 @@ def _children(x, d):
 # custom_vjp
 
 
-class custom_vjp:
+class _CustomRule:
+    """What custom_vjp and custom_jvp share: binding as a method, and sorting a call's
+    arguments into the trace of highest level, its duals and their values."""
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def _split_call(self, args, kwargs, rule, kind):
+        """``(name, args, nd, diff_idx, leaves, tdef, top, on, vals)``; ``top`` is None when
+        no argument is a dual (then the caller just runs ``fun``)."""
+        name = getattr(self.fun, "__name__", "function")
+        if rule is None:
+            raise AttributeError(
+                "no %s defined for %s function %s; use def%s"
+                % (kind.upper(), "custom_" + kind, name, kind)
+            )
+        args = _resolve_kwargs(self.fun, args, kwargs)
+        nd = _nondiff(self.nondiff_argnums, len(args))
+        diff_idx = [i for i in range(len(args)) if i not in nd]
+        leaves, tdef = tree_flatten(tuple(args[i] for i in diff_idx))
+        _check_nondiff(args, nd, "custom_" + kind, name)
+        top = _top(leaves)
+        if top is None:
+            return name, args, nd, diff_idx, leaves, tdef, None, None, None
+        if top.closed:
+            raise escaped_error(top.level)
+        on = [_is_dual(x) and x.trace is top for x in leaves]
+        vals = [x.value if o else x for x, o in zip(leaves, on)]
+        return name, args, nd, diff_idx, leaves, tdef, top, on, vals
+
+
+class custom_vjp(_CustomRule):
     """A function with a user-defined reverse-mode rule (JAX's ``jax.custom_vjp``)::
 
         @deltaad.custom_vjp
@@ -278,27 +311,10 @@ class custom_vjp:
         self.fwd = fwd
         self.bwd = bwd
 
-    def __get__(self, obj, objtype=None):
-        if obj is None:
-            return self
-        return functools.partial(self, obj)
-
     def __call__(self, *args, **kwargs):
-        name = getattr(self.fun, "__name__", "function")
-        if self.fwd is None:
-            raise AttributeError("no VJP defined for custom_vjp function %s; use defvjp" % name)
-        args = _resolve_kwargs(self.fun, args, kwargs)
-        nd = _nondiff(self.nondiff_argnums, len(args))
-        diff_idx = [i for i in range(len(args)) if i not in nd]
-        leaves, tdef = tree_flatten(tuple(args[i] for i in diff_idx))
-        _check_nondiff(args, nd, "custom_vjp", name)
-        top = _top(leaves)
+        name, args, nd, diff_idx, leaves, tdef, top, on, vals = self._split_call(args, kwargs, self.fwd, "vjp")
         if top is None:
             return self.fun(*args)
-        if top.closed:
-            raise escaped_error(top.level)
-        on = [_is_dual(x) and x.trace is top for x in leaves]
-        vals = [x.value if o else x for x, o in zip(leaves, on)]
         new_args = list(args)
         for i, v in zip(diff_idx, tree_unflatten(tdef, vals)):
             new_args[i] = v
@@ -389,7 +405,7 @@ def _describe(g):
 # custom_jvp
 
 
-class custom_jvp:
+class custom_jvp(_CustomRule):
     """A function with a user-defined forward-mode rule (JAX's ``jax.custom_jvp``)::
 
         @deltaad.custom_jvp
@@ -435,27 +451,10 @@ class custom_jvp:
 
         self.defjvp(rule)
 
-    def __get__(self, obj, objtype=None):
-        if obj is None:
-            return self
-        return functools.partial(self, obj)
-
     def __call__(self, *args, **kwargs):
-        name = getattr(self.fun, "__name__", "function")
-        if self.jvp is None:
-            raise AttributeError("no JVP defined for custom_jvp function %s; use defjvp" % name)
-        args = _resolve_kwargs(self.fun, args, kwargs)
-        nd = _nondiff(self.nondiff_argnums, len(args))
-        diff_idx = [i for i in range(len(args)) if i not in nd]
-        leaves, tdef = tree_flatten(tuple(args[i] for i in diff_idx))
-        _check_nondiff(args, nd, "custom_jvp", name)
-        top = _top(leaves)
+        name, args, nd, diff_idx, leaves, tdef, top, on, vals = self._split_call(args, kwargs, self.jvp, "jvp")
         if top is None:
             return self.fun(*args)
-        if top.closed:
-            raise escaped_error(top.level)
-        on = [_is_dual(x) and x.trace is top for x in leaves]
-        vals = [x.value if o else x for x, o in zip(leaves, on)]
         kinds = [_kind(v) for v in vals]
         nondiff_vals = [args[i] for i in sorted(nd)]
         who = "custom_jvp rule of %s" % name
