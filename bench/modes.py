@@ -164,6 +164,7 @@ class DeltaadReverse(Mode):
 
 class DeltaadForward(DeltaadReverse):
     kind = "forward"
+    kinds = ("scalar",)  # not run on the array programs
 
     def __init__(self, backend, hidden=False):
         DeltaadReverse.__init__(self, backend, "deltaad-%s-fwd" % backend, hidden=hidden)
@@ -245,12 +246,24 @@ class TorchMode(Mode):
             raise Unavailable("torch is not installed (%s)" % exc)
         self.torch.set_num_threads(1)
         t = self.torch
-        self.ns = NS("torch", t.sin, t.cos, t.exp, t.sqrt, log=t.log, tanh=t.tanh)
+        from .array_programs import TorchArrays
+
+        self.ns = NS("torch", t.sin, t.cos, t.exp, t.sqrt, log=t.log, tanh=t.tanh,
+                     array=TorchArrays(t))
 
     def runner(self, program, n, direction):
         fn, ns, torch = program.fn, self.ns, self.torch
         f64 = torch.float64
         tensor = torch.tensor
+        if program.kind == "array":  # numpy arrays in and out (as_tensor shares memory)
+            as_tensor = torch.as_tensor
+
+            def run_arrays(xs):
+                ts = [as_tensor(x, dtype=f64).requires_grad_(True) for x in xs]
+                out = fn(ns, n, ts)
+                out.backward()
+                return [t.grad.numpy() for t in ts]
+            return run_arrays
 
         def run(xs):
             ts = [tensor(x, dtype=f64, requires_grad=True) for x in xs]
@@ -274,7 +287,10 @@ class AutogradMode(Mode):
             anp = importlib.import_module("autograd.numpy")
         except ImportError as exc:
             raise Unavailable("autograd is not installed (%s)" % exc)
-        self.ns = NS("autograd", anp.sin, anp.cos, anp.exp, anp.sqrt, log=anp.log, tanh=anp.tanh)
+        from .array_programs import NumpyLike
+
+        self.ns = NS("autograd", anp.sin, anp.cos, anp.exp, anp.sqrt, log=anp.log, tanh=anp.tanh,
+                     array=NumpyLike(anp, "autograd.numpy"))
 
     def runner(self, program, n, direction):
         fn, ns = program.fn, self.ns
@@ -282,6 +298,8 @@ class AutogradMode(Mode):
         def f(xs):
             return fn(ns, n, xs)
         g = self.autograd.grad(f)
+        if program.kind == "array":
+            return lambda xs: g(list(xs))
 
         def run(xs):
             return [float(v) for v in g(list(xs))]
@@ -307,7 +325,10 @@ class JaxMode(Mode):
             self.jax.config.update("jax_platforms", "cpu")
         except Exception:
             pass
-        self.ns = NS("jax", jnp.sin, jnp.cos, jnp.exp, jnp.sqrt, log=jnp.log, tanh=jnp.tanh)
+        from .array_programs import NumpyLike
+
+        self.ns = NS("jax", jnp.sin, jnp.cos, jnp.exp, jnp.sqrt, log=jnp.log, tanh=jnp.tanh,
+                     array=NumpyLike(jnp, "jax.numpy"))
 
     def runner(self, program, n, direction):
         fn, ns = program.fn, self.ns
@@ -315,6 +336,8 @@ class JaxMode(Mode):
         def f(xs):
             return fn(ns, n, xs)
         g = self.jax.grad(f)
+        if program.kind == "array":
+            return lambda xs: g(list(xs))
 
         def run(xs):
             return [float(v) for v in g(list(xs))]

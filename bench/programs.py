@@ -215,6 +215,9 @@ class Program:
     modes: object = None
     fd_eps: float = 1e-6
     ops_are_bindings: bool = True
+    spec_n: object = None        # the size a budget refers to (array programs: issue 4's point)
+    preset_sizes: object = None  # {preset: [n, ...]}: explicit sweeps instead of the defaults
+    overhead: bool = False       # reported as µs per operation (small-array overhead table)
 
     def n_for_ops(self, target):
         """The smallest n whose operation count reaches ``target``."""
@@ -232,7 +235,9 @@ class Program:
     def sizes(self, preset):
         """The main sweep of n for a preset: ``full`` 11 sizes over 3 decades of n up to
         ``n_max``; ``quick`` 5 sizes from 10^3 to 10^5 operations; ``tiny`` 3 sizes from
-        50 to 500 operations."""
+        50 to 500 operations. ``preset_sizes`` overrides this per preset."""
+        if self.preset_sizes and preset in self.preset_sizes:
+            return list(self.preset_sizes[preset])
         if preset == "full":
             return _geometric(max(1, self.n_max // 1000), self.n_max, 11)
         if preset == "quick":
@@ -331,6 +336,9 @@ def unflatten_like(template, flat):
         if hasattr(x, "shape") and hasattr(x, "dtype"):
             import numpy as np
 
-            return np.array([next(it) for _ in range(x.size)], dtype=x.dtype).reshape(x.shape)
+            return np.fromiter(it, dtype=x.dtype, count=x.size).reshape(x.shape)
         return next(it)
     return build(template)
+
+
+from . import array_programs  # noqa: E402,F401  (registers mlp, gmm, smallops)

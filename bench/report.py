@@ -20,6 +20,10 @@ BUDGET = {
     "deltaad-c-fwd": 2.5,
 }
 BYTES_PER_BINDING = 40
+# issue 4, Performance: array programs at their spec point
+ARRAY_FLOAT_BUDGET = 3.0      # gradient time / plain-numpy forward time
+ARRAY_PEER_BUDGET = {"autograd": 1.0, "torch": 1.3}  # deltaad time / peer time
+ARRAY_MODES = ("deltaad-c", "deltaad-python")
 SLOPE_RANGE = (0.95, 1.05)
 
 
@@ -154,6 +158,8 @@ def budget_checks(results):
     """DESIGN.md §7 figures for the deltaad modes, per program."""
     rows = []
     for pname, entry in results["programs"].items():
+        if entry.get("kind", "scalar") != "scalar":
+            continue  # array programs: array_checks
         for mname in ("deltaad-c", "deltaad-python", "deltaad-c-fwd"):
             mres = entry["modes"].get(mname)
             if not mres or not mres.get("summary", {}).get("points"):
@@ -187,7 +193,72 @@ def analyse(results):
         base, rows = side_by_side(entry)
         entry["side_by_side"] = {"base": base, "rows": rows}
     results["budget"] = budget_checks(results)
+    results["arrays"] = array_checks(results)
+    results["overhead"] = overhead_rows(results)
     return results
+
+
+def _point_at(mres, n):
+    """The timed point of a mode at size n, or None."""
+    for p in _timed((mres or {}).get("points") or []):
+        if p["n"] == n:
+            return p
+    return None
+
+
+def array_checks(results):
+    """Issue 4's budgets on the array programs at their spec point: gradient ÷ plain-numpy
+    forward (measured in the same process) ≤ 3, deltaad no slower than autograd and within
+    1.3× of torch."""
+    rows = []
+    for pname, entry in results["programs"].items():
+        if entry.get("kind") != "array" or entry.get("overhead") or entry.get("spec_n") is None:
+            continue
+        n = entry["spec_n"]
+        peers = {}
+        for peer in ARRAY_PEER_BUDGET:
+            p = _point_at(entry["modes"].get(peer), n)
+            peers[peer] = None if p is None else {"time": p["median"], "ratio": p.get("ratio")}
+        for mname in ARRAY_MODES:
+            p = _point_at(entry["modes"].get(mname), n)
+            if p is None:
+                continue
+            row = {"program": pname, "mode": mname, "n": n, "ops": p["ops"], "time": p["median"],
+                   "float_time": p.get("float_median"), "ratio": p.get("ratio"), "peers": {},
+                   "checks": {}}
+            row["checks"]["÷ numpy forward <= %g" % ARRAY_FLOAT_BUDGET] = (
+                None if row["ratio"] is None else row["ratio"] <= ARRAY_FLOAT_BUDGET)
+            for peer, limit in ARRAY_PEER_BUDGET.items():
+                pp = peers[peer]
+                r = None if pp is None else p["median"] / pp["time"]
+                row["peers"][peer] = {"time": None if pp is None else pp["time"],
+                                      "peer_ratio": None if pp is None else pp["ratio"], "ratio": r}
+                row["checks"]["÷ %s <= %g" % (peer, limit)] = None if r is None else r <= limit
+            rows.append(row)
+    return rows
+
+
+def overhead_rows(results):
+    """µs per operation of every mode on the overhead program at its spec size, after the plain
+    numpy forward (timed beside deltaad-c) for scale."""
+    rows = []
+    for pname, entry in results["programs"].items():
+        if not entry.get("overhead"):
+            continue
+        n = entry.get("spec_n")
+        base = _point_at(entry["modes"].get("deltaad-c"), n)
+        found = []
+        if base is not None and base.get("float_median"):
+            found.append(("numpy forward (no gradient)", base["float_median"], base["ops"]))
+        for mname, mres in entry["modes"].items():
+            p = _point_at(mres, n)
+            if p is not None and mname != "float":
+                found.append((mname, p["median"], p["ops"]))
+        for mname, t, ops in found:
+            rows.append({"program": pname, "mode": mname, "n": n, "ops": ops, "time": t,
+                         "us_per_op": 1e6 * t / ops,
+                         "vs_deltaad_c": None if base is None else t / base["median"]})
+    return rows
 
 
 # --------------------------------------------------------------------------------------------
@@ -341,6 +412,8 @@ def markdown(results, plots=None):
             lines += ["![%s](%s)" % (pname, os.path.basename(plots[pname])), ""]
     lines += _peers_section(results)
     lines += _budget_section(results)
+    lines += _arrays_section(results)
+    lines += _overhead_section(results)
     lines += ["## Raw data", "", "Every measurement (all timings, warm-ups, call counts, float "
               "baselines, memory, tape sizes, checks) is in `results.json`.", ""]
     return "\n".join(lines)
@@ -444,8 +517,81 @@ def _budget_section(results):
             "point.", ""]
 
 
+def _verdict(checks):
+    failed = [k for k, v in checks.items() if v is False]
+    missing = [k for k, v in checks.items() if v is None]
+    if failed:
+        return "FAIL: " + "; ".join(failed)
+    return "pass" + (" (not measured: %s)" % "; ".join(missing) if missing else "")
+
+
+ARRAY_HEADER = ["program", "n", "mode", "numpy fwd", "grad time", "÷ numpy fwd", "autograd",
+                "÷ autograd", "torch", "÷ torch", "verdict"]
+
+
+def _array_table_rows(results):
+    rows = []
+    for r in results.get("arrays", []):
+        a, t = r["peers"].get("autograd", {}), r["peers"].get("torch", {})
+        rows.append([r["program"], r["n"], r["mode"], fmt_time(r["float_time"]), fmt_time(r["time"]),
+                     _f(r["ratio"]), fmt_time(a.get("time")), _f(a.get("ratio")),
+                     fmt_time(t.get("time")), _f(t.get("ratio")), _verdict(r["checks"])])
+    return rows
+
+
+OVERHEAD_HEADER = ["mode", "n (ops)", "time", "µs / op", "÷ deltaad-c"]
+
+
+def _overhead_table_rows(results):
+    return [[r["mode"], "%d (%d)" % (r["n"], r["ops"]), fmt_time(r["time"]), _f(r["us_per_op"], "%.2f"),
+             _f(r["vs_deltaad_c"])] for r in results.get("overhead", [])]
+
+
+def _arrays_section(results):
+    rows = _array_table_rows(results)
+    if not rows:
+        return []
+    return ["## Array programs: issue 4 budget", "",
+            "At each program's spec point (mlp: 784-512-512-10, batch 256; gmm: d = 10, k = 25, "
+            "n = 1000). Targets: gradient ≤ %g× the plain-numpy forward of the same function "
+            "(timed in the same process), deltaad no slower than autograd (÷ autograd ≤ %g) and "
+            "within %g× of torch (CPU eager, float64, 1 thread). Peer times are those of their own "
+            "workers; numpy's BLAS runs with OMP_NUM_THREADS=1." % (
+                ARRAY_FLOAT_BUDGET, ARRAY_PEER_BUDGET["autograd"], ARRAY_PEER_BUDGET["torch"]), "",
+            _md_table(ARRAY_HEADER, rows), ""]
+
+
+def _overhead_section(results):
+    rows = _overhead_table_rows(results)
+    if not rows:
+        return []
+    return ["## Per-operation overhead on shape-(3,) arrays", "",
+            "`smallops`: `y = sin(y) + x` n times on shape-(3,) arrays, then a sum (2n + 1 "
+            "operations); gradient time per operation.", "",
+            _md_table(OVERHEAD_HEADER, rows), ""]
+
+
+def _text_table(cols, rows):
+    widths = [max(len(str(c)) for c in col) for col in zip(cols, *rows)]
+    out = ["  ".join(str(c).ljust(w) for c, w in zip(cols, widths))]
+    for r in rows:
+        out.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+    return out
+
+
 def terminal(results):
     out = []
+    rows = _array_table_rows(results)
+    tail = []
+    if rows:
+        tail += ["== array programs at the spec point (budget: ÷ numpy fwd <= %g, ÷ autograd <= %g,"
+                 " ÷ torch <= %g)" % (ARRAY_FLOAT_BUDGET, ARRAY_PEER_BUDGET["autograd"],
+                                      ARRAY_PEER_BUDGET["torch"])]
+        tail += _text_table(ARRAY_HEADER, rows) + [""]
+    rows = _overhead_table_rows(results)
+    if rows:
+        tail += ["== per-operation overhead on shape-(3,) arrays (smallops)"]
+        tail += _text_table(OVERHEAD_HEADER, rows) + [""]
     cols = ["mode", "ops range (points)", "slope t", "slope m", "lin R²", "quad R²", "class",
             "×float", "time @ max", "B/bind", "status"]
     for pname, entry in results["programs"].items():
@@ -464,7 +610,7 @@ def terminal(results):
                 out.append("   %s is %.2f× %s's time at %s ops" % (
                     r["mode"], r["ratio"], entry["side_by_side"]["base"], fmt_ops(r["ops"])))
         out.append("")
-    return "\n".join(out)
+    return "\n".join(out + tail)
 
 
 def _short(text, width=70):

@@ -173,6 +173,7 @@ def run(args):
             results["programs"][pname] = {
                 "description": prog.description, "ops": prog.ops_text, "kind": prog.kind,
                 "check_n": prog.check_n, "sizes": prog.sizes(args.preset),
+                "spec_n": prog.spec_n, "overhead": prog.overhead,
                 "small_sizes": prog.small_sizes(args.preset), "reference": refs[pname], "modes": {}}
         for mname in args.modes:
             mode = MODES[mname]

@@ -162,9 +162,9 @@ def finite_difference_check(f, xs, grad, eps_rel=1e-6, coords=3):
         xm = list(flat)
         xp[i] += h
         xm[i] -= h
-        fd = (f(unflatten_like(xs, xp)) - f(unflatten_like(xs, xm))) / (2 * h)
+        fd = float(f(unflatten_like(xs, xp)) - f(unflatten_like(xs, xm))) / (2 * h)
         tol = 1e-5 * max(1.0, abs(grad[i])) + 1e-9 * abs(f0)
-        good = abs(fd - grad[i]) <= tol
+        good = bool(abs(fd - grad[i]) <= tol)
         ok = ok and good
         rows.append({"index": i, "ad": grad[i], "fd": fd, "abs_err": abs(fd - grad[i]), "ok": good})
     return ok, rows

@@ -1,0 +1,267 @@
+"""The array programs (issue 4, Performance): numpy code on parameter arrays.
+
+Each program is ``fn(ns, n, params)`` like the scalar ones, but written against an *array
+namespace* ``A = array_ns(ns)``: numpy for the float baseline and for deltaad (whose
+``grad`` differentiates plain numpy code), ``autograd.numpy`` for autograd and a thin torch
+wrapper for torch (the modes attach theirs as ``ns.array``). Only what the three libraries
+spell differently goes through ``A`` (reductions with ``axis``/``keepdims``, constants);
+arithmetic and ``@`` are ordinary operators.
+
+- ``mlp``: softmax cross-entropy of a 784-h-h-10 tanh MLP on a fixed batch of 256; the size
+  knob n is the hidden width h (the spec point is h = 512: 784-512-512-10, batch 256);
+  gradient with respect to (W1, b1, W2, b2, W3, b3).
+- ``gmm``: the ADBench Gaussian-mixture objective (d = 10, k = 25) on n fixed points (the spec
+  point is n = 1000), gradient with respect to (alphas, means, icf).
+- ``smallops``: a chain of n elementwise operations on a shape-(3,) array and a sum: the
+  per-operation overhead on small arrays (2n + 1 operations).
+
+``ops(n)`` counts scalar floating-point work (multiply-adds), not deltaad bindings.
+"""
+
+import math
+
+import numpy as np
+
+from .programs import Program, register
+
+
+# --------------------------------------------------------------------------------------------
+# array namespaces
+
+
+class NumpyLike:
+    """numpy, ``autograd.numpy`` or ``jax.numpy``: the functions the programs use."""
+
+    def __init__(self, mod, name):
+        self.name = name
+        self.mod = mod
+        self.tanh, self.exp, self.log, self.sin = mod.tanh, mod.exp, mod.log, mod.sin
+
+    def sum(self, x, axis=None, keepdims=False):
+        return self.mod.sum(x, axis=axis, keepdims=keepdims)
+
+    def max(self, x, axis=None, keepdims=False):
+        return self.mod.max(x, axis=axis, keepdims=keepdims)
+
+    def const(self, a):
+        return a
+
+
+class TorchArrays:
+    """The same functions on float64 torch tensors."""
+
+    name = "torch"
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.tanh, self.exp, self.log, self.sin = torch.tanh, torch.exp, torch.log, torch.sin
+        self._cache = {}
+
+    def sum(self, x, axis=None, keepdims=False):
+        if axis is None:
+            return self.torch.sum(x)
+        return self.torch.sum(x, dim=axis, keepdim=keepdims)
+
+    def max(self, x, axis=None, keepdims=False):
+        if axis is None:
+            return self.torch.amax(x)
+        return self.torch.amax(x, dim=axis, keepdim=keepdims)
+
+    def const(self, a):
+        # fixed data: converted once (shares memory with the numpy array)
+        t = self._cache.get(id(a))
+        if t is None or t[0] is not a:
+            t = (a, self.torch.from_numpy(np.ascontiguousarray(a, dtype=np.float64)))
+            self._cache[id(a)] = t
+        return t[1]
+
+
+NUMPY = NumpyLike(np, "numpy")
+
+
+def array_ns(ns):
+    """The array namespace of a mode's namespace: its ``array`` attribute, else numpy (the
+    float baseline and deltaad run plain numpy)."""
+    return getattr(ns, "array", None) or NUMPY
+
+
+def _rng(rng):
+    """A numpy generator seeded from the harness's ``random.Random`` (deterministic)."""
+    return np.random.default_rng(rng.getrandbits(64))
+
+
+# --------------------------------------------------------------------------------------------
+# mlp
+
+
+MLP_BATCH = 256
+MLP_IN, MLP_OUT = 784, 10
+_MLP_DATA = {}
+
+
+def mlp_data():
+    """The fixed batch: 256 inputs in [0, 1) and one-hot labels."""
+    if not _MLP_DATA:
+        g = np.random.default_rng(20240404)
+        x = g.random((MLP_BATCH, MLP_IN))
+        labels = g.integers(0, MLP_OUT, MLP_BATCH)
+        y = np.zeros((MLP_BATCH, MLP_OUT))
+        y[np.arange(MLP_BATCH), labels] = 1.0
+        _MLP_DATA.update(x=x, y=y)
+    return _MLP_DATA["x"], _MLP_DATA["y"]
+
+
+def mlp(ns, n, params):
+    """Mean softmax cross-entropy (stable log-softmax) of a 784-n-n-10 tanh MLP."""
+    A = array_ns(ns)
+    xd, yd = mlp_data()
+    x, y = A.const(xd), A.const(yd)
+    W1, b1, W2, b2, W3, b3 = params
+    h = A.tanh(x @ W1 + b1)
+    h = A.tanh(h @ W2 + b2)
+    z = h @ W3 + b3
+    z = z - A.max(z, axis=1, keepdims=True)
+    logp = z - A.log(A.sum(A.exp(z), axis=1, keepdims=True))
+    return -A.sum(y * logp) * (1.0 / MLP_BATCH)
+
+
+def mlp_input(n, rng):
+    g = _rng(rng)
+    out = []
+    for fan_in, fan_out in ((MLP_IN, n), (n, n), (n, MLP_OUT)):
+        out.append(g.normal(0.0, 1.0 / math.sqrt(fan_in), (fan_in, fan_out)))
+        out.append(g.normal(0.0, 0.1, fan_out))
+    return tuple(out)
+
+
+def mlp_ops(n):
+    return MLP_BATCH * (MLP_IN * n + n * n + n * MLP_OUT)
+
+
+# --------------------------------------------------------------------------------------------
+# gmm (ADBench, python/modules/Autograd/gmm_objective.py, vectorised)
+
+
+GMM_D, GMM_K = 10, 25
+GMM_GAMMA, GMM_M = 1.0, 0  # ADBench's wishart prior parameters
+_GMM_DATA = {}
+
+
+def _multigammaln(a, p):
+    return 0.25 * p * (p - 1) * math.log(math.pi) + sum(math.lgamma(a - 0.5 * j) for j in range(p))
+
+
+def _lower_scatter(d):
+    """The constant 0/1 matrix P (d(d-1)/2, d*d) with ``(icf[d:] @ P).reshape(d, d)`` = Lᵀ,
+    L strictly lower triangular filled column by column (ADBench's ``constructL``)."""
+    P = np.zeros((d * (d - 1) // 2, d * d))
+    idx = 0
+    for col in range(d):
+        for row in range(col + 1, d):
+            P[idx, col * d + row] = 1.0  # Lᵀ[col, row] = L[row, col]
+            idx += 1
+    return P
+
+
+def gmm_data(n):
+    """n fixed points in d = 10 dimensions (ADBench draws them uniformly in [0, 1))."""
+    x = _GMM_DATA.get(n)
+    if x is None:
+        x = _GMM_DATA[n] = np.random.default_rng(1000 + n).random((n, GMM_D))
+    if "P" not in _GMM_DATA:
+        _GMM_DATA["P"] = _lower_scatter(GMM_D)
+    return x, _GMM_DATA["P"]
+
+
+def gmm(ns, n, params):
+    """ADBench's GMM objective: log-likelihood of n points under k Gaussians with inverse
+    Cholesky factors exp(icf[:, :d]) on the diagonal and icf[:, d:] below it, plus the
+    Wishart prior."""
+    A = array_ns(ns)
+    alphas, means, icf = params
+    xd, Pd = gmm_data(n)
+    x, P = A.const(xd), A.const(Pd)
+    d, k = GMM_D, GMM_K
+    q = icf[:, :d]
+    Qdiags = A.exp(q)                                         # k x d
+    sum_qs = A.sum(q, axis=1)                                 # k
+    Lt = (icf[:, d:] @ P).reshape((k, d, d))                  # k x d x d: Lᵀ per component
+    xc = x[None, :, :] - means[:, None, :]                    # k x n x d
+    Lxc = Qdiags[:, None, :] * xc + xc @ Lt                   # (Q x)ᵀ per point
+    sqsum = A.sum(Lxc * Lxc, axis=2)                          # k x n
+    inner = (alphas + sum_qs)[:, None] - 0.5 * sqsum          # k x n
+    mx = A.max(inner, axis=0, keepdims=True)
+    lse = A.log(A.sum(A.exp(inner - mx), axis=0)) + mx[0]     # n
+    amx = A.max(alphas)
+    lse_alphas = A.log(A.sum(A.exp(alphas - amx))) + amx
+    const = -n * d * 0.5 * math.log(2.0 * math.pi)
+    # log_wishart_prior
+    wn = d + GMM_M + 1
+    off = icf[:, d:]
+    prior = A.sum(0.5 * GMM_GAMMA * GMM_GAMMA * (A.sum(Qdiags * Qdiags, axis=1)
+                                                  + A.sum(off * off, axis=1)) - GMM_M * sum_qs)
+    C = wn * d * math.log(GMM_GAMMA / math.sqrt(2.0))
+    prior = prior - k * (C - _multigammaln(0.5 * wn, d))
+    return const + A.sum(lse) - n * lse_alphas + prior
+
+
+def gmm_input(n, rng):
+    g = _rng(rng)
+    d, k = GMM_D, GMM_K
+    alphas = g.normal(0.0, 1.0, k)
+    means = g.random((k, d))
+    icf = g.normal(0.0, 0.3, (k, d + d * (d - 1) // 2))
+    return (alphas, means, icf)
+
+
+def gmm_ops(n):
+    d, k = GMM_D, GMM_K
+    return n * k * (d * d + 3 * d + 4)
+
+
+# --------------------------------------------------------------------------------------------
+# smallops: per-operation overhead on shape-(3,) arrays
+
+
+def smallops(ns, n, params):
+    """``y = sin(y) + x`` n times on shape-(3,) arrays, then a sum: 2n + 1 operations."""
+    A = array_ns(ns)
+    (x,) = params
+    y = x
+    for _ in range(n):
+        y = A.sin(y) + x
+    return A.sum(y)
+
+
+def smallops_input(n, rng):
+    return (np.array([rng.uniform(-1.0, 1.0) for _ in range(3)]),)
+
+
+# --------------------------------------------------------------------------------------------
+# registration
+
+ARRAY_MODES = ("float", "deltaad-c", "deltaad-python", "torch", "autograd", "jax")
+
+register(Program(
+    "mlp", mlp, mlp_ops, mlp_input, n_max=2048, check_n=3,
+    description="MLP loss: 784-n-n-10, tanh, softmax cross-entropy, batch 256, numpy; "
+                "gradient w.r.t. (W1, b1, W2, b2, W3, b3); spec point n = 512",
+    ops_text="256(784n + n² + 10n) multiply-adds", kind="array", modes=ARRAY_MODES,
+    ops_are_bindings=False, spec_n=512,
+    preset_sizes={"tiny": [2, 3, 4], "quick": [32, 128, 512],
+                  "full": [16, 32, 64, 128, 256, 512, 1024, 2048]}))
+register(Program(
+    "gmm", gmm, gmm_ops, gmm_input, n_max=30_000, check_n=7,
+    description="ADBench GMM objective, d = 10, k = 25, n points, numpy; gradient w.r.t. "
+                "(alphas, means, icf); spec point n = 1000",
+    ops_text="25n·134 multiply-adds", kind="array", modes=ARRAY_MODES, ops_are_bindings=False,
+    spec_n=1000,
+    preset_sizes={"tiny": [5, 10, 20], "quick": [100, 300, 1000],
+                  "full": [30, 100, 300, 1000, 3000, 10000, 30000]}))
+register(Program(
+    "smallops", smallops, lambda n: 2 * n + 1, smallops_input, n_max=10_000, check_n=5,
+    description="y = sin(y) + x n times on shape-(3,) arrays, then a sum (per-op overhead)",
+    ops_text="2n+1", kind="array", modes=ARRAY_MODES, ops_are_bindings=True, spec_n=500,
+    overhead=True,
+    preset_sizes={"tiny": [5, 10, 20], "quick": [50, 150, 500],
+                  "full": [50, 150, 500, 1500, 5000]}))
