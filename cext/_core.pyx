@@ -79,6 +79,18 @@ cdef Py_ssize_t MAX_BINDINGS = 2147483647
 cdef Binding* _spare = NULL
 cdef Py_ssize_t _spare_cap = 0
 cdef Py_ssize_t SPARE_MAX_BYTES = 256 * 1024 * 1024
+# While tracemalloc traces, keep no spare: a reused buffer allocated before tracing began
+# would be invisible to it, and a kept one would look like a leak. Memory measurements then
+# see exactly what each tape allocates.
+from _tracemalloc import is_tracing as _tm_is_tracing
+
+
+cdef bint _tracing() noexcept:
+    """tracemalloc.is_tracing(), safe in __dealloc__ (True, i.e. keep no spare, on error)."""
+    try:
+        return bool(_tm_is_tracing())
+    except BaseException:
+        return True
 
 
 cdef double* _spare_adj = NULL    # likewise for the adjoint array of the float sweep
@@ -124,7 +136,8 @@ cdef class Tape(Trace):
     def __dealloc__(self):
         global _spare, _spare_cap
         if self.b != NULL:
-            if self.cap > _spare_cap and self.cap * <Py_ssize_t>sizeof(Binding) <= SPARE_MAX_BYTES:
+            if (self.cap > _spare_cap and self.cap * <Py_ssize_t>sizeof(Binding) <= SPARE_MAX_BYTES
+                    and not _tracing()):
                 if _spare != NULL:
                     PyMem_Free(_spare)
                 _spare = self.b
@@ -137,7 +150,7 @@ cdef class Tape(Trace):
         global _spare, _spare_cap
         cdef Py_ssize_t newcap = self.cap * 2 if self.cap else 1024
         cdef Binding* nb
-        if self.b == NULL and _spare != NULL:  # start in the spare buffer (see _spare)
+        if self.b == NULL and _spare != NULL and not _tracing():  # start in the spare (see _spare)
             self.b = _spare
             self.cap = _spare_cap
             _spare = NULL
@@ -244,7 +257,7 @@ cdef class Tape(Trace):
             return self._eval_general(seeds, wl)
         global _spare_adj, _spare_adj_n
         cdef Py_ssize_t adj_n
-        if _spare_adj != NULL and _spare_adj_n >= n:
+        if _spare_adj != NULL and _spare_adj_n >= n and not _tracing():
             adj = _spare_adj
             adj_n = _spare_adj_n
             _spare_adj = NULL
@@ -273,7 +286,8 @@ cdef class Tape(Trace):
                             adj[k] += b[i].c2 * a
             return [adj[<Py_ssize_t>wl[m]] for m in range(nw)]
         finally:
-            if adj_n > _spare_adj_n and adj_n * <Py_ssize_t>sizeof(double) <= SPARE_MAX_BYTES:
+            if (adj_n > _spare_adj_n and adj_n * <Py_ssize_t>sizeof(double) <= SPARE_MAX_BYTES
+                    and not _tracing()):
                 if _spare_adj != NULL:
                     PyMem_Free(_spare_adj)
                 _spare_adj = adj
