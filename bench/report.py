@@ -168,10 +168,14 @@ def budget_checks(results):
             st, sm = s["time"], s.get("mem") or {}
             ratio = s["largest"]["ratio"]
             checks = {}
-            checks["time slope in [0.95, 1.05]"] = _in(st.get("slope"), SLOPE_RANGE)
+            # the slope and R² targets are about three decades of operation count (--full);
+            # over less, a fixed per-call cost at the small end bends the slope: not judged
+            wide = s["ops_max"] >= 1000 * s["ops_min"]
+            checks["time slope in [0.95, 1.05]"] = _in(st.get("slope"), SLOPE_RANGE) if wide else None
             if mname != "deltaad-c-fwd":
-                checks["mem slope in [0.95, 1.05]"] = _in(sm.get("slope"), SLOPE_RANGE)
-            checks["linear R² >= 0.99"] = None if st.get("linear_r2") is None else st["linear_r2"] >= 0.99
+                checks["mem slope in [0.95, 1.05]"] = _in(sm.get("slope"), SLOPE_RANGE) if wide else None
+            checks["linear R² >= 0.99"] = (None if st.get("linear_r2") is None or not wide
+                                           else st["linear_r2"] >= 0.99)
             checks["ratio <= %g" % BUDGET[mname]] = None if ratio is None else ratio <= BUDGET[mname]
             if s.get("bytes_per_binding") is not None:
                 checks["bytes/binding <= %d" % BYTES_PER_BINDING] = s["bytes_per_binding"] <= BYTES_PER_BINDING
@@ -380,8 +384,9 @@ def markdown(results, plots=None):
             m["settings"]["warmups"], m["seed"]),
         "",
         "Method (thesis §6.1, extended): every mode runs in its own process and times the "
-        "plain-float program at the same sizes in that process, so `×float` is measured side "
-        "by side. Before a mode is timed, its gradient (forward modes: directional derivative; "
+        "plain-float program at the same sizes in that process, alternating float and mode "
+        "timing by timing; `×float` is the median of the 5 ratios (mode timing ÷ the float "
+        "timing just before it), robust to load that comes and goes. Before a mode is timed, its gradient (forward modes: directional derivative; "
         "float: value) at a small size is checked against deltaad's reverse mode, itself checked "
         "against central finite differences; a wrong mode is never timed. Time is the median "
         "wall time of one run (`time.perf_counter`, GC enabled, inputs converted inside the "
@@ -501,6 +506,8 @@ def _budget_section(results):
     for r in results.get("budget", []):
         failed = [k for k, v in r["checks"].items() if v is False]
         verdict = "pass" if not failed else "FAIL: " + "; ".join(failed)
+        if r["checks"].get("time slope in [0.95, 1.05]") is None:
+            verdict += " (slope not judged)"
         rows.append([r["program"], r["mode"], _f(r["slope_time"]), _f(r["slope_mem"]),
                      _r2(r["linear_r2"]), _f(r["ratio"]), fmt_ops(r["ops"]), _f(r.get("ratio_fit")),
                      _f(r["bytes_per_binding"], "%.1f"), verdict])
@@ -509,7 +516,9 @@ def _budget_section(results):
     return ["## DESIGN.md §7 budget", "",
             "Targets: compiled reverse ≤ 3× float, pure ≤ 60×, compiled `jvp` ≤ 2.5×, ≤ %d tape "
             "bytes per binding, time and memory log-log slopes in [0.95, 1.05] with linear R² ≥ 0.99 "
-            "(the slope target is meant over three decades: `--full`)." % BYTES_PER_BINDING, "",
+            "— judged only when a mode's sizes span three decades of operations (`--full`): "
+            "over fewer, a fixed per-call cost at the small end bends the slope below 1 and the "
+            "verdict shows `(slope not judged)`." % BYTES_PER_BINDING, "",
             _md_table(["program", "mode", "slope time", "slope mem", "linear R²", "×float",
                        "@ ops", "×float (fit)", "bytes/binding", "verdict"], rows), "",
             "The verdict uses `×float` at the largest size (issue 2's measure); `×float (fit)` is "

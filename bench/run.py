@@ -206,6 +206,13 @@ def run(args):
         loadavg_start=load_start,
         duration_s=duration, command="python -m bench " + " ".join(args.argv),
         programs=args.programs, modes=args.modes)
+    if not results["meta"]["packages"].get("deltaad"):  # not installed: run from src/
+        for entry in results["programs"].values():
+            v = (entry["reference"].get("versions") or {}).get("deltaad")
+            if v:
+                results["meta"]["packages"]["deltaad"] = "%s (%s)" % (
+                    v, os.path.dirname(entry["reference"].get("deltaad_file") or "") or "source tree")
+                break
     report.analyse(results)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "results.json"), "w") as fh:

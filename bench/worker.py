@@ -10,9 +10,11 @@ A job (mode on program):
 2. check its result at the program's ``check_n`` against the reference (the gradient of
    deltaad's reverse mode; for forward modes the reference gradient dotted with the direction;
    for the float mode the value). A wrong mode is reported "wrong" and never timed;
-3. for each size: time the float baseline and the mode in this same process (warm-up, then a
-   median of ``reps`` timings, each averaging ``number`` calls so it lasts ``min_time``), then
-   one separate run under tracemalloc for the peak traced memory (and deltaad's tape size);
+3. for each size: time the float baseline and the mode in this same process, alternately
+   (warm-up, then ``reps`` pairs of timings, each averaging ``number`` calls so it lasts
+   ``min_time``; the mode's time is the median of its timings, its ratio to float the median
+   of the pairwise ratios), then one separate run under tracemalloc for the peak traced
+   memory (and deltaad's tape size);
    the sweep stops after the first point whose median run exceeds the per-point budget
    (an ablation run that goes past ``abort_factor`` budgets is abandoned).
 
@@ -75,6 +77,66 @@ def measure_time(fn, reps=5, warmups=1, min_time=0.01, budget=math.inf):
     med = statistics.median(times)
     return {"median": med, "min": min(times), "times": times, "number": number,
             "warmup": warm, "repeated": True, "over_budget": med > budget}
+
+
+def _number(t, min_time):
+    t = max(t, 1e-8)
+    return 1 if t >= min_time else min(1_000_000, int(math.ceil(min_time / t)))
+
+
+def _timing(fn, number):
+    gc.collect()
+    t0 = _now()
+    for _ in range(number):
+        fn()
+    return (_now() - t0) / number
+
+
+def measure_pair(fn, base, reps=5, warmups=1, min_time=0.01, budget=math.inf):
+    """Time ``fn`` and the baseline ``base`` alternately, timing by timing, so that both see
+    the same machine (a load that comes and goes shifts both). Returns ``(fn's, base's)``
+    results in the format of :func:`measure_time`, the first with ``paired_ratios``: the ratio
+    of each of ``fn``'s timings to the baseline's timing just before it.
+
+    ``fn``'s warm-up decides as in :func:`measure_time`: over ``budget``, it is not repeated
+    (the baseline still gets its ``reps`` timings).
+    """
+    gc.collect()
+    bwarm = []
+    for _ in range(max(1, warmups)):
+        t0 = _now()
+        base()
+        bwarm.append(_now() - t0)
+    gc.collect()
+    t0 = _now()
+    fn()
+    warm = [_now() - t0]
+    if warm[0] > budget:
+        bres = measure_time(base, reps, 0, min_time)
+        bres["warmup"] = bwarm
+        return ({"median": warm[0], "min": warm[0], "times": warm, "number": 1, "warmup": warm,
+                 "repeated": False, "over_budget": True,
+                 "paired_ratios": [warm[0] / bres["median"]] if bres["median"] > 0 else []}, bres)
+    for _ in range(max(0, warmups - 1)):
+        t0 = _now()
+        fn()
+        warm.append(_now() - t0)
+    nb = _number(min(bwarm), min_time)
+    nf = _number(min(warm), min_time)
+    btimes, times, ratios = [], [], []
+    for _ in range(reps):
+        tb = _timing(base, nb)
+        tf = _timing(fn, nf)
+        btimes.append(tb)
+        times.append(tf)
+        if tb > 0:
+            ratios.append(tf / tb)
+    med = statistics.median(times)
+    bmed = statistics.median(btimes)
+    return ({"median": med, "min": min(times), "times": times, "number": nf, "warmup": warm,
+             "repeated": True, "over_budget": med > budget, "paired_ratios": ratios},
+            {"median": bmed, "min": min(btimes), "times": btimes, "number": nb, "warmup": bwarm,
+             "repeated": True, "over_budget": False})
 
 
 def measure_memory(fn):
@@ -211,6 +273,7 @@ def run_reference(spec, emit=_emit):
     ns = deltaad_ns(deltaad)
     res["backend"] = deltaad.backend
     res["versions"] = {"deltaad": getattr(deltaad, "__version__", None)}
+    res["deltaad_file"] = getattr(deltaad, "__file__", None)
     seed = spec.get("seed", 0)
     n = prog.check_n
     xs = make_input(prog, n, seed)
@@ -322,10 +385,6 @@ def run_job(spec, mode=None, program=None, emit=_emit, write=None):
         direction = random_direction(xs, seed)
         point = {"n": n, "ops": prog.ops(n)}
         run = mode.runner(prog, n, direction)
-        if mode.name != "float":
-            fr = float_run(prog, n, direction)
-            fm = measure_time(lambda: fr(xs), reps, warmups, min_time)
-            point["float"] = fm
         if mode.deadline:  # each run gets abort_factor budgets before it is abandoned
             limit = abort_factor * budget
             set_deadline = ablations.set_deadline
@@ -337,7 +396,12 @@ def run_job(spec, mode=None, program=None, emit=_emit, write=None):
             def call():
                 return run(xs)
         try:
-            tm = measure_time(call, reps, warmups, min_time, budget)
+            if mode.name == "float":
+                tm = measure_time(call, reps, warmups, min_time, budget)
+            else:
+                fr = float_run(prog, n, direction)
+                tm, fm = measure_pair(call, lambda: fr(xs), reps, warmups, min_time, budget)
+                point["float"] = fm
         except ablations.BudgetExceeded as exc:
             point.update(aborted=True, lower_bound=abort_factor * budget, detail=str(exc))
             res["points"].append(point)
@@ -354,7 +418,12 @@ def run_job(spec, mode=None, program=None, emit=_emit, write=None):
         point["median"] = tm["median"]
         if "float" in point:
             point["float_median"] = point["float"]["median"]
-            point["ratio"] = tm["median"] / point["float_median"] if point["float_median"] > 0 else None
+            # the median of the paired ratios (each timing over the float timing just before
+            # it) is robust to load that changes during the point; median/median kept beside it
+            pr = tm.get("paired_ratios") or []
+            point["ratio"] = statistics.median(pr) if pr else None
+            point["ratio_of_medians"] = (tm["median"] / point["float_median"]
+                                         if point["float_median"] > 0 else None)
         else:
             point["float_median"] = tm["median"]
             point["ratio"] = 1.0

@@ -136,6 +136,21 @@ def test_backpropagator_deep_chain_does_not_crash():
     assert g[0] == pytest.approx(1.00001 ** 50_000, rel=1e-9)
 
 
+def test_measure_pair_alternates_and_pairs():
+    calls = []
+    res, base = worker.measure_pair(lambda: calls.append("f"), lambda: calls.append("b"),
+                                    reps=3, warmups=1, min_time=0.0)
+    assert calls == ["b", "f", "b", "f", "b", "f", "b", "f"]
+    assert len(res["paired_ratios"]) == 3 and len(base["times"]) == 3 and res["repeated"]
+
+    def slow():
+        time.sleep(0.03)
+    res, base = worker.measure_pair(slow, lambda: None, reps=3, warmups=1, min_time=0.0,
+                                    budget=0.01)
+    assert not res["repeated"] and res["over_budget"] and len(res["times"]) == 1
+    assert len(base["times"]) == 3
+
+
 def test_compare_detects_wrong_gradients():
     ref = {"grad": [1.0, -2.0, 3.0], "value": 2.0, "dirderiv": 0.5, "dirderiv_scale": 6.0}
     assert worker.compare("reverse", [1.0, -2.0, 3.0], ref)[0]
@@ -164,8 +179,10 @@ class CountingWrongMode(DeltaadReverse):
 
 def test_wrong_mode_is_reported_wrong_and_never_timed(monkeypatch):
     timed = []
-    real = worker.measure_time
-    monkeypatch.setattr(worker, "measure_time", lambda *a, **k: timed.append(a) or real(*a, **k))
+    for name in ("measure_time", "measure_pair", "measure_memory"):
+        real = getattr(worker, name)
+        monkeypatch.setattr(worker, name,
+                            lambda *a, _real=real, **k: timed.append(a) or _real(*a, **k))
     ref = worker.run_reference({"program": "rosenbrock"}, emit=lambda line: None)
     mode = CountingWrongMode()
     spec = {"program": "rosenbrock", "mode": mode.name, "reference": ref, "preset": "tiny",
@@ -182,6 +199,7 @@ def test_wrong_mode_is_reported_wrong_and_never_timed(monkeypatch):
     assert res["status"] == "ok", res
     assert [p["n"] for p in res["points"]] == PROGRAMS["rosenbrock"].sizes("tiny")
     assert all(p["median"] > 0 and p["tape_nbindings"] > p["ops"] for p in res["points"])
+    assert timed  # and the monkeypatched measurement functions did see it
 
 
 # --------------------------------------------------------------------------------------------
