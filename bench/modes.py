@@ -276,7 +276,25 @@ class TorchMode(Mode):
         return {"torch": self.torch.__version__}
 
 
-class AutogradMode(Mode):
+class _FunctionalGradMode(Mode):
+    """A peer whose ``grad(f)`` differentiates a function of a list (autograd, jax);
+    ``prepare`` sets ``self.grad`` and ``self.ns``."""
+
+    def runner(self, program, n, direction):
+        fn, ns = program.fn, self.ns
+
+        def f(xs):
+            return fn(ns, n, xs)
+        g = self.grad(f)
+        if program.kind == "array":
+            return lambda xs: g(list(xs))
+
+        def run(xs):
+            return [float(v) for v in g(list(xs))]
+        return run
+
+
+class AutogradMode(_FunctionalGradMode):
     name = "autograd"
     peer = True
     description = "HIPS autograd: autograd.grad of the function of a list"
@@ -289,27 +307,15 @@ class AutogradMode(Mode):
             raise Unavailable("autograd is not installed (%s)" % exc)
         from .array_programs import NumpyLike
 
+        self.grad = self.autograd.grad
         self.ns = NS("autograd", anp.sin, anp.cos, anp.exp, anp.sqrt, log=anp.log, tanh=anp.tanh,
                      array=NumpyLike(anp, "autograd.numpy"))
-
-    def runner(self, program, n, direction):
-        fn, ns = program.fn, self.ns
-
-        def f(xs):
-            return fn(ns, n, xs)
-        g = self.autograd.grad(f)
-        if program.kind == "array":
-            return lambda xs: g(list(xs))
-
-        def run(xs):
-            return [float(v) for v in g(list(xs))]
-        return run
 
     def versions(self):
         return {"autograd": _version("autograd")}
 
 
-class JaxMode(Mode):
+class JaxMode(_FunctionalGradMode):
     name = "jax"
     peer = True
     description = "JAX eager (no jit): jax.grad of the function of a list, float64"
@@ -327,21 +333,9 @@ class JaxMode(Mode):
             pass
         from .array_programs import NumpyLike
 
+        self.grad = self.jax.grad
         self.ns = NS("jax", jnp.sin, jnp.cos, jnp.exp, jnp.sqrt, log=jnp.log, tanh=jnp.tanh,
                      array=NumpyLike(jnp, "jax.numpy"))
-
-    def runner(self, program, n, direction):
-        fn, ns = program.fn, self.ns
-
-        def f(xs):
-            return fn(ns, n, xs)
-        g = self.jax.grad(f)
-        if program.kind == "array":
-            return lambda xs: g(list(xs))
-
-        def run(xs):
-            return [float(v) for v in g(list(xs))]
-        return run
 
     def versions(self):
         return {"jax": self.jax.__version__, "jaxlib": _version("jaxlib")}

@@ -871,17 +871,22 @@ def _cum_axis(x, axis):
     return x, normalize_axis_index(axis, _ndim(x))
 
 
-@_register(np.cumsum, _np("cumulative_sum"))
-def cumsum(a, axis=None, dtype=None, out=None, **kw):
-    _no_out("cumsum", out)
-    _float_dtype("cumsum", dtype)
+def _cumulative(name, prim, a, axis, dtype, out, kw):
+    """cumsum/cumprod (and numpy 2's cumulative_*): checks, 0-d as 1-d, ``axis=None`` flat."""
+    _no_out(name, out)
+    _float_dtype(name, dtype)
     if kw.get("include_initial"):
-        _unsupported("cumulative_sum", "include_initial=True")
+        _unsupported(name.replace("cum", "cumulative_"), "include_initial=True")
     x = operand_or_raise(a)
     if _ndim(x) == 0:
         x = reshape(x, (1,))
     x, ax = _cum_axis(x, axis)
-    return apply(CUMSUM, (x,), {"axis": ax})
+    return apply(prim, (x,), {"axis": ax})
+
+
+@_register(np.cumsum, _np("cumulative_sum"))
+def cumsum(a, axis=None, dtype=None, out=None, **kw):
+    return _cumulative("cumsum", CUMSUM, a, axis, dtype, out, kw)
 
 
 def _cumprod_others(x, axis):
@@ -925,15 +930,7 @@ CUMPROD = Primitive("cumprod", lambda v, axis: np.cumprod(v, axis=axis), _cumpro
 
 @_register(np.cumprod, _np("cumulative_prod"))
 def cumprod(a, axis=None, dtype=None, out=None, **kw):
-    _no_out("cumprod", out)
-    _float_dtype("cumprod", dtype)
-    if kw.get("include_initial"):
-        _unsupported("cumulative_prod", "include_initial=True")
-    x = operand_or_raise(a)
-    if _ndim(x) == 0:
-        x = reshape(x, (1,))
-    x, ax = _cum_axis(x, axis)
-    return apply(CUMPROD, (x,), {"axis": ax})
+    return _cumulative("cumprod", CUMPROD, a, axis, dtype, out, kw)
 
 
 def _prod_others(x, axes):

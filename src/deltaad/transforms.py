@@ -215,7 +215,7 @@ class _Pullback:
     It keeps the (closed) tape alive; the tape goes when this object does.
     """
 
-    __slots__ = ("tape", "out_def", "out_ids", "out_like", "in_def", "in_ids", "in_leaves", "wanted", "all_float", "__weakref__")
+    __slots__ = ("tape", "out_def", "out_ids", "in_def", "in_ids", "in_leaves", "wanted", "all_float", "__weakref__")
 
     def __call__(self, cotangent):
         ct_leaves, ct_def = tree_flatten(cotangent)
@@ -309,7 +309,6 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
         d = _on_trace(x, tape)
         pb.out_ids.append(None if d is None else d.id)
         primals.append(x if d is None else d.value)
-    pb.out_like = out_leaves
     if has_aux:
         aux = _strip_tree(aux, tape)
     return tree_unflatten(pb.out_def, primals), pb, aux
