@@ -13,8 +13,6 @@ which computes with Python objects in exactly the order ``_pure`` does.
 cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.float cimport PyFloat_AS_DOUBLE
-from cpython.object cimport PyObject
-from cpython.ref cimport Py_INCREF, Py_XDECREF
 from libc cimport math as cm
 from libc.stdint cimport int32_t
 from libc.string cimport memset
@@ -40,6 +38,29 @@ def set_hooks(fallback, array_ufunc, array_function=None):
     _hooks["fallback"] = fallback
     _hooks["array_ufunc"] = array_ufunc
     _hooks["array_function"] = array_function
+
+
+def all_floats(xs):
+    """True when every item of the list or tuple ``xs`` is exactly a float (one C loop)."""
+    cdef list l
+    cdef tuple t
+    cdef Py_ssize_t k
+    if type(xs) is list:
+        l = <list>xs
+        for k in range(len(l)):
+            if type(l[k]) is not float:
+                return False
+        return True
+    if type(xs) is tuple:
+        t = <tuple>xs
+        for k in range(len(t)):
+            if type(t[k]) is not float:
+                return False
+        return True
+    for x in xs:
+        if type(x) is not float:
+            return False
+    return True
 
 
 # --------------------------------------------------------------------------------------------
@@ -185,11 +206,22 @@ cdef class Tape(Trace):
 
     def inputs(self, values):
         """A fresh input variable for each of ``values``, with consecutive ids."""
-        cdef list out = []
-        cdef Py_ssize_t i
-        for value in values:
-            i = self._push(-1, 0.0, -1, 0.0)
-            out.append(_new_dual(value, self, i))
+        cdef list vals = values if type(values) is list else list(values)
+        cdef Py_ssize_t m = len(vals)
+        cdef Py_ssize_t start = self.n
+        cdef Py_ssize_t k
+        if m > MAX_BINDINGS - start:
+            raise MemoryError("deltaad tape: more than %d bindings on one tape" % MAX_BINDINGS)
+        while self.cap < start + m:
+            self._grow()
+        cdef list out = [None] * m
+        for k in range(m):  # ids start .. start + m - 1, all below cap (grown above)
+            self.b[start + k].p1 = -1
+            self.b[start + k].c1 = 0.0
+            self.b[start + k].p2 = -1
+            self.b[start + k].c2 = 0.0
+            out[k] = _new_dual(vals[k], self, start + k)
+            self.n = start + k + 1
         return out
 
     def push_linear(self, parents, rule):
@@ -238,15 +270,28 @@ cdef class Tape(Trace):
         cdef double* adj
         cdef Binding* b = self.b
         seeds = list(seeds)
-        cdef list wl = list(wanted)
-        cdef Py_ssize_t nw = len(wl)
+        # ``wanted`` as a range (the inputs of a float argument: consecutive ids) is read
+        # without making an int per id; its bounds are those of its first and last id.
+        cdef list wl = None
+        cdef Py_ssize_t nw, r0 = 0, rstep = 1
+        if type(wanted) is range:
+            nw = len(wanted)
+            if nw:
+                r0 = wanted.start
+                rstep = wanted.step
+                for i_ in (r0, r0 + (nw - 1) * rstep):
+                    if not 0 <= i_ < n:
+                        raise IndexError("wanted id %r is not on this tape of %d bindings" % (i_, n))
+        else:
+            wl = list(wanted)
+            nw = len(wl)
+            for m in range(nw):
+                i = wl[m]
+                if i < 0 or i >= n:
+                    raise IndexError("wanted id %r is not on this tape of %d bindings" % (i, n))
         for i_, ct in seeds:
             if not 0 <= i_ < n:
                 raise IndexError("seed id %r is not on this tape of %d bindings" % (i_, n))
-        for m in range(nw):
-            i = wl[m]
-            if i < 0 or i >= n:
-                raise IndexError("wanted id %r is not on this tape of %d bindings" % (i, n))
         cdef bint fast = not self.general and not self.linear
         if fast:
             for i_, ct in seeds:
@@ -254,7 +299,7 @@ cdef class Tape(Trace):
                     fast = False
                     break
         if not fast:
-            return self._eval_general(seeds, wl)
+            return self._eval_general(seeds, wl if wl is not None else list(wanted))
         global _spare_adj, _spare_adj_n
         cdef Py_ssize_t adj_n
         if _spare_adj != NULL and _spare_adj_n >= n and not _tracing():
@@ -284,6 +329,8 @@ cdef class Tape(Trace):
                         k = b[i].p2
                         if k >= 0:
                             adj[k] += b[i].c2 * a
+            if wl is None:  # every index is between the range's checked ends
+                return [adj[r0 + m * rstep] for m in range(nw)]
             return [adj[<Py_ssize_t>wl[m]] for m in range(nw)]
         finally:
             if (adj_n > _spare_adj_n and adj_n * <Py_ssize_t>sizeof(double) <= SPARE_MAX_BYTES
@@ -355,12 +402,16 @@ cdef class ForwardLevel(Trace):
 
     def inputs(self, values, tangents):
         """``input`` for each pair of ``values`` and ``tangents``."""
-        cdef list out = []
+        cdef list vals = values if type(values) is list else list(values)
+        cdef list tans = tangents if type(tangents) is list else list(tangents)
+        cdef Py_ssize_t m = min(len(vals), len(tans))
+        cdef Py_ssize_t k
         cdef Dual r
-        for value, tangent in zip(values, tangents):
-            r = _new_dual(value, self, -1)
-            _set_tangent(r, tangent)
-            out.append(r)
+        cdef list out = [None] * m
+        for k in range(m):
+            r = _new_dual(vals[k], self, -1)
+            _set_tangent(r, tans[k])
+            out[k] = r
         return out
 
     def emit(self, value, operands, coefs):
@@ -384,18 +435,15 @@ cdef class Dual:
     """A dual number ``(value, delta)``: ``value`` with ``Var id`` on ``trace`` (a tape) or with
     ``tangent`` (a forward level). ``value`` is a float or a dual of a lower level."""
 
-    # ``ov``/``ot`` are owned references or NULL, managed by hand (_set_value, _set_tangent,
-    # __dealloc__): the float fast path then never touches a reference count for them.
-    cdef double v       # the value, when ov is NULL
-    cdef PyObject* ov   # the value when it is not a float (a dual of a lower level)
+    # ``ov``/``ot`` are None in the float case. They are object fields rather than raw
+    # pointers released in a ``__dealloc__``: Cython wraps a ``__dealloc__`` in a save and
+    # restore of the error state, which cost more per dual than the two None references.
+    cdef double v       # the value, when ov is None
+    cdef object ov      # the value when it is not a float (a dual of a lower level)
     cdef Trace tr
     cdef Py_ssize_t i   # Var id on a tape; -1 on a forward level
-    cdef double t       # the tangent, when ot is NULL (forward levels only)
-    cdef PyObject* ot   # the tangent when it is not a float
-
-    def __dealloc__(self):
-        Py_XDECREF(self.ov)
-        Py_XDECREF(self.ot)
+    cdef double t       # the tangent, when ot is None (forward levels only)
+    cdef object ot      # the tangent when it is not a float
 
     def __init__(self, value, trace, id, tangent):
         if not isinstance(trace, Trace):
@@ -408,7 +456,7 @@ cdef class Dual:
 
     @property
     def value(self):
-        return self.v if self.ov == NULL else <object>self.ov
+        return self.v if self.ov is None else self.ov
 
     @property
     def trace(self):
@@ -422,16 +470,16 @@ cdef class Dual:
     def tangent(self):
         if not self.tr.is_forward:
             return None
-        return self.t if self.ot == NULL else <object>self.ot
+        return self.t if self.ot is None else self.ot
 
     # -- arithmetic: a fast path for two float duals of one trace or a dual and a float,
     #    everything else through the general path shared with _pure's logic --
 
     def __add__(self, other):
         cdef Dual a = <Dual>self
-        if a.ov == NULL:
+        if a.ov is None:
             if type(other) is Dual:
-                if (<Dual>other).tr is a.tr and (<Dual>other).ov == NULL:
+                if (<Dual>other).tr is a.tr and (<Dual>other).ov is None:
                     return _fast2(a, <Dual>other, a.v + (<Dual>other).v, 1.0, 1.0)
             elif type(other) is float:
                 return _fast1(a, a.v + PyFloat_AS_DOUBLE(other), 1.0)
@@ -439,15 +487,15 @@ cdef class Dual:
 
     def __radd__(self, other):
         cdef Dual b = <Dual>self
-        if b.ov == NULL and type(other) is float:
+        if b.ov is None and type(other) is float:
             return _fast1(b, PyFloat_AS_DOUBLE(other) + b.v, 1.0)
         return _binop(other, self, OP_ADD)
 
     def __sub__(self, other):
         cdef Dual a = <Dual>self
-        if a.ov == NULL:
+        if a.ov is None:
             if type(other) is Dual:
-                if (<Dual>other).tr is a.tr and (<Dual>other).ov == NULL:
+                if (<Dual>other).tr is a.tr and (<Dual>other).ov is None:
                     return _fast2(a, <Dual>other, a.v - (<Dual>other).v, 1.0, -1.0)
             elif type(other) is float:
                 return _fast1(a, a.v - PyFloat_AS_DOUBLE(other), 1.0)
@@ -455,16 +503,16 @@ cdef class Dual:
 
     def __rsub__(self, other):
         cdef Dual b = <Dual>self
-        if b.ov == NULL and type(other) is float:
+        if b.ov is None and type(other) is float:
             return _fast1(b, PyFloat_AS_DOUBLE(other) - b.v, -1.0)
         return _binop(other, self, OP_SUB)
 
     def __mul__(self, other):
         cdef Dual a = <Dual>self
         cdef double c
-        if a.ov == NULL:
+        if a.ov is None:
             if type(other) is Dual:
-                if (<Dual>other).tr is a.tr and (<Dual>other).ov == NULL:
+                if (<Dual>other).tr is a.tr and (<Dual>other).ov is None:
                     return _fast2(a, <Dual>other, a.v * (<Dual>other).v, (<Dual>other).v, a.v)
             elif type(other) is float:
                 c = PyFloat_AS_DOUBLE(other)
@@ -474,7 +522,7 @@ cdef class Dual:
     def __rmul__(self, other):
         cdef Dual b = <Dual>self
         cdef double c
-        if b.ov == NULL and type(other) is float:
+        if b.ov is None and type(other) is float:
             c = PyFloat_AS_DOUBLE(other)
             return _fast1(b, c * b.v, c)
         return _binop(other, self, OP_MUL)
@@ -482,9 +530,9 @@ cdef class Dual:
     def __truediv__(self, other):
         cdef Dual a = <Dual>self
         cdef double bv, v
-        if a.ov == NULL:
+        if a.ov is None:
             if type(other) is Dual:
-                if (<Dual>other).tr is a.tr and (<Dual>other).ov == NULL:
+                if (<Dual>other).tr is a.tr and (<Dual>other).ov is None:
                     bv = (<Dual>other).v
                     if bv != 0.0:
                         v = a.v / bv
@@ -498,7 +546,7 @@ cdef class Dual:
     def __rtruediv__(self, other):
         cdef Dual b = <Dual>self
         cdef double v
-        if b.ov == NULL and type(other) is float and b.v != 0.0:
+        if b.ov is None and type(other) is float and b.v != 0.0:
             v = PyFloat_AS_DOUBLE(other) / b.v
             return _fast1(b, v, -v / b.v)
         return _binop(other, self, OP_DIV)
@@ -524,7 +572,7 @@ cdef class Dual:
         # base, negative base with a non-integer power, overflow): there pow(x, y) and the
         # derivative y * pow(x, y - 1) are what _rules computes, bit for bit. Anything else
         # goes the general way, which also raises the errors Python's float ** raises.
-        if a.ov == NULL and (type(other) is float or type(other) is int):
+        if a.ov is None and (type(other) is float or type(other) is int):
             x = a.v
             y = PyFloat_AS_DOUBLE(other) if type(other) is float else <double>float(other)
             if x != 0.0 and cm.isfinite(x) and cm.isfinite(y) and (x > 0.0 or y == cm.floor(y)):
@@ -541,11 +589,11 @@ cdef class Dual:
 
     def __neg__(self):
         cdef Dual a = <Dual>self
-        if a.ov == NULL:
+        if a.ov is None:
             return _fast1(a, -a.v, -1.0)
         if a.tr.closed:
             raise escaped_error(a.tr.level)
-        return _emit1(a.tr, -(<object>a.ov), a, -1.0)
+        return _emit1(a.tr, -a.ov, a, -1.0)
 
     def __pos__(self):
         if self.tr.closed:
@@ -563,22 +611,22 @@ cdef class Dual:
         return strip(self) != _cmp(other)
 
     def __lt__(self, other):
-        if self.ov == NULL and type(other) is float:
+        if self.ov is None and type(other) is float:
             return self.v < PyFloat_AS_DOUBLE(other)
         return strip(self) < _cmp(other)
 
     def __le__(self, other):
-        if self.ov == NULL and type(other) is float:
+        if self.ov is None and type(other) is float:
             return self.v <= PyFloat_AS_DOUBLE(other)
         return strip(self) <= _cmp(other)
 
     def __gt__(self, other):
-        if self.ov == NULL and type(other) is float:
+        if self.ov is None and type(other) is float:
             return self.v > PyFloat_AS_DOUBLE(other)
         return strip(self) > _cmp(other)
 
     def __ge__(self, other):
-        if self.ov == NULL and type(other) is float:
+        if self.ov is None and type(other) is float:
             return self.v >= PyFloat_AS_DOUBLE(other)
         return strip(self) >= _cmp(other)
 
@@ -659,25 +707,27 @@ cdef class Dual:
 
 
 cdef inline void _set_value(Dual r, object value) except *:
-    Py_XDECREF(r.ov)
-    r.ov = NULL
     if isinstance(value, float):
         r.v = PyFloat_AS_DOUBLE(value)
+        if r.ov is not None:
+            r.ov = None
+    elif value is None:
+        raise TypeError("Dual: the value must be a number or a dual, not None")
     else:
         r.v = 0.0
-        Py_INCREF(value)
-        r.ov = <PyObject*>value
+        r.ov = value
 
 
 cdef inline void _set_tangent(Dual r, object tangent) except *:
-    Py_XDECREF(r.ot)
-    r.ot = NULL
     if isinstance(tangent, float):
         r.t = PyFloat_AS_DOUBLE(tangent)
+        if r.ot is not None:
+            r.ot = None
+    elif tangent is None:
+        raise TypeError("Dual: the tangent must be a number, an array or a dual, not None")
     else:
         r.t = 0.0
-        Py_INCREF(tangent)
-        r.ot = <PyObject*>tangent
+        r.ot = tangent
 
 
 cdef inline Dual _new_dual(object value, Trace tr, Py_ssize_t i):
@@ -698,10 +748,10 @@ cdef inline Dual _fast1(Dual a, double v, double ca):
     r.tr = tr
     if tr.is_forward:
         r.i = -1
-        if a.ot == NULL:
+        if a.ot is None:
             r.t = ca * a.t
         else:
-            _set_tangent(r, ca * <object>a.ot)
+            _set_tangent(r, ca * a.ot)
     else:
         r.i = (<Tape>tr)._push(a.i, ca, -1, 0.0)
     return r
@@ -717,7 +767,7 @@ cdef inline Dual _fast2(Dual a, Dual b, double v, double ca, double cb):
     r.tr = tr
     if tr.is_forward:
         r.i = -1
-        if a.ot == NULL and b.ot == NULL:
+        if a.ot is None and b.ot is None:
             r.t = ca * a.t + cb * b.t
         else:
             _set_tangent(r, ca * a.tangent + cb * b.tangent)
@@ -777,9 +827,9 @@ cdef object _cmp(object x):
 def strip(x):
     """The plain number under any number of dual levels."""
     while type(x) is Dual:
-        if (<Dual>x).ov == NULL:
+        if (<Dual>x).ov is None:
             return (<Dual>x).v
-        x = <object>(<Dual>x).ov
+        x = (<Dual>x).ov
     return x
 
 
@@ -1010,11 +1060,11 @@ cdef object _unary(object x, int code):
         a = <Dual>x
         if a.tr.closed:
             raise escaped_error(a.tr.level)
-        if a.ov == NULL:
+        if a.ov is None:
             _float_unary(code, a.v, &y, &d)
             return _fast1(a, y, d)
         deriv = _UNARY_RULES[code][1]
-        v = <object>a.ov
+        v = a.ov
         yo = _unary(v, code)
         return _emit1(a.tr, yo, a, deriv(v, yo))
     if tx is int or tx is bool or isinstance(x, _numbers.Real):

@@ -357,3 +357,79 @@ def test_binding_inspection_same():
         res.append([T.binding(i) for i in range(T.nbindings)])
     assert res[0] == res[1]
     assert res[0][2] == ((0, 1), (2.0, 0.7))
+
+
+# -- the bulk paths for many inputs (Tape.inputs, ForwardLevel.inputs, eval over a range) --
+
+
+@given(st.lists(st.floats(-3, 3, allow_nan=False), min_size=0, max_size=40),
+       st.integers(0, 5),
+       st.lists(st.floats(-2, 2, allow_nan=False), min_size=1, max_size=3))
+def test_inputs_and_range_wanted_bit_for_bit(xs, before, cts):
+    """``Tape.inputs`` after other bindings gives consecutive ids; ``eval`` over a ``range`` of
+    wanted ids (forwards, backwards, strided) equals ``eval`` over the same ids as a list."""
+    res = []
+    for B in BACKENDS:
+        T = B.Tape(1)
+        pre = [T.input(0.5 + k) for k in range(before)]
+        ins = T.inputs(xs)
+        assert [d.id for d in ins] == list(range(before, before + len(xs)))
+        acc = pre[0] if pre else 0.0
+        for k, d in enumerate(ins):
+            acc = acc * 0.5 + B.sin(d) * d if k % 2 else acc + d * d
+        T.close()
+        seeds = [(acc.id, ct) for ct in cts] if type(acc) is B.Dual else []
+        out = []
+        n = T.nbindings
+        for r in (range(before, before + len(xs)), range(n - 1, -1, -1), range(0, n, 3),
+                  range(before, before)):
+            got = T.eval(seeds, r)
+            assert [bits(v) for v in got] == [bits(v) for v in T.eval(seeds, list(r))]
+            out.append([bits(v) for v in got])
+        res.append(out)
+    assert res[0] == res[1]
+
+
+@pytest.mark.parametrize("B", BACKENDS, ids=lambda B: B.__name__)
+def test_range_wanted_out_of_bounds(B):
+    T = B.Tape(1)
+    x = T.inputs([1.0, 2.0])
+    T.close()
+    for r in (range(0, 3), range(-1, 1), range(1, -2, -1)):
+        with pytest.raises(IndexError, match="wanted id"):
+            T.eval([(x[1].id, 1.0)], r)
+
+
+@given(st.lists(st.floats(-3, 3, allow_nan=False), max_size=20),
+       st.lists(st.floats(-3, 3, allow_nan=False), max_size=20))
+def test_forward_inputs_bit_for_bit(xs, ts):
+    res = []
+    for B in BACKENDS:
+        L = B.ForwardLevel(1)
+        ds = L.inputs(xs, ts)
+        assert len(ds) == min(len(xs), len(ts))
+        res.append([(bits(d.value), bits(d.tangent)) for d in ds])
+        L.close()
+    assert res[0] == res[1]
+
+
+@given(st.lists(st.one_of(st.floats(allow_nan=True), st.integers(), st.booleans(), st.none(),
+                          st.just(_core.Dual(1.0, _core.Tape(1), 0, None))), max_size=8))
+def test_all_floats_agrees(items):
+    """``all_floats`` is exact about type: floats only (not ints, bools, subclasses or duals),
+    for lists, tuples and other iterables, in both backends."""
+    class F(float):
+        pass
+    items = items + [F(1.0)] if len(items) % 3 == 1 else items
+    expect = all(type(x) is float for x in items)
+    for B in BACKENDS:
+        assert B.all_floats(items) is expect
+        assert B.all_floats(tuple(items)) is expect
+    assert _core.all_floats(iter(items)) is expect
+
+
+def test_dual_value_none_is_an_error():
+    with pytest.raises(TypeError, match="not None"):
+        _core.Dual(None, _core.Tape(1), 0, None)
+    with pytest.raises(TypeError, match="tangent"):
+        _core.ForwardLevel(1).input(1.0, None)

@@ -257,3 +257,19 @@ def test_tree_utilities_roundtrip():
     assert back == tree
     doubled = deltaad.tree_map(lambda x: x * 2, tree)
     assert doubled["b"] == Point(6.0, None) and doubled["c"].w == 8.0
+
+
+@given(st.recursive(st.floats(-5, 5) | st.integers(0, 3) | st.none(),
+                    lambda kids: st.lists(kids, max_size=4) | st.tuples(kids, kids)
+                    | st.dictionaries(st.sampled_from("abc"), kids, max_size=3),
+                    max_leaves=12))
+def test_flatten_unflatten_roundtrip_random(tree):
+    """Unflattening gives the tree back, from a list or any iterable of the leaves (flat runs of
+    floats are sliced, nested ones rebuilt); too few leaves is a clear error."""
+    leaves, d = deltaad.tree_flatten(tree)
+    assert deltaad.tree_unflatten(d, leaves) == tree
+    assert deltaad.tree_unflatten(d, iter(leaves)) == tree
+    assert deltaad.tree_unflatten(d, leaves + [7.0]) == tree  # extra leaves are left over
+    if leaves:
+        with pytest.raises(ValueError, match="needs %d leaves" % len(leaves)):
+            deltaad.tree_unflatten(d, leaves[:-1])

@@ -40,6 +40,11 @@ def set_hooks(fallback, array_ufunc, array_function=None):
     _hooks["array_function"] = array_function
 
 
+def all_floats(xs):
+    """True when every item of the sequence ``xs`` is exactly a float."""
+    return list(map(type, xs)).count(float) == len(xs)
+
+
 # --------------------------------------------------------------------------------------------
 # Traces
 

@@ -6,7 +6,8 @@ the paper's ``initVars``; unflattening rebuilds the same structure around new le
 """
 
 import dataclasses
-import itertools
+
+from ._backend import B
 
 
 class TreeDef:
@@ -51,9 +52,9 @@ def _is_namedtuple(x):
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
-def all_floats(xs):
-    """True when every item of the sequence ``xs`` is exactly a float (checked at C speed)."""
-    return list(map(type, xs)).count(float) == len(xs)
+# True when every item of a list or tuple is exactly a float: the backend's loop (one C loop in
+# the core), run on every input and gradient list, so it is part of the per-leaf cost.
+all_floats = B.all_floats
 
 
 def tree_flatten(tree):
@@ -89,17 +90,24 @@ def tree_flatten(tree):
 
 
 def tree_unflatten(treedef, leaves):
-    """Rebuild the structure ``treedef`` around ``leaves`` (any iterable, consumed in order)."""
-    it = iter(leaves)
+    """Rebuild the structure ``treedef`` around ``leaves`` (a sequence or iterable, in order)."""
+    if type(leaves) is not list:
+        leaves = list(leaves)
+    if len(leaves) < treedef.nleaves:
+        raise ValueError("tree_unflatten: %r needs %d leaves, got %d" % (treedef, treedef.nleaves, len(leaves)))
+    pos = 0
 
     def build(d):
+        nonlocal pos
         k = d.kind
         if k == "leaf":
-            return next(it)
+            pos += 1
+            return leaves[pos - 1]
         if k == "none":
             return None
-        if d.flat:
-            kids = list(itertools.islice(it, d.nleaves))
+        if d.flat:  # a run of leaves: one slice, not a step per leaf
+            kids = leaves[pos:pos + d.nleaves]
+            pos += d.nleaves
         else:
             kids = [build(c) for c in d.children]
         if k == "tuple":

@@ -296,9 +296,9 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
     pb.in_def = in_def
     pb.in_leaves = leaves
     pb.all_float = floats
-    if pb.all_float:  # Tape.inputs gave consecutive ids
+    if pb.all_float:  # Tape.inputs gave consecutive ids: a range, read without an int per id
         first = duals[0].id if duals else 0
-        pb.in_ids = pb.wanted = list(range(first, first + len(duals)))
+        pb.in_ids = pb.wanted = range(first, first + len(duals))
     else:
         pb.in_ids = [d.id if k is not None else None for d, k in zip(duals, kinds)]
         pb.wanted = [i for i in pb.in_ids if i is not None]
