@@ -371,7 +371,9 @@ def _sub_vjp(out, vals, on):
     oa, ob = on
 
     def rule(ct):
-        return (unbroadcast(ct, sa) if oa else None, unbroadcast(-ct, sb) if ob else None)
+        # negate after summing down to b's shape: the same bits, but on b's (often much smaller)
+        # shape rather than on the broadcast output's
+        return (unbroadcast(ct, sa) if oa else None, -unbroadcast(ct, sb) if ob else None)
 
     return rule
 
@@ -394,6 +396,14 @@ def _mul_vjp(out, vals, on):
     oa, ob = on
     sa = shape_of(a)
     sb = shape_of(b)
+    if oa and ob and a is b:
+        # a square x * x: both parents' cotangents are the one product ct * x (same bits as
+        # computing it twice); the sweep adds it to x's adjoint twice
+        def square_rule(ct):
+            g = unbroadcast(ct * a, sa)
+            return (g, g)
+
+        return square_rule
     if not ob:
         a = None
     if not oa:

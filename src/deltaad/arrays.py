@@ -617,10 +617,27 @@ def unbroadcast(g, shape):
         return np.broadcast_to(g, shape)
     axes = tuple(range(nd)) + tuple(nd + i for i, s in enumerate(shape) if s == 1 and gs[nd + i] != 1)
     if axes:
-        g = np.sum(g, axis=axes)
+        g = _sum_axes(g, axes)
     if shape_of(g) != shape:
         g = reshape(g, shape)
     return g
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _sum_axes(g, axes):
+    """``np.sum(g, axis=axes)``, by ``einsum`` where that is much faster and adds in the same
+    order: a float array summed over leading axes only, its short last axis kept (numpy's sum
+    then adds rows one after another, as einsum does, but pays its loop setup per row: 4x
+    slower for a (25, 1000, 10) array summed over axis 1). Summing the last axis keeps
+    np.sum, whose pairwise summation along it is more accurate."""
+    nd = g.ndim if type(g) is np.ndarray else 0
+    if (1 <= nd <= len(_LETTERS) and nd - 1 not in axes and g.dtype.kind == "f"
+            and 0 < g.shape[-1] <= 32):
+        idx = _LETTERS[:nd]
+        return np.einsum(idx + "->" + "".join(c for i, c in enumerate(idx) if i not in axes), g)
+    return np.sum(g, axis=axes)
 
 
 def broadcast(t, shape):
