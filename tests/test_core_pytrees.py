@@ -273,3 +273,15 @@ def test_flatten_unflatten_roundtrip_random(tree):
     if leaves:
         with pytest.raises(ValueError, match="needs %d leaves" % len(leaves)):
             deltaad.tree_unflatten(d, leaves[:-1])
+
+
+def test_flat_treedef_equality_and_repr():
+    """A float list's treedef keeps no tuple of its leaves, yet compares and prints like any
+    list of leaves."""
+    flat = deltaad.tree_flatten([1.0, 2.0, 3.0])[1]
+    mixed = deltaad.tree_flatten([1.0, 2, "s"])[1]
+    assert flat == mixed and mixed == flat
+    assert flat != deltaad.tree_flatten([1.0, 2.0])[1]
+    assert flat != deltaad.tree_flatten((1.0, 2.0, 3.0))[1]
+    assert repr(flat) == repr(mixed) == "list(*, *, *)"
+    assert flat.children == mixed.children

@@ -13,27 +13,32 @@ from ._backend import B
 class TreeDef:
     """The shape of a pytree with its leaves taken out."""
 
-    __slots__ = ("kind", "meta", "children", "nleaves", "flat")
+    __slots__ = ("kind", "meta", "_children", "nleaves", "flat")
 
-    def __init__(self, kind, meta, children, flat=False):
+    def __init__(self, kind, meta, children, flat=False, nleaves=None):
         self.kind = kind
         self.meta = meta
-        self.children = children
+        self._children = children
         self.flat = flat  # every child a leaf: (un)flattened without recursion
         if kind == "leaf":
             self.nleaves = 1
-        elif flat:
-            self.nleaves = len(children)
+        elif flat:  # children None: made on demand (a long float list needs no tuple of them)
+            self.nleaves = len(children) if nleaves is None else nleaves
         else:
             self.nleaves = sum(c.nleaves for c in children)
 
+    @property
+    def children(self):
+        if self._children is None:
+            self._children = (LEAF,) * self.nleaves
+        return self._children
+
     def __eq__(self, other):
-        return (
-            isinstance(other, TreeDef)
-            and self.kind == other.kind
-            and self.meta == other.meta
-            and self.children == other.children
-        )
+        if not isinstance(other, TreeDef):
+            return False
+        if self.flat and other.flat:
+            return self.kind == other.kind and self.meta == other.meta and self.nleaves == other.nleaves
+        return self.kind == other.kind and self.meta == other.meta and self.children == other.children
 
     def __repr__(self):
         if self.kind == "leaf":
@@ -71,7 +76,7 @@ def tree_flatten(tree):
         if tx is tuple or tx is list:
             if all_floats(x):  # a flat vector: no recursion per element
                 leaves.extend(x)
-                return TreeDef(tx.__name__, None, (LEAF,) * len(x), flat=True)
+                return TreeDef(tx.__name__, None, None, flat=True, nleaves=len(x))
             return TreeDef(tx.__name__, None, tuple(walk(c) for c in x))
         if tx is dict:
             keys = tuple(x)
