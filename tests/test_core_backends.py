@@ -262,6 +262,168 @@ def test_random_programs_bit_for_bit(prog, xs, cts):
     assert rp == rc, prog
 
 
+def _results_program_second_order(B, prog, xs, cts):
+    """Random programs under the other nestings: the inner trace's values (and, forward, its
+    tangents) are outer duals, so every operator's fast path also runs with non-float operands,
+    and the order of the bindings it makes on the outer tape (their ids) is compared too."""
+
+    def rev_over_rev():
+        T1 = B.Tape(1)
+        xo = [T1.input(x) for x in xs]
+        T2 = B.Tape(2)
+        ds = [T2.input(x) for x in xo]
+        outs = prog.run(B, ds)
+        seeds = [(y.id, ct) for y, ct in zip(outs, cts) if type(y) is B.Dual and y.trace is T2]
+        adj = T2.eval(seeds, [d.id for d in ds])
+        T2.close()
+        seeds1 = [(a.id, 1.0) for a in adj if type(a) is B.Dual and a.trace is T1]
+        adj1 = T1.eval(seeds1, [d.id for d in xo])
+        T1.close()
+        return ([_bits_of(a, B) for a in adj], [_bits_of(a, B) for a in adj1], T1.nbindings,
+                T2.nbindings)
+
+    def rev_over_fwd():
+        T = B.Tape(1)
+        xo = [T.input(x) for x in xs]
+        # tangents: outer duals (tangent products are recorded on T) and floats
+        to = [T.input(0.25 * (k + 1)) if k % 2 == 0 else 0.25 * (k + 1) for k in range(len(xs))]
+        L = B.ForwardLevel(2)
+        ds = [L.input(x, t) for x, t in zip(xo, to)]
+        outs = prog.run(B, ds)
+        L.close()
+        tans = [y.tangent for y in outs if type(y) is B.Dual and y.trace is L]
+        seeds = [(t.id, ct) for t, ct in zip(tans, cts) if type(t) is B.Dual and t.trace is T]
+        wanted = [d.id for d in xo] + [t.id for t in to if type(t) is B.Dual]
+        adj = T.eval(seeds, wanted)
+        T.close()
+        return [_bits_of(y, B) for y in outs], [_bits_of(a, B) for a in adj], T.nbindings
+
+    def fwd_over_fwd():
+        L1 = B.ForwardLevel(1)
+        xo = [L1.input(x, 1.0 if k == 0 else -0.5) for k, x in enumerate(xs)]
+        L2 = B.ForwardLevel(2)
+        ds = [L2.input(x, L1.input(0.25 * (k + 1), 0.5) if k % 2 == 0 else 0.25 * (k + 1))
+              for k, x in enumerate(xo)]
+        outs = prog.run(B, ds)
+        L2.close()
+        L1.close()
+        return [_bits_of(y, B) for y in outs]
+
+    return {"rev_over_rev": _guard(rev_over_rev), "rev_over_fwd": _guard(rev_over_fwd),
+            "fwd_over_fwd": _guard(fwd_over_fwd)}
+
+
+@given(programs(max_ops=12, max_out=2),
+       st.lists(st.floats(-3, 3, allow_nan=False), min_size=4, max_size=4),
+       st.lists(st.floats(-2, 2, allow_nan=False), min_size=2, max_size=2))
+def test_random_programs_second_order_bit_for_bit(prog, xs, cts):
+    xs = xs[:prog.n_in]
+    cts = cts[:len(prog.outs)]
+    rp = _results_program_second_order(_pure, prog, xs, cts)
+    rc = _results_program_second_order(_core, prog, xs, cts)
+    assert rp == rc, prog
+
+
+ARITH = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+}
+
+
+def _operator_paths(B, make, x0, y0):
+    """Each arithmetic operator as dual-dual, dual-float and float-dual (the fast paths) and
+    with an int (the general path), plus negation, on two duals of one trace from ``make``;
+    on a tape, also the adjoints of both inputs and the size of the outer tape, if any."""
+
+    def result(tr, x, y, r):
+        if tr.is_forward or type(r) is not B.Dual or r.trace is not tr:
+            return _bits_of(r, B)
+        adj = tr.eval([(r.id, 1.0)], [x.id, y.id])
+        outer = x.value.trace if type(x.value) is B.Dual else None
+        n_outer = outer.nbindings if outer is not None and not outer.is_forward else None
+        return _bits_of(r, B), [_bits_of(a, B) for a in adj], tr.nbindings, n_outer
+
+    out = {}
+    for name, op in ARITH.items():
+        for order, fl in (("dd", None), ("df", "b"), ("fd", "a"), ("di", "int")):
+            def run(op=op, fl=fl):
+                tr, x, y = make(B, x0, y0)
+                if fl == "b":
+                    r = op(x, y0)
+                elif fl == "a":
+                    r = op(x0, y)
+                elif fl == "int":
+                    r = op(x, 2)
+                else:
+                    r = op(x, y)
+                return result(tr, x, y, r)
+            out[name + "_" + order] = _guard(run)
+
+    def neg():
+        tr, x, y = make(B, x0, y0)
+        return result(tr, x, y, -x)
+    out["neg"] = _guard(neg)
+    return out
+
+
+def _tape_pair(B, a, b):
+    T = B.Tape(1)
+    return T, T.input(a), T.input(b)
+
+
+def _forward_pair(B, a, b):
+    L = B.ForwardLevel(1)
+    return L, L.input(a, 0.5), L.input(b, -1.5)
+
+
+def _nested_pair(B, a, b):
+    """Two duals of a tape whose values are duals of an outer forward level."""
+    L = B.ForwardLevel(1)
+    T = B.Tape(2)
+    return T, T.input(L.input(a, 1.0)), T.input(L.input(b, 0.0))
+
+
+def _nested_tapes(B, a, b):
+    """Two duals of a tape whose values are duals of an outer tape."""
+    T1 = B.Tape(1)
+    T2 = B.Tape(2)
+    return T2, T2.input(T1.input(a)), T2.input(T1.input(b))
+
+
+def _closed(make):
+    def closed(B, a, b):
+        tr, x, y = make(B, a, b)
+        tr.close()
+        return tr, x, y
+    return closed
+
+
+@pytest.mark.parametrize("make", [_tape_pair, _forward_pair, _nested_pair, _nested_tapes,
+                                  _closed(_tape_pair), _closed(_forward_pair)],
+                         ids=["tape", "forward", "nested", "nested_tapes", "closed_tape",
+                              "closed_forward"])
+@pytest.mark.parametrize("x0,y0", [(1.75, -0.5), (0.0, 0.0), (-0.0, 3.0), (2.0, -0.0),
+                                   (math.inf, 0.0), (1e308, 1e-308)], ids=repr)
+def test_operator_paths_bit_for_bit(make, x0, y0):
+    """Every operand order and kind of every operator's fast path agrees with the core,
+    including division by zero (a float or a dual zero) and a closed trace."""
+    rp = _operator_paths(_pure, make, x0, y0)
+    rc = _operator_paths(_core, make, x0, y0)
+    assert rp == rc
+
+
+def test_operator_paths_raise_on_closed_and_zero():
+    """The cases ``test_operator_paths_bit_for_bit`` relies on do occur: an escaped dual raises
+    on every path, and a zero divisor raises ZeroDivisionError on every path."""
+    closed = _operator_paths(_pure, _closed(_tape_pair), 1.0, 2.0)
+    assert all(v[0] == "raised" and v[1] == "EscapedDualError" for v in closed.values()), closed
+    zero = _operator_paths(_pure, _tape_pair, 0.0, 0.0)
+    for k in ("div_dd", "div_df", "div_fd"):
+        assert zero[k][:2] == ("raised", "ZeroDivisionError"), zero
+    zero = _operator_paths(_pure, _nested_pair, 1.0, 0.0)
+    assert zero["div_dd"][:2] == ("raised", "ZeroDivisionError"), zero
+
+
 def test_program_pool_covers_every_op():
     assert len(OP_NAMES) >= 30
 
