@@ -19,6 +19,7 @@ from libc.string cimport memset
 
 import math as _math
 import numbers as _numbers
+from operator import index as _index
 
 from deltaad import _rules
 from deltaad._errors import escaped_error, no_float_error
@@ -144,11 +145,13 @@ cdef class Tape(Trace):
     cdef dict ocoef
     cdef dict linear
     cdef bint general
+    cdef int sweeping   # float sweeps in progress (without the GIL) over ``b``: do not move it
 
     def __cinit__(self, *args):
         self.b = NULL
         self.n = 0
         self.cap = 0
+        self.sweeping = 0
         self.ocoef = {}
         self.linear = {}
         self.general = False
@@ -177,6 +180,9 @@ cdef class Tape(Trace):
             _spare = NULL
             _spare_cap = 0
             return 0
+        if self.sweeping:
+            raise RuntimeError("deltaad tape: cannot record on a tape while another thread runs "
+                               "its backward sweep; give each thread its own differentiation")
         if self.cap >= MAX_BINDINGS:
             raise MemoryError("deltaad tape: more than %d bindings on one tape" % MAX_BINDINGS)
         if newcap > MAX_BINDINGS:
@@ -228,7 +234,7 @@ cdef class Tape(Trace):
         """Record a binding with any number of parents; return its id (see ``_pure``)."""
         if self.closed:
             raise escaped_error(self.level)
-        parents = tuple(parents)
+        parents = _check_parents(parents, self.n)
         cdef Py_ssize_t i = self._push(-2, 0.0, -1, 0.0)
         self.linear[i] = (parents, rule)
         return i
@@ -316,6 +322,9 @@ cdef class Tape(Trace):
             memset(adj, 0, n * sizeof(double))
             for i_, ct in seeds:
                 adj[<Py_ssize_t>i_] += PyFloat_AS_DOUBLE(ct)
+            # ``b`` is read without the GIL: another thread appending to this (open) tape may
+            # write past ``n`` but not move the buffer (``_grow`` refuses while sweeping).
+            self.sweeping += 1
             with nogil:
                 # Parents are always older than their binding (0 <= p < i), so every index
                 # below is in bounds.
@@ -329,6 +338,7 @@ cdef class Tape(Trace):
                         k = b[i].p2
                         if k >= 0:
                             adj[k] += b[i].c2 * a
+            self.sweeping -= 1
             if wl is None:  # every index is between the range's checked ends
                 return [adj[r0 + m * rstep] for m in range(nw)]
             return [adj[<Py_ssize_t>wl[m]] for m in range(nw)]
@@ -382,6 +392,17 @@ cdef class Tape(Trace):
             if i not in keep:
                 adj[i] = None
         return [adj[w] for w in wanted]
+
+
+cdef tuple _check_parents(object parents, Py_ssize_t n):
+    """``parents`` as a tuple of ints, each an earlier binding (``0 <= p < n``): the general
+    sweep indexes its adjoint list by them without a bounds check."""
+    out = tuple([_index(p) for p in parents])
+    for p in out:
+        if not 0 <= p < n:
+            raise ValueError("push_linear: parent %d is not an earlier binding of this tape "
+                             "(it holds %d)" % (p, n))
+    return out
 
 
 cdef inline void _accumulate(list adj, Py_ssize_t i, object x) except *:
@@ -448,6 +469,7 @@ cdef class Dual:
     def __init__(self, value, trace, id, tangent):
         if not isinstance(trace, Trace):
             raise TypeError("Dual: trace must be a deltaad Tape or ForwardLevel")
+        _check_id(<Trace>trace, id)
         _set_value(self, value)
         self.tr = <Trace>trace
         self.i = id
@@ -704,6 +726,18 @@ cdef class Dual:
     def arctan2(self, other): return arctan2(self, other)
     def hypot(self, other): return hypot(self, other)
     def conjugate(self): return self
+
+
+cdef int _check_id(Trace tr, object id) except -1:
+    """A dual made by hand must name a binding its tape already holds: the sweep writes into
+    ``adj[id]`` without a bounds check, relying on every parent being older than its binding."""
+    if tr.is_forward:
+        if id != -1:
+            raise ValueError("Dual: a dual of a forward level has id -1, not %r" % (id,))
+    elif not 0 <= _index(id) < (<Tape>tr).n:
+        raise ValueError("Dual: id %r is not a binding of this tape (it holds %d); make inputs "
+                         "with Tape.input" % (id, (<Tape>tr).n))
+    return 0
 
 
 cdef inline void _set_value(Dual r, object value) except *:

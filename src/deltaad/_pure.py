@@ -20,6 +20,7 @@ lower level's arithmetic, so the derivative work is itself differentiated.
 
 import math
 import numbers
+from operator import index as _index
 
 from . import _rules
 from ._errors import escaped_error, no_float_error
@@ -151,9 +152,14 @@ class Tape(Trace):
         if self.closed:
             raise escaped_error(self.level)
         i = self._n
+        parents = tuple([_index(p) for p in parents])
+        for p in parents:
+            if not 0 <= p < i:  # the sweep relies on parents older than their binding
+                raise ValueError("push_linear: parent %d is not an earlier binding of this tape "
+                                 "(it holds %d)" % (p, i))
         self._n = i + 1
         self._b += (-2, 0.0, -1, 0.0)
-        self._linear[i] = (tuple(parents), rule)
+        self._linear[i] = (parents, rule)
         return i
 
     # -- inspection -------------------------------------------------------------------------
@@ -464,6 +470,20 @@ class Dual:
     __hash__ = None  # equality compares values; duals are not dictionary keys
 
     def __init__(self, value, trace, id, tangent):
+        # A dual made by hand must name a binding its tape holds (the core's sweep writes to
+        # adj[id] unchecked); the hot paths build duals without this check.
+        if not isinstance(trace, Trace):
+            raise TypeError("Dual: trace must be a deltaad Tape or ForwardLevel")
+        if trace.is_forward:
+            if id != -1:
+                raise ValueError("Dual: a dual of a forward level has id -1, not %r" % (id,))
+        elif not 0 <= _index(id) < trace._n:
+            raise ValueError("Dual: id %r is not a binding of this tape (it holds %d); make "
+                             "inputs with Tape.input" % (id, trace._n))
+        if value is None:
+            raise TypeError("Dual: the value must be a number or a dual, not None")
+        if tangent is None and trace.is_forward:
+            raise TypeError("Dual: the tangent must be a number, an array or a dual, not None")
         self.value = value
         self.trace = trace
         self.id = id
