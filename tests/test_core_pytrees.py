@@ -273,6 +273,16 @@ def test_flatten_unflatten_roundtrip_random(tree):
     if leaves:
         with pytest.raises(ValueError, match="needs %d leaves" % len(leaves)):
             deltaad.tree_unflatten(d, leaves[:-1])
+    # tree_flatten's early exits (a float, a flat float list or tuple, a 1-tuple: the arguments
+    # of a one-argument function) give what the recursive walk gives for the same subtree
+    # inside a dict, and unflatten back
+    for t in (tree, (tree,), ((tree,),), [1.5, -2.0], (1.5,), ()):
+        lv, dv = deltaad.tree_flatten(t)
+        lw, dw = deltaad.tree_flatten({"k": t})
+        assert lv == lw
+        assert dv == dw.children[0] and dw.children[0] == dv and repr(dv) == repr(dw.children[0])
+        assert deltaad.tree_unflatten(dv, lv) == t
+        assert type(deltaad.tree_unflatten(dv, lv)) is type(t)
 
 
 def test_flat_treedef_equality_and_repr():

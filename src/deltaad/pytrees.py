@@ -34,6 +34,8 @@ class TreeDef:
         return self._children
 
     def __eq__(self, other):
+        if self is other:
+            return True
         if not isinstance(other, TreeDef):
             return False
         if self.flat and other.flat:
@@ -62,8 +64,33 @@ def _is_namedtuple(x):
 all_floats = B.all_floats
 
 
+_FLAT_DEFS = {}  # (list or tuple, length) -> its flat TreeDef, shared for short lengths
+
+
+def _flat_def(tx, n):
+    """The TreeDef of a list or tuple of ``n`` floats; the same object each time for short ones
+    (no construction per call, and equal structures compare by identity)."""
+    d = _FLAT_DEFS.get((tx, n))
+    if d is None:
+        d = TreeDef(tx.__name__, None, None, flat=True, nleaves=n)
+        if n <= 256:
+            _FLAT_DEFS[(tx, n)] = d
+    return d
+
+
 def tree_flatten(tree):
     """Return ``(leaves, treedef)``."""
+    # The commonest trees first, without the recursive walk (per-call cost of every grad/jvp):
+    # one float, and a flat list or tuple of floats.
+    tx = type(tree)
+    if tx is float:
+        return [tree], LEAF
+    if tx is tuple or tx is list:
+        if all_floats(tree):
+            return list(tree), _flat_def(tx, len(tree))
+        if tx is tuple and len(tree) == 1:  # the arguments of a one-argument function
+            leaves, inner = tree_flatten(tree[0])
+            return leaves, TreeDef("tuple", None, (inner,))
     leaves = []
 
     def walk(x):
@@ -76,7 +103,7 @@ def tree_flatten(tree):
         if tx is tuple or tx is list:
             if all_floats(x):  # a flat vector: no recursion per element
                 leaves.extend(x)
-                return TreeDef(tx.__name__, None, None, flat=True, nleaves=len(x))
+                return _flat_def(tx, len(x))
             return TreeDef(tx.__name__, None, tuple(walk(c) for c in x))
         if tx is dict:
             keys = tuple(x)
@@ -100,6 +127,16 @@ def tree_unflatten(treedef, leaves):
         leaves = list(leaves)
     if len(leaves) < treedef.nleaves:
         raise ValueError("tree_unflatten: %r needs %d leaves, got %d" % (treedef, treedef.nleaves, len(leaves)))
+    if treedef is LEAF:  # one leaf: no closure to build (per-call cost, as in tree_flatten)
+        return leaves[0]
+    if treedef.flat:
+        k = treedef.kind
+        if k == "list":
+            return leaves[:treedef.nleaves]
+        if k == "tuple":
+            return tuple(leaves[:treedef.nleaves])
+    if treedef.kind == "tuple" and len(treedef.children) == 1:  # see tree_flatten
+        return (tree_unflatten(treedef.children[0], leaves),)
     pos = 0
 
     def build(d):

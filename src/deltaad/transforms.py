@@ -16,7 +16,7 @@ import numpy as np
 from . import delta as _delta
 from ._backend import B
 from ._errors import escaped_error
-from .pytrees import all_floats, tree_flatten, tree_unflatten
+from .pytrees import LEAF, all_floats, tree_flatten, tree_unflatten
 
 Dual = B.Dual
 
@@ -183,6 +183,8 @@ def _zero_like(x):
 
 
 def _argnums_tuple(argnums, nargs, who):
+    if type(argnums) is int and 0 <= argnums < nargs:  # the common case, checked at once
+        return True, (argnums,)
     single = isinstance(argnums, int)
     nums = (argnums,) if single else tuple(argnums)
     if not nums:
@@ -196,8 +198,10 @@ def _argnums_tuple(argnums, nargs, who):
     return single, tuple(n % nargs for n in nums)
 
 
-def _check_has_float(kinds, what, who):
+def _check_has_float(kinds, who, argnums=None):
+    """Raise unless some leaf is differentiable (the message names ``argnums`` if given)."""
     if not any(k is not None for k in kinds):
+        what = "primals" if argnums is None else "argument(s) %s" % (argnums,)
         raise TypeError(
             "%s: %s has no float leaf to differentiate with respect to. Differentiable inputs are "
             "floats, numpy float scalars and float arrays (in tuples, lists, dicts, ...); ints, "
@@ -219,7 +223,7 @@ class _Pullback:
 
     def __call__(self, cotangent):
         ct_leaves, ct_def = tree_flatten(cotangent)
-        if ct_def != self.out_def:
+        if ct_def is not self.out_def and ct_def != self.out_def:
             ct_leaves = _align_none(ct_def, self.out_def, iter(ct_leaves))
         if ct_leaves is None:
             raise TypeError(
@@ -277,11 +281,11 @@ def _align_none(ct_def, out_def, ct_iter, acc=None):
 
 def _vjp(fun, args, kwargs, argnums, has_aux, who):
     """Run ``fun`` on a fresh tape, differentiating the arguments in ``argnums``."""
-    leaves, in_def = tree_flatten(tuple(args[n] for n in argnums))
+    leaves, in_def = tree_flatten(tuple([args[n] for n in argnums]))
     floats = all_floats(leaves)
     with _Opened(B.Tape) as tape:
         duals, kinds = _dualise(tape, leaves, floats=floats)
-        _check_has_float(kinds, "argument(s) %s" % (argnums,), who)
+        _check_has_float(kinds, who, argnums)
         new_args = list(args)
         for n, a in zip(argnums, tree_unflatten(in_def, duals)):
             new_args[n] = a
@@ -302,6 +306,12 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
     else:
         pb.in_ids = [d.id if k is not None else None for d, k in zip(duals, kinds)]
         pb.wanted = [i for i in pb.in_ids if i is not None]
+    if has_aux:
+        aux = _strip_tree(aux, tape)
+    if type(out) is Dual and out.trace is tape:  # one real output, the commonest
+        pb.out_def = LEAF
+        pb.out_ids = [out.id]
+        return out.value, pb, aux
     out_leaves, pb.out_def = tree_flatten(out)
     pb.out_ids = []
     primals = []
@@ -309,8 +319,6 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
         d = _on_trace(x, tape)
         pb.out_ids.append(None if d is None else d.id)
         primals.append(x if d is None else d.value)
-    if has_aux:
-        aux = _strip_tree(aux, tape)
     return tree_unflatten(pb.out_def, primals), pb, aux
 
 
@@ -393,12 +401,14 @@ def jvp(fun, primals, tangents):
         raise TypeError("jvp: primals and tangents must be tuples (one entry per argument)")
     leaves, in_def = tree_flatten(tuple(primals))
     t_leaves, t_def = tree_flatten(tuple(tangents))
-    if t_def != in_def:
+    if t_def is not in_def and t_def != in_def:
         raise TypeError("jvp: tangents must have the structure of primals, %r; got %r" % (in_def, t_def))
     with _Opened(B.ForwardLevel) as level:
         duals, kinds = _dualise(level, leaves, t_leaves, floats=all_floats(leaves))
-        _check_has_float(kinds, "primals", "jvp")
+        _check_has_float(kinds, "jvp")
         out = fun(*tree_unflatten(in_def, duals))
+    if type(out) is Dual and out.trace is level:  # one real output, the commonest
+        return out.value, out.tangent
     out_leaves, out_def = tree_flatten(out)
     ps = []
     ts = []
@@ -552,7 +562,7 @@ def jacfwd(fun, argnums=0):
         in_leaves, in_def = tree_flatten(in_tree)
         in_comps = _components(in_leaves)
         kinds = [_leaf_kind(x) for x in in_leaves]
-        _check_has_float(kinds, "argument(s) %s" % (nums,), "jacfwd")
+        _check_has_float(kinds, "jacfwd", nums)
 
         def partial(*sel):
             new_args = list(args)
@@ -615,7 +625,7 @@ def make_delta(fun, *primals):
     leaves, in_def = tree_flatten(tuple(primals))
     with _Opened(B.Tape) as tape:
         duals, kinds = _dualise(tape, leaves)
-        _check_has_float(kinds, "primals", "make_delta")
+        _check_has_float(kinds, "make_delta")
         if any(k == "array" for k in kinds):
             raise TypeError("make_delta shows the Delta of scalar programs; pass floats, not arrays")
         out = fun(*tree_unflatten(in_def, duals))
