@@ -362,6 +362,15 @@ def _md_table(header, rows):
     return "\n".join(out)
 
 
+def _malloc_text(malloc):
+    if malloc == "steady":
+        return ("glibc told to keep freed memory (`MALLOC_TRIM_THRESHOLD_=1G`, "
+                "`MALLOC_MMAP_THRESHOLD_=32M`) in every worker, baseline and modes alike, so "
+                "times do not depend on page faults for re-mapped temporaries (`--malloc "
+                "default` leaves glibc's adaptive thresholds alone)")
+    return "glibc's default, adaptive thresholds (`--malloc default`)"
+
+
 def markdown(results, plots=None):
     plots = plots or {}
     m = results["meta"]
@@ -382,6 +391,7 @@ def markdown(results, plots=None):
         "last %g s), %d warm-up run(s), input seed %d" % (
             m["settings"]["budget"], m["settings"]["reps"], m["settings"]["min_time"],
             m["settings"]["warmups"], m["seed"]),
+        "- Allocator: %s" % _malloc_text(m["settings"].get("malloc", "default")),
         "",
         "Method (thesis §6.1, extended): every mode runs in its own process and times the "
         "plain-float program at the same sizes in that process, alternating float and mode "

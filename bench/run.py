@@ -63,6 +63,9 @@ def parse_args(argv):
     p.add_argument("--reps", type=int, help="timings per point; the median is reported (default 5)")
     p.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--malloc", choices=sorted(MALLOC), default="steady",
+                   help="glibc allocator behaviour in every worker (default steady: keep freed "
+                        "memory; 'default' leaves glibc's adaptive thresholds alone)")
     p.set_defaults(preset="quick")
     args = p.parse_args(argv)
     args.programs = _csv(args.programs, PROGRAMS, "program") if args.programs else list(PROGRAMS)
@@ -72,8 +75,22 @@ def parse_args(argv):
     return args
 
 
-def _worker_env(backend):
+# glibc's malloc, left to itself, hands large freed blocks (numpy temporaries of ~2 MB) back
+# to the kernel and maps them again on the next call, and moves its thresholds as it goes: a
+# program's time then depends on page faults (~2.5 us each on a small VM, 1400 per GMM
+# forward) and on what ran before it in the process. "steady" fixes the thresholds so freed
+# memory is reused, for every mode and the float baseline alike; other libcs ignore these.
+MALLOC = {
+    "steady": {"MALLOC_TRIM_THRESHOLD_": str(1 << 30), "MALLOC_MMAP_THRESHOLD_": str(32 << 20)},
+    "default": {},
+}
+
+
+def _worker_env(backend, malloc="steady"):
     env = dict(os.environ)
+    for k in MALLOC["steady"]:
+        env.pop(k, None)
+    env.update(MALLOC[malloc])
     paths = [ROOT]
     if importlib.util.find_spec("deltaad") is None and os.path.isdir(os.path.join(ROOT, "src", "deltaad")):
         paths.append(os.path.join(ROOT, "src"))
@@ -88,7 +105,7 @@ def _worker_env(backend):
     return env
 
 
-def spawn(spec, backend, timeout, tmpdir):
+def spawn(spec, backend, timeout, tmpdir, malloc="steady"):
     """Run one batch (a mode on its programs) in a worker process; return
     ``{program: result}`` (partial results kept if the worker is killed or crashes)."""
     name = spec["mode"]
@@ -101,7 +118,7 @@ def spawn(spec, backend, timeout, tmpdir):
     killed = False
     try:
         proc = subprocess.run([sys.executable, "-m", "bench.worker", spec_path], cwd=ROOT,
-                              env=_worker_env(backend), timeout=timeout,
+                              env=_worker_env(backend, malloc), timeout=timeout,
                               stderr=subprocess.PIPE, text=True)
         rc, err = proc.returncode, proc.stderr
     except subprocess.TimeoutExpired as exc:
@@ -146,6 +163,8 @@ def _timeout(settings, nsizes):
 
 def run(args):
     settings = dict(PRESETS[args.preset])
+    settings["malloc"] = getattr(args, "malloc", "steady")
+    args.malloc = settings["malloc"]
     if args.budget is not None:
         settings["budget"] = args.budget
     if args.reps is not None:
@@ -162,12 +181,13 @@ def run(args):
         # the references: deltaad's reverse mode (compiled if it imports), checked by
         # finite differences; a compiled core that fails is replaced by the pure backend
         refs = spawn(dict(base, mode="reference", programs=args.programs), "auto",
-                     120 + 30 * len(args.programs), tmpdir)
+                     120 + 30 * len(args.programs), tmpdir, args.malloc)
         redo = [p for p, r in refs.items() if r.get("status") == "wrong" and r.get("backend") == "c"]
         if redo:
             print("the compiled core fails finite differences on %s; trying the pure backend"
                   % ", ".join(redo), flush=True)
-            refs.update(spawn(dict(base, mode="reference", programs=redo), "python", 120, tmpdir))
+            refs.update(spawn(dict(base, mode="reference", programs=redo), "python", 120, tmpdir,
+                              args.malloc))
         for pname in args.programs:
             prog = PROGRAMS[pname]
             results["programs"][pname] = {
@@ -196,7 +216,7 @@ def run(args):
                          for p in todo)
             spec = dict(base, mode=mname, programs=todo,
                         references={p: results["programs"][p]["reference"] for p in todo})
-            out = spawn(spec, mode.backend, _timeout(settings, nsizes), tmpdir)
+            out = spawn(spec, mode.backend, _timeout(settings, nsizes), tmpdir, args.malloc)
             for pname, res in out.items():
                 results["programs"][pname]["modes"][mname] = res
     duration = time.perf_counter() - t0

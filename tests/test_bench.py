@@ -231,8 +231,26 @@ def test_tiny_run_writes_report_and_results(tmp_path, capfd):
         wrong = entry["modes"]["deltaad-wrong"]
         assert wrong["status"] == "wrong" and wrong["points"] == []
     assert "wrong: gradient check" in report
+    assert results["meta"]["settings"]["malloc"] == "steady"
+    assert "Allocator: glibc told to keep freed memory" in report
     printed = capfd.readouterr().out
     assert "== taylor" in printed and "check ok" in printed
+
+
+def test_malloc_setting_reaches_every_worker(monkeypatch):
+    """--malloc steady sets glibc's thresholds for every worker; --malloc default removes them
+    even when the caller's environment had them (so a run says what it measured)."""
+    from bench import run
+
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "12345")
+    steady = run._worker_env("c", "steady")
+    assert steady["MALLOC_TRIM_THRESHOLD_"] == str(1 << 30)
+    assert steady["MALLOC_MMAP_THRESHOLD_"] == str(32 << 20)
+    assert steady["DELTAAD_BACKEND"] == "c"
+    default = run._worker_env("python", "default")
+    assert "MALLOC_TRIM_THRESHOLD_" not in default and "MALLOC_MMAP_THRESHOLD_" not in default
+    assert run.parse_args(["--tiny"]).malloc == "steady"
+    assert run.parse_args(["--tiny", "--malloc", "default"]).malloc == "default"
 
 
 def test_unavailable_mode_is_reported_not_run():
