@@ -16,6 +16,10 @@ from cpython.float cimport PyFloat_AS_DOUBLE
 from libc cimport math as cm
 from libc.stdint cimport int32_t
 from libc.string cimport memset
+from cpython.object cimport PyTypeObject
+
+cdef extern from "Python.h":
+    void PyType_Modified(PyTypeObject* t)
 
 import math as _math
 import numbers as _numbers
@@ -67,6 +71,7 @@ def all_floats(xs):
 # --------------------------------------------------------------------------------------------
 # Traces
 
+@cython.auto_pickle(False)
 cdef class Trace:
     """One differentiation in progress; ``level`` orders nested traces (higher = inner)."""
 
@@ -104,7 +109,8 @@ cdef Py_ssize_t SPARE_MAX_BYTES = 256 * 1024 * 1024
 # While tracemalloc traces, keep no spare: a reused buffer allocated before tracing began
 # would be invisible to it, and a kept one would look like a leak. Memory measurements then
 # see exactly what each tape allocates.
-from _tracemalloc import is_tracing as _tm_is_tracing
+import _tracemalloc
+cdef object _tm_is_tracing = _tracemalloc.is_tracing  # read once: no module global to patch
 
 
 cdef bint _tracing() noexcept:
@@ -132,6 +138,8 @@ def release_memory():
         _spare_adj_n = 0
 
 
+@cython.auto_pickle(False)
+@cython.no_gc_clear  # a cleared tape (ocoef/linear None) must never be reachable
 cdef class Tape(Trace):
     """A reverse trace: a growable C array of 24-byte bindings ``id := c1*Var(p1) + c2*Var(p2)``.
 
@@ -207,6 +215,7 @@ cdef class Tape(Trace):
 
     def input(self, value):
         """A fresh input variable ``(value, Var id)``."""
+        _check_lower(self, value)
         cdef Py_ssize_t i = self._push(-1, 0.0, -1, 0.0)
         return _new_dual(value, self, i)
 
@@ -226,6 +235,8 @@ cdef class Tape(Trace):
             self.b[start + k].c1 = 0.0
             self.b[start + k].p2 = -1
             self.b[start + k].c2 = 0.0
+            if type(vals[k]) is Dual:
+                _check_lower(self, vals[k])
             out[k] = _new_dual(vals[k], self, start + k)
             self.n = start + k + 1
         return out
@@ -270,43 +281,51 @@ cdef class Tape(Trace):
         The float sweep (every coefficient and seed a double) runs in C without the GIL;
         otherwise the general sweep computes with Python objects, as ``_pure`` does.
         """
-        cdef Py_ssize_t n = self.n
-        cdef Py_ssize_t i, j, k, m
+        # Each seed and wanted id is converted to a C integer and checked once. All Python
+        # code that could record on this tape (an iterator, an ``__index__``) runs before ``n``
+        # and ``b`` are read; an id checked against the earlier size stays valid, since a tape
+        # only grows.
+        cdef Py_ssize_t n0 = self.n
+        cdef Py_ssize_t i, j, k, m, sid
         cdef double a
-        cdef double* adj
-        cdef Binding* b = self.b
-        seeds = list(seeds)
+        cdef list sl = []
+        cdef bint float_seeds = True
+        for pair in seeds:
+            i_, ct = pair
+            sid = _index(i_)
+            if not 0 <= sid < n0:
+                raise IndexError("seed id %r is not on this tape of %d bindings" % (i_, n0))
+            if type(ct) is not float:
+                float_seeds = False
+            sl.append((sid, ct))
         # ``wanted`` as a range (the inputs of a float argument: consecutive ids) is read
-        # without making an int per id; its bounds are those of its first and last id.
+        # without making an int per id: its ends are checked, and every id lies between them.
         cdef list wl = None
-        cdef Py_ssize_t nw, r0 = 0, rstep = 1
+        cdef Py_ssize_t nw, r0 = 0, rstep = 0
         if type(wanted) is range:
             nw = len(wanted)
             if nw:
-                r0 = wanted.start
-                rstep = wanted.step
-                for i_ in (r0, r0 + (nw - 1) * rstep):
-                    if not 0 <= i_ < n:
-                        raise IndexError("wanted id %r is not on this tape of %d bindings" % (i_, n))
+                for i_ in (wanted[0], wanted[nw - 1]):
+                    if not 0 <= i_ < n0:
+                        raise IndexError("wanted id %r is not on this tape of %d bindings" % (i_, n0))
+                r0 = wanted[0]
+                if nw > 1:  # |step| <= |last - first| < n0: fits
+                    rstep = wanted.step
         else:
-            wl = list(wanted)
+            wl = []
+            for w_ in wanted:
+                sid = _index(w_)
+                if not 0 <= sid < n0:
+                    raise IndexError("wanted id %r is not on this tape of %d bindings" % (w_, n0))
+                wl.append(sid)
             nw = len(wl)
-            for m in range(nw):
-                i = wl[m]
-                if i < 0 or i >= n:
-                    raise IndexError("wanted id %r is not on this tape of %d bindings" % (i, n))
-        for i_, ct in seeds:
-            if not 0 <= i_ < n:
-                raise IndexError("seed id %r is not on this tape of %d bindings" % (i_, n))
-        cdef bint fast = not self.general and not self.linear
-        if fast:
-            for i_, ct in seeds:
-                if type(ct) is not float:
-                    fast = False
-                    break
-        if not fast:
-            return self._eval_general(seeds, wl if wl is not None else list(wanted))
+        if not (float_seeds and not self.general and not self.linear):
+            return self._eval_general(sl, wl if wl is not None
+                                      else [r0 + m * rstep for m in range(nw)])
         global _spare_adj, _spare_adj_n
+        cdef Py_ssize_t n = self.n
+        cdef Binding* b = self.b
+        cdef double* adj
         cdef Py_ssize_t adj_n
         if _spare_adj != NULL and _spare_adj_n >= n and not _tracing():
             adj = _spare_adj
@@ -318,13 +337,14 @@ cdef class Tape(Trace):
             adj = <double*>PyMem_Malloc(adj_n * sizeof(double))
             if adj == NULL:
                 raise MemoryError("deltaad eval: out of memory for %d adjoints" % n)
+        # ``b`` is read without the GIL: another thread appending to this (open) tape may
+        # write past ``n`` but not move the buffer (``_grow`` refuses while sweeping).
+        self.sweeping += 1
         try:
             memset(adj, 0, n * sizeof(double))
-            for i_, ct in seeds:
-                adj[<Py_ssize_t>i_] += PyFloat_AS_DOUBLE(ct)
-            # ``b`` is read without the GIL: another thread appending to this (open) tape may
-            # write past ``n`` but not move the buffer (``_grow`` refuses while sweeping).
-            self.sweeping += 1
+            for m in range(len(sl)):  # ids checked above; cotangents exact floats
+                sid = (<tuple>sl[m])[0]
+                adj[sid] += PyFloat_AS_DOUBLE((<tuple>sl[m])[1])
             with nogil:
                 # Parents are always older than their binding (0 <= p < i), so every index
                 # below is in bounds.
@@ -338,11 +358,11 @@ cdef class Tape(Trace):
                         k = b[i].p2
                         if k >= 0:
                             adj[k] += b[i].c2 * a
-            self.sweeping -= 1
             if wl is None:  # every index is between the range's checked ends
                 return [adj[r0 + m * rstep] for m in range(nw)]
             return [adj[<Py_ssize_t>wl[m]] for m in range(nw)]
         finally:
+            self.sweeping -= 1
             if (adj_n > _spare_adj_n and adj_n * <Py_ssize_t>sizeof(double) <= SPARE_MAX_BYTES
                     and not _tracing()):
                 if _spare_adj != NULL:
@@ -364,9 +384,9 @@ cdef class Tape(Trace):
         keep = set(wanted)
         for i in range(n - 1, -1, -1):
             a = adj[i]
-            if a is None or (type(a) is float and <double>a == 0.0):
+            if a is None or _is_zero(a):
                 continue
-            b = self.b  # re-read: a vjp callback may have grown nothing, but be safe
+            b = self.b  # re-read: a vjp callback may have recorded on this tape and moved it
             j = b[i].p1
             if j == -2:
                 parents, rule = linear[i]
@@ -405,11 +425,27 @@ cdef tuple _check_parents(object parents, Py_ssize_t n):
     return out
 
 
+cdef bint _is_zero(object a) except -1:
+    """An adjoint that contributes exactly nothing: a float zero, or a dual of a forward level
+    whose value and tangent are such zeros (a zero adjoint is skipped even where a partial is
+    infinite, as in the float sweep: 0 * inf counts as 0). A tape dual is never skipped: it
+    carries a derivative even where its value is 0."""
+    while True:
+        if type(a) is float:
+            return <double>a == 0.0
+        if type(a) is not Dual or not (<Dual>a).tr.is_forward:
+            return False
+        if not _is_zero((<Dual>a).tangent):
+            return False
+        a = (<Dual>a).value
+
+
 cdef inline void _accumulate(list adj, Py_ssize_t i, object x) except *:
     old = adj[i]
     adj[i] = x if old is None else old + x
 
 
+@cython.auto_pickle(False)
 cdef class ForwardLevel(Trace):
     """A forward trace: each dual carries its tangent; partials meet tangents at once (§4)."""
 
@@ -417,6 +453,8 @@ cdef class ForwardLevel(Trace):
         self.is_forward = True
 
     def input(self, value, tangent):
+        _check_lower(self, value)
+        _check_lower(self, tangent)
         cdef Dual r = _new_dual(value, self, -1)
         _set_tangent(r, tangent)
         return r
@@ -430,6 +468,8 @@ cdef class ForwardLevel(Trace):
         cdef Dual r
         cdef list out = [None] * m
         for k in range(m):
+            _check_lower(self, vals[k])
+            _check_lower(self, tans[k])
             r = _new_dual(vals[k], self, -1)
             _set_tangent(r, tans[k])
             out[k] = r
@@ -437,9 +477,15 @@ cdef class ForwardLevel(Trace):
 
     def emit(self, value, operands, coefs):
         """Forward twin of ``Tape.push_linear`` with coefficients: sum of c_i * tangent_i."""
+        operands = list(operands)
+        coefs = list(coefs)
+        if len(operands) != len(coefs) or not operands:
+            raise ValueError("emit: one coefficient per operand, and at least one operand")
         t = None
         for x, c in zip(operands, coefs):
-            term = c * (<Dual>x).tangent
+            if type(x) is not Dual or (<Dual>x).tr is not self:
+                raise TypeError("emit: every operand must be a dual of this forward level")
+            term = _tmul(c, (<Dual>x).tangent)
             t = term if t is None else t + term
         cdef Dual r = _new_dual(value, self, -1)
         _set_tangent(r, t)
@@ -452,6 +498,7 @@ cdef class ForwardLevel(Trace):
 @cython.final
 @cython.no_gc
 @cython.freelist(1024)
+@cython.auto_pickle(False)
 cdef class Dual:
     """A dual number ``(value, delta)``: ``value`` with ``Var id`` on ``trace`` (a tape) or with
     ``tangent`` (a forward level). ``value`` is a float or a dual of a lower level."""
@@ -467,14 +514,18 @@ cdef class Dual:
     cdef object ot      # the tangent when it is not a float
 
     def __init__(self, value, trace, id, tangent):
-        if not isinstance(trace, Trace):
+        if self.tr is not None:
+            raise TypeError("Dual: a dual number is immutable; make a new one")
+        if not isinstance(trace, (Tape, ForwardLevel)):
             raise TypeError("Dual: trace must be a deltaad Tape or ForwardLevel")
-        _check_id(<Trace>trace, id)
+        cdef Py_ssize_t i = _check_id(<Trace>trace, id)
+        _check_lower(<Trace>trace, value)
         _set_value(self, value)
-        self.tr = <Trace>trace
-        self.i = id
         if (<Trace>trace).is_forward:
+            _check_lower(<Trace>trace, tangent)
             _set_tangent(self, tangent)
+        self.i = i
+        self.tr = <Trace>trace
 
     @property
     def value(self):
@@ -701,6 +752,18 @@ cdef class Dual:
     def __reduce__(self):
         raise TypeError("a deltaad Dual cannot be pickled: use deltaad.value(x)")
 
+    def __copy__(self):
+        return self  # immutable, like a float: copy.copy and copy.deepcopy give it back
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __divmod__(self, other):
+        return _binop(self, other, OP_FLOORDIV), _binop(self, other, OP_MOD)
+
+    def __rdivmod__(self, other):
+        return _binop(other, self, OP_FLOORDIV), _binop(other, self, OP_MOD)
+
     def sin(self): return _unary(self, U_SIN)
     def cos(self): return _unary(self, U_COS)
     def tan(self): return _unary(self, U_TAN)
@@ -726,18 +789,46 @@ cdef class Dual:
     def arctan2(self, other): return arctan2(self, other)
     def hypot(self, other): return hypot(self, other)
     def conjugate(self): return self
+    # numpy object arrays call these for np.fabs, np.deg2rad, np.rad2deg, np.fmod, np.rint
+    def fabs(self): return _unary(self, U_ABSOLUTE)
+    def deg2rad(self): return self * _DEG2RAD
+    def rad2deg(self): return self * _RAD2DEG
+    def fmod(self, other): return lift([self, other], _math.fmod, _fmod_partials)
+    def rint(self): return float(round(check_open(self)))  # half to even, as numpy; derivative 0
 
 
-cdef int _check_id(Trace tr, object id) except -1:
-    """A dual made by hand must name a binding its tape already holds: the sweep writes into
-    ``adj[id]`` without a bounds check, relying on every parent being older than its binding."""
+cdef inline int _check_lower(Trace tr, object x) except -1:
+    """A value or tangent handed to a trace may be a dual only of a lower level (an outer
+    differentiation): a dual of the same or an inner level would break the nesting order, and
+    chains of them would make freeing a dual recurse without bound."""
+    if type(x) is Dual and (<Dual>x).tr.level >= tr.level:
+        raise ValueError("deltaad: a value or tangent of a trace of level %d must be a number "
+                         "or a dual of a lower level (an outer differentiation), not of level %d"
+                         % (tr.level, (<Dual>x).tr.level))
+    return 0
+
+
+cdef Py_ssize_t _check_id(Trace tr, object id) except? -2:
+    """The id of a dual made by hand, converted once: on a tape, a binding the tape already
+    holds (the sweep writes into ``adj[id]`` without a bounds check, relying on every parent
+    being older than its binding); -1 on a forward level. ``tr`` is a Tape or ForwardLevel."""
+    cdef Py_ssize_t i = _index(id)
     if tr.is_forward:
-        if id != -1:
+        if i != -1:
             raise ValueError("Dual: a dual of a forward level has id -1, not %r" % (id,))
-    elif not 0 <= _index(id) < (<Tape>tr).n:
+    elif not 0 <= i < (<Tape>tr).n:
         raise ValueError("Dual: id %r is not a binding of this tape (it holds %d); make inputs "
                          "with Tape.input" % (id, (<Tape>tr).n))
-    return 0
+    return i
+
+
+_DEG2RAD = _math.pi / 180.0
+_RAD2DEG = 180.0 / _math.pi
+
+
+def _fmod_partials(a, b):
+    """fmod(a, b) = a - b * trunc(a / b): partials 1 and -trunc(a / b) (0 across the jumps)."""
+    return 1.0, -float(_math.trunc(strip(a) / strip(b)))
 
 
 cdef inline void _set_value(Dual r, object value) except *:
@@ -783,9 +874,9 @@ cdef inline Dual _fast1(Dual a, double v, double ca):
     if tr.is_forward:
         r.i = -1
         if a.ot is None:
-            r.t = ca * a.t
+            r.t = ca * a.t if a.t != 0.0 else 0.0  # a zero tangent stays 0, even if ca is inf
         else:
-            _set_tangent(r, ca * a.ot)
+            _set_tangent(r, _tmul(ca, a.ot))
     else:
         r.i = (<Tape>tr)._push(a.i, ca, -1, 0.0)
     return r
@@ -802,12 +893,21 @@ cdef inline Dual _fast2(Dual a, Dual b, double v, double ca, double cb):
     if tr.is_forward:
         r.i = -1
         if a.ot is None and b.ot is None:
-            r.t = ca * a.t + cb * b.t
+            r.t = (ca * a.t if a.t != 0.0 else 0.0) + (cb * b.t if b.t != 0.0 else 0.0)
         else:
-            _set_tangent(r, ca * a.tangent + cb * b.tangent)
+            _set_tangent(r, _tmul(ca, a.tangent) + _tmul(cb, b.tangent))
     else:
         r.i = (<Tape>tr)._push(a.i, ca, b.i, cb)
     return r
+
+
+cdef inline object _tmul(object c, object t):
+    """``c * t`` for a partial ``c`` and a tangent ``t``: 0.0 when ``t`` is an exact zero (a
+    zero vector maps to zero, even through an infinite or nan partial): forward mode's twin of
+    the sweep skipping zero adjoints, so both modes agree at the edge of a domain."""
+    if _is_zero(t):
+        return 0.0
+    return c * t
 
 
 cdef Dual _emit1(Trace tr, object value, Dual a, object ca):
@@ -815,7 +915,7 @@ cdef Dual _emit1(Trace tr, object value, Dual a, object ca):
     cdef Dual r = _new_dual(value, tr, -1)
     cdef Py_ssize_t i
     if tr.is_forward:
-        _set_tangent(r, ca * a.tangent)
+        _set_tangent(r, _tmul(ca, a.tangent))
     elif type(ca) is float:
         r.i = (<Tape>tr)._push(a.i, PyFloat_AS_DOUBLE(ca), -1, 0.0)
     else:
@@ -831,7 +931,7 @@ cdef Dual _emit2(Trace tr, object value, Dual a, object ca, Dual b, object cb):
     cdef Dual r = _new_dual(value, tr, -1)
     cdef Py_ssize_t i
     if tr.is_forward:
-        _set_tangent(r, ca * a.tangent + cb * b.tangent)
+        _set_tangent(r, _tmul(ca, a.tangent) + _tmul(cb, b.tangent))
     elif type(ca) is float and type(cb) is float:
         r.i = (<Tape>tr)._push(a.i, PyFloat_AS_DOUBLE(ca), b.i, PyFloat_AS_DOUBLE(cb))
     else:
@@ -1063,11 +1163,11 @@ cdef int _float_unary(int code, double x, double* y, double* d) except -1:
             raise ValueError("math domain error")
         r = cm.log10(x); d[0] = 1.0 / (x * LN10)
     elif code == U_SQRT:
-        r = cm.sqrt(x); _check(x, r, 0); d[0] = 0.5 / r
+        r = cm.sqrt(x); _check(x, r, 0); d[0] = 0.5 / (r + 0.0)  # +inf at -0.0 too (_rules.rdiv)
     elif code == U_CBRT:
         r = cm.cbrt(x); d[0] = 1.0 / (3.0 * (r * r))
     elif code == U_ABSOLUTE:
-        r = cm.fabs(x); d[0] = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
+        r = cm.fabs(x); d[0] = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else (0.0 if x == 0.0 else NAN))
     elif code == U_ERF:
         r = cm.erf(x); d[0] = TWO_OVER_SQRT_PI * cm.exp(-(x * x))
     elif code == U_ERFC:
@@ -1168,7 +1268,7 @@ def _make_binary(name, f, partials):
     return fn
 
 
-def _split_py(a, b):
+cdef tuple _split_py(object a, object b):
     """``(trace, a_on, b_on, va, vb)`` for the trace of highest level, or None (see _pure)."""
     cdef Trace ta, tb
     if type(a) is Dual:
@@ -1218,6 +1318,7 @@ def power(a, b):
 def lift(operands, f, partials):
     """Apply a primitive of n reals (paper Fig. 14) to ``operands``; see ``_pure.lift``."""
     cdef Trace top = None
+    operands = list(operands)
     for x in operands:
         if type(x) is Dual and (top is None or (<Dual>x).tr.level > top.level):
             top = (<Dual>x).tr
@@ -1228,7 +1329,9 @@ def lift(operands, f, partials):
     on = [type(x) is Dual and (<Dual>x).tr is top for x in operands]
     vals = [(<Dual>x).value if o else x for x, o in zip(operands, on)]
     y = lift(vals, f, partials)
-    cs = partials(*vals)
+    cs = tuple(partials(*vals))
+    if len(cs) != len(on):
+        raise ValueError("lift: partials gave %d coefficient(s) for %d operand(s)" % (len(cs), len(on)))
     duals = [x for x, o in zip(operands, on) if o]
     coefs = tuple(c for c, o in zip(cs, on) if o)
     if top.is_forward:
@@ -1254,3 +1357,16 @@ _ipow, _pow_da = _rules.pow_rules(globals())
 arctan2 = _make_binary("arctan2", *_rules_binary["arctan2"])
 hypot = _make_binary("hypot", *_rules_binary["hypot"])
 logaddexp = _make_binary("logaddexp", *_rules_binary["logaddexp"])
+
+
+def _dual_new(*args, **kwargs):
+    raise TypeError("deltaad.Dual.__new__ would make a dual without a trace: create duals with "
+                    "Dual(value, trace, id, tangent), Tape.input or ForwardLevel.input")
+
+
+# ``Dual.__new__(Dual)`` from Python would give a dual whose trace is None, which the hot path
+# (no None checks) must never see; ``Dual(...)`` and this module's own ``Dual.__new__`` (a
+# direct call of the type's C slot) are unaffected. Cython patches ``__reduce__`` into type
+# dicts the same way.
+(<dict><object>(<PyTypeObject*>Dual).tp_dict)["__new__"] = staticmethod(_dual_new)
+PyType_Modified(<PyTypeObject*>Dual)

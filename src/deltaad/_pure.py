@@ -93,6 +93,7 @@ class Tape(Trace):
 
     def input(self, value):
         """A fresh input variable ``(value, Var id)``."""
+        _check_lower(self, value)
         r = _new(Dual)
         r.value = value
         r.trace = self
@@ -108,6 +109,8 @@ class Tape(Trace):
         first = self._n
         out = []
         for i, v in enumerate(values, first):
+            if type(v) is Dual:
+                _check_lower(self, v)
             r = _new(Dual)
             r.value = v
             r.trace = self
@@ -195,23 +198,37 @@ class Tape(Trace):
         float the sweep runs over floats (untouched adjoints are 0.0); otherwise adjoints are
         arbitrary objects (outer duals, arrays) and an untouched one is ``None``.
         """
+        # Each id is converted and checked once, and the iterators are consumed, before the
+        # bindings are read (the core must: an iterator could record on this tape).
+        n0 = self._n
+        sl = []
+        float_seeds = True
+        for pair in seeds:
+            i, ct = pair
+            sid = _index(i)
+            if not 0 <= sid < n0:
+                raise IndexError("seed id %r is not on this tape of %d bindings" % (i, n0))
+            if type(ct) is not float:
+                float_seeds = False
+            sl.append((sid, ct))
+        seeds = sl
+        if type(wanted) is range:
+            if len(wanted):
+                for w in (wanted[0], wanted[len(wanted) - 1]):  # every id lies between the ends
+                    if not 0 <= w < n0:
+                        raise IndexError("wanted id %r is not on this tape of %d bindings" % (w, n0))
+            wanted = list(wanted)
+        else:
+            wl = []
+            for w in wanted:
+                sid = _index(w)
+                if not 0 <= sid < n0:
+                    raise IndexError("wanted id %r is not on this tape of %d bindings" % (w, n0))
+                wl.append(sid)
+            wanted = wl
         bs = self._b
         n = self._n
-        seeds = list(seeds)
-        wanted = list(wanted)
-        for i, _ in seeds:
-            if not 0 <= i < n:
-                raise IndexError("seed id %r is not on this tape of %d bindings" % (i, n))
-        for w in wanted:
-            if not 0 <= w < n:
-                raise IndexError("wanted id %r is not on this tape of %d bindings" % (w, n))
-        fast = not self._general and not self._linear
-        if fast:
-            for _, ct in seeds:
-                if type(ct) is not float:
-                    fast = False
-                    break
-        if fast:
+        if float_seeds and not self._general and not self._linear:
             adj = [0.0] * n
             for i, ct in seeds:
                 adj[i] += ct
@@ -235,7 +252,7 @@ class Tape(Trace):
         rb = iter(reversed(bs))
         for i, c2, k, c1, j in zip(range(n - 1, -1, -1), rb, rb, rb, rb):
             a = adj[i]
-            if a is None or (type(a) is float and a == 0.0):
+            if a is None or _is_zero(a):
                 continue
             if j == -2:
                 parents, rule = linear[i]
@@ -261,6 +278,41 @@ def _accumulate(adj, i, x):
     adj[i] = x if old is None else old + x
 
 
+def _check_lower(tr, x):
+    """A value or tangent handed to a trace may be a dual only of a lower level (an outer
+    differentiation): a dual of the same or an inner level would break the nesting order, and
+    chains of them would make freeing a dual recurse without bound (in the core)."""
+    if type(x) is Dual and x.trace.level >= tr.level:
+        raise ValueError("deltaad: a value or tangent of a trace of level %d must be a number "
+                         "or a dual of a lower level (an outer differentiation), not of level %d"
+                         % (tr.level, x.trace.level))
+
+
+def _tmul(c, t):
+    """``c * t`` for a partial ``c`` and a tangent ``t``: 0.0 when ``t`` is an exact zero (a
+    float, or a forward dual that is zero all the way down), even through an infinite or nan
+    partial: a zero vector maps to zero. This is forward mode's twin of the sweep skipping zero
+    adjoints, so the modes agree at the edge of a domain (``jacfwd`` of ``sqrt(x) + y`` at 0).
+    A zero *partial* is not special: 0 * inf between partials is indeterminate (nan)."""
+    if _is_zero(t):
+        return 0.0
+    return c * t
+
+
+def _is_zero(a):
+    """An adjoint that contributes exactly nothing: a float zero, or a dual of a forward level
+    whose value and tangent are such zeros. A tape dual is never skipped: it carries a
+    derivative even where its value is 0."""
+    while True:
+        if type(a) is float:
+            return a == 0.0
+        if type(a) is not Dual or not a.trace.is_forward:
+            return False
+        if not _is_zero(a.tangent):
+            return False
+        a = a.value
+
+
 class ForwardLevel(Trace):
     """A forward trace: each dual carries its tangent; partials meet tangents at once (§4)."""
 
@@ -268,12 +320,25 @@ class ForwardLevel(Trace):
     is_forward = True
 
     def input(self, value, tangent):
-        return Dual(value, self, -1, tangent)
+        _check_lower(self, value)
+        _check_lower(self, tangent)
+        if value is None:
+            raise TypeError("Dual: the value must be a number or a dual, not None")
+        if tangent is None:
+            raise TypeError("Dual: the tangent must be a number, an array or a dual, not None")
+        r = _new(Dual)
+        r.value = value
+        r.trace = self
+        r.id = -1
+        r.tangent = tangent
+        return r
 
     def inputs(self, values, tangents):
         """``input`` for each pair of ``values`` and ``tangents``."""
         out = []
         for v, t in zip(values, tangents):
+            _check_lower(self, v)
+            _check_lower(self, t)
             r = _new(Dual)  # as in Tape.inputs
             r.value = v
             r.trace = self
@@ -287,7 +352,7 @@ class ForwardLevel(Trace):
         r.value = value
         r.trace = self
         r.id = -1
-        r.tangent = ca * a.tangent
+        r.tangent = _tmul(ca, a.tangent)
         return r
 
     def _emit2(self, value, a, ca, b, cb):
@@ -295,14 +360,20 @@ class ForwardLevel(Trace):
         r.value = value
         r.trace = self
         r.id = -1
-        r.tangent = ca * a.tangent + cb * b.tangent
+        r.tangent = _tmul(ca, a.tangent) + _tmul(cb, b.tangent)
         return r
 
     def emit(self, value, operands, coefs):
         """Forward twin of ``Tape.push_linear`` with coefficients: sum of c_i * tangent_i."""
         t = None
+        operands = list(operands)
+        coefs = list(coefs)
+        if len(operands) != len(coefs) or not operands:
+            raise ValueError("emit: one coefficient per operand, and at least one operand")
         for x, c in zip(operands, coefs):
-            term = c * x.tangent
+            if type(x) is not Dual or x.trace is not self:
+                raise TypeError("emit: every operand must be a dual of this forward level")
+            term = _tmul(c, x.tangent)
             t = term if t is None else t + term
         return Dual(value, self, -1, t)
 
@@ -471,19 +542,26 @@ class Dual:
 
     def __init__(self, value, trace, id, tangent):
         # A dual made by hand must name a binding its tape holds (the core's sweep writes to
-        # adj[id] unchecked); the hot paths build duals without this check.
-        if not isinstance(trace, Trace):
+        # adj[id] unchecked) and is never rebound; the hot paths build duals without this.
+        if getattr(self, "trace", None) is not None:
+            raise TypeError("Dual: a dual number is immutable; make a new one")
+        if not isinstance(trace, (Tape, ForwardLevel)):
             raise TypeError("Dual: trace must be a deltaad Tape or ForwardLevel")
+        i = _index(id)
         if trace.is_forward:
-            if id != -1:
+            if i != -1:
                 raise ValueError("Dual: a dual of a forward level has id -1, not %r" % (id,))
-        elif not 0 <= _index(id) < trace._n:
+        elif not 0 <= i < trace._n:
             raise ValueError("Dual: id %r is not a binding of this tape (it holds %d); make "
                              "inputs with Tape.input" % (id, trace._n))
+        _check_lower(trace, value)
         if value is None:
             raise TypeError("Dual: the value must be a number or a dual, not None")
-        if tangent is None and trace.is_forward:
-            raise TypeError("Dual: the tangent must be a number, an array or a dual, not None")
+        if trace.is_forward:
+            _check_lower(trace, tangent)
+            if tangent is None:
+                raise TypeError("Dual: the tangent must be a number, an array or a dual, not None")
+        id = i
         self.value = value
         self.trace = trace
         self.id = id
@@ -510,7 +588,7 @@ class Dual:
                     t._b += (self.id, 1.0, other.id, 1.0)
                 else:
                     r.id = -1
-                    r.tangent = 1.0 * self.tangent + 1.0 * other.tangent
+                    r.tangent = _tmul(1.0, self.tangent) + _tmul(1.0, other.tangent)
                 return r
         elif type(other) is float and not t.closed:
             r = _new(Dual)
@@ -523,7 +601,7 @@ class Dual:
                 t._b += (self.id, 1.0, -1, 0.0)
             else:
                 r.id = -1
-                r.tangent = 1.0 * self.tangent
+                r.tangent = _tmul(1.0, self.tangent)
             return r
         return _add(self, other)
 
@@ -540,7 +618,7 @@ class Dual:
                 t._b += (self.id, 1.0, -1, 0.0)
             else:
                 r.id = -1
-                r.tangent = 1.0 * self.tangent
+                r.tangent = _tmul(1.0, self.tangent)
             return r
         return _add(other, self)
 
@@ -558,7 +636,7 @@ class Dual:
                     t._b += (self.id, 1.0, other.id, -1.0)
                 else:
                     r.id = -1
-                    r.tangent = 1.0 * self.tangent + -1.0 * other.tangent
+                    r.tangent = _tmul(1.0, self.tangent) + _tmul(-1.0, other.tangent)
                 return r
         elif type(other) is float and not t.closed:
             r = _new(Dual)
@@ -571,7 +649,7 @@ class Dual:
                 t._b += (self.id, 1.0, -1, 0.0)
             else:
                 r.id = -1
-                r.tangent = 1.0 * self.tangent
+                r.tangent = _tmul(1.0, self.tangent)
             return r
         return _sub(self, other)
 
@@ -588,7 +666,7 @@ class Dual:
                 t._b += (self.id, -1.0, -1, 0.0)
             else:
                 r.id = -1
-                r.tangent = -1.0 * self.tangent
+                r.tangent = _tmul(-1.0, self.tangent)
             return r
         return _sub(other, self)
 
@@ -610,7 +688,7 @@ class Dual:
                         t._general = True
                 else:
                     r.id = -1
-                    r.tangent = vb * self.tangent + va * other.tangent
+                    r.tangent = _tmul(vb, self.tangent) + _tmul(va, other.tangent)
                 return r
         elif type(other) is float and not t.closed:
             r = _new(Dual)
@@ -623,7 +701,7 @@ class Dual:
                 t._b += (self.id, other, -1, 0.0)
             else:
                 r.id = -1
-                r.tangent = other * self.tangent
+                r.tangent = _tmul(other, self.tangent)
             return r
         return _mul(self, other)
 
@@ -640,7 +718,7 @@ class Dual:
                 t._b += (self.id, other, -1, 0.0)
             else:
                 r.id = -1
-                r.tangent = other * self.tangent
+                r.tangent = _tmul(other, self.tangent)
             return r
         return _mul(other, self)
 
@@ -664,7 +742,7 @@ class Dual:
                         t._general = True
                 else:
                     r.id = -1
-                    r.tangent = ca * self.tangent + cb * other.tangent
+                    r.tangent = _tmul(ca, self.tangent) + _tmul(cb, other.tangent)
                 return r
         elif type(other) is float and not t.closed:
             v = self.value / other  # raises ZeroDivisionError like floats do
@@ -679,7 +757,7 @@ class Dual:
                 t._b += (self.id, ca, -1, 0.0)
             else:
                 r.id = -1
-                r.tangent = ca * self.tangent
+                r.tangent = _tmul(ca, self.tangent)
             return r
         return _truediv(self, other)
 
@@ -701,9 +779,24 @@ class Dual:
                     t._general = True
             else:
                 r.id = -1
-                r.tangent = cb * self.tangent
+                r.tangent = _tmul(cb, self.tangent)
             return r
         return _truediv(other, self)
+
+    def __reduce__(self):
+        raise TypeError("a deltaad Dual cannot be pickled: use deltaad.value(x)")
+
+    def __copy__(self):
+        return self  # immutable, like a float: copy.copy and copy.deepcopy give it back
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __divmod__(self, other):
+        return _floordiv(self, other), _mod(self, other)
+
+    def __rdivmod__(self, other):
+        return _floordiv(other, self), _mod(other, self)
 
     def __floordiv__(self, other):
         return _floordiv(self, other)
@@ -739,7 +832,7 @@ class Dual:
             t._b += (self.id, -1.0, -1, 0.0)
         else:
             r.id = -1
-            r.tangent = -1.0 * self.tangent
+            r.tangent = _tmul(-1.0, self.tangent)
         return r
 
     def __pos__(self):
@@ -890,6 +983,31 @@ class Dual:
     def conjugate(self):
         return self
 
+    # numpy object arrays call these for np.fabs, np.deg2rad, np.rad2deg, np.fmod, np.rint
+    def fabs(self):
+        return absolute(self)
+
+    def deg2rad(self):
+        return self * _DEG2RAD
+
+    def rad2deg(self):
+        return self * _RAD2DEG
+
+    def fmod(self, other):
+        return lift([self, other], math.fmod, _fmod_partials)
+
+    def rint(self):
+        return float(round(check_open(self)))  # round half to even, as numpy; derivative 0
+
+
+_DEG2RAD = math.pi / 180.0
+_RAD2DEG = 180.0 / math.pi
+
+
+def _fmod_partials(a, b):
+    """fmod(a, b) = a - b * trunc(a / b): partials 1 and -trunc(a / b) (0 across the jumps)."""
+    return 1.0, -float(math.trunc(strip(a) / strip(b)))
+
 
 # --------------------------------------------------------------------------------------------
 # Elementary functions: the rules of ``_rules`` over this module's own functions.
@@ -926,7 +1044,7 @@ def _make_unary(name, f, d):
                     t._general = True
             else:
                 r.id = -1
-                r.tangent = c * x.tangent
+                r.tangent = _tmul(c, x.tangent)
             return r
         if tx is int or tx is bool or isinstance(x, numbers.Real):
             return f(float(x))
@@ -1015,6 +1133,7 @@ def lift(operands, f, partials):
     operand is a dual.
     """
     top = None
+    operands = list(operands)
     for x in operands:
         if type(x) is Dual and (top is None or x.trace.level > top.level):
             top = x.trace
@@ -1025,7 +1144,9 @@ def lift(operands, f, partials):
     on = [type(x) is Dual and x.trace is top for x in operands]
     vals = [x.value if o else x for x, o in zip(operands, on)]
     y = lift(vals, f, partials)
-    cs = partials(*vals)
+    cs = tuple(partials(*vals))
+    if len(cs) != len(on):
+        raise ValueError("lift: partials gave %d coefficient(s) for %d operand(s)" % (len(cs), len(on)))
     duals = [x for x, o in zip(operands, on) if o]
     coefs = tuple(c for c, o in zip(cs, on) if o)
     if top.is_forward:

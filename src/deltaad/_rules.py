@@ -45,10 +45,15 @@ def float_pow(a, b):
 
 
 def ieee_pow(a, b):
-    """``a ** b`` inside a derivative: IEEE infinity where Python would raise at 0."""
+    """``a ** b`` inside a derivative: IEEE infinity where Python would raise (a zero base to
+    a negative power, or a result too large for a float)."""
     if a == 0.0 and b < 0.0:
         return INF
-    return a ** b
+    try:
+        return a ** b
+    except OverflowError:
+        odd = b == math.floor(b) and math.fmod(b, 2.0) != 0.0
+        return -INF if a < 0.0 and odd else INF
 
 
 def pow_rules(ns):
@@ -69,8 +74,11 @@ def pow_rules(ns):
         return a ** b
 
     def pow_da(a, b):
-        if type(b) is float and b == 0.0 and ns["strip"](a) == 0.0:
-            return 0.0  # not 0 * inf; elsewhere b * a**(b-1) is a signed zero, kept as it is
+        if ns["strip"](b) == 0.0 and ns["strip"](a) == 0.0:
+            # a**0 is 1 everywhere: 0, not 0 * inf; also when b is a dual of an outer
+            # differentiation, so nesting does not change this value. Elsewhere
+            # b * a**(b-1) is a signed zero, kept as it is.
+            return 0.0
         return b * ipow(a, b - 1.0)
 
     return ipow, pow_da
@@ -83,12 +91,17 @@ def unary_rules(ns):
         return ns[name]
 
     def rdiv(a, b):
-        """``a / b``, IEEE (inf or nan, never raising) when ``b`` is a float zero."""
+        """``a / b``, IEEE (inf or nan, never raising) when ``b`` is a float zero.
+
+        Every divisor here is a square root or a square, >= 0 in exact arithmetic: a -0.0 is
+        an artefact of signed zeros (``sqrt(-0.0)``), so the result takes the sign of ``a``
+        only (``grad(sqrt)(-0.0)`` is +inf, as for ``x ** 0.5``).
+        """
         if type(b) is float and b == 0.0:
             sa = f("strip")(a)
             if sa == 0.0 or sa != sa:
                 return NAN
-            return math.copysign(INF, sa) * math.copysign(1.0, b)
+            return math.copysign(INF, sa)
         if f("strip")(b) == 0.0:
             # ``b`` is a dual (of an outer differentiation) at zero: this derivative at the edge
             # of a domain is itself being differentiated (e.g. sqrt'' at 0). Divide as a
@@ -98,7 +111,7 @@ def unary_rules(ns):
 
     def sign_of(x):
         s = f("strip")(x)
-        return 1.0 if s > 0.0 else (-1.0 if s < 0.0 else 0.0)
+        return 1.0 if s > 0.0 else (-1.0 if s < 0.0 else (0.0 if s == 0.0 else NAN))
 
     return {
         "sin": (math.sin, lambda x, y: f("cos")(x)),

@@ -9,7 +9,8 @@ Values chosen at non-differentiable points (documented in the README):
 - ``abs(x)`` at 0: derivative 0 (a subgradient; PyTorch's choice).
 - ``fmax(a, b)``/``fmin(a, b)`` when ``a == b``: each argument gets 1/2 (JAX's and PyTorch's).
 - ``clip(x, lo, hi)``: derivative 1 with respect to ``x`` for ``lo <= x <= hi``, boundaries
-  included; outside, the gradient flows to the bound that was taken.
+  included; outside, the gradient flows to the bound that was taken (``hi`` when ``lo > hi``,
+  as numpy).
 - ``hypot(a, b)`` at (0, 0): derivative (0, 0).
 - ``floor``, ``ceil``, ``sign``, ``round``, ``//``: derivative 0 everywhere (also at jumps).
 - ``a ** b`` with respect to ``b`` at ``a == 0``: 0; with ``a < 0``: nan.
@@ -107,8 +108,8 @@ def fmax(a, b):
         import numpy as np
 
         return np.fmax(a, b)
-    va = value(a)
-    vb = value(b)
+    va = B.check_open(a)  # the value, raising for an escaped dual (either is returned)
+    vb = B.check_open(b)
     if va != va:
         return b
     if vb != vb or va > vb:
@@ -124,8 +125,8 @@ def fmin(a, b):
         import numpy as np
 
         return np.fmin(a, b)
-    va = value(a)
-    vb = value(b)
+    va = B.check_open(a)
+    vb = B.check_open(b)
     if va != va:
         return b
     if vb != vb or va < vb:
@@ -136,14 +137,17 @@ def fmin(a, b):
 
 
 def clip(x, lo, hi):
-    """``x`` limited to ``[lo, hi]``; gradient 1 to ``x`` inside, boundaries included."""
+    """``x`` limited to ``[lo, hi]``; gradient 1 to ``x`` inside, boundaries included. Like
+    numpy's ``minimum(maximum(x, lo), hi)``, ``hi`` wins when ``lo > hi``."""
     if not _scalars(x, lo, hi):
         import numpy as np
 
         return np.clip(x, lo, hi)
-    v = value(x)
-    if v < value(lo):
-        return lo
-    if v > value(hi):
+    v = B.check_open(x)
+    vl = B.check_open(lo)
+    vh = B.check_open(hi)
+    if vh < vl or v > vh:
         return hi
+    if v < vl:
+        return lo
     return x

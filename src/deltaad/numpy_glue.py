@@ -24,6 +24,15 @@ from . import array_rules
 
 Dual = B.Dual
 
+def _nan_first(a, b, choose):
+    """numpy's maximum/minimum: a nan argument is the result (fmax/fmin would ignore it)."""
+    if F.value(a) != F.value(a):
+        return a
+    if F.value(b) != F.value(b):
+        return b
+    return choose(a, b)
+
+
 _UFUNCS = {
     np.add: operator.add,
     np.subtract: operator.sub,
@@ -40,8 +49,8 @@ _UFUNCS = {
     np.fabs: F.absolute,
     np.square: lambda x: x * x,
     np.reciprocal: lambda x: 1.0 / x,
-    np.maximum: F.fmax,
-    np.minimum: F.fmin,
+    np.maximum: lambda a, b: _nan_first(a, b, F.fmax),
+    np.minimum: lambda a, b: _nan_first(a, b, F.fmin),
     np.fmax: F.fmax,
     np.fmin: F.fmin,
     np.sign: F.sign,
@@ -64,7 +73,7 @@ for _name in (
 def _scalar(x):
     if type(x) is Dual or type(x) is float:
         return x
-    if isinstance(x, numbers.Real):
+    if isinstance(x, (numbers.Real, np.bool_)):  # np.bool_ is not a numbers.Real
         return float(x)
     if isinstance(x, np.ndarray) and x.shape == () and x.dtype.kind in "fiub":
         return float(x)
