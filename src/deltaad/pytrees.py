@@ -1,11 +1,25 @@
 """Pytrees (paper §11, JAX's convention): nested containers whose leaves get differentiated.
 
-Containers are tuples, lists, dicts, namedtuples, dataclasses and ``None`` (an empty container).
-Everything else is a leaf. Flattening enumerates leaves left to right (dicts in insertion order),
-the paper's ``initVars``; unflattening rebuilds the same structure around new leaves.
+Containers are tuples, lists, dicts, ``collections.OrderedDict``, ``collections.defaultdict``,
+namedtuples, dataclasses and ``None`` (an empty container); the types themselves, not their
+subclasses (a subclass of ``dict`` or ``list`` is a leaf, as in JAX). Everything else is a leaf.
+Flattening enumerates leaves left to right (dicts in insertion order), the paper's
+``initVars``; unflattening rebuilds the same structure around new leaves, with the same types
+(a defaultdict keeps its ``default_factory``).
+
+Dataclasses are rebuilt from their fields, without calling ``__init__`` or ``__post_init__``
+(as JAX rebuilds registered pytrees): the rebuilt object has exactly the fields (its leaves
+replaced), nothing that ``__post_init__`` computed. So flattening a dataclass instance that
+carries instance attributes which are not fields (e.g. set in ``__post_init__``) raises a
+``TypeError`` naming them, rather than handing the function an object without them; compute
+such values in a ``@property`` (or inside the function), or declare them as fields.
+``functools.cached_property`` values are not fields either, but are simply recomputed on the
+rebuilt object, so they are allowed.
 """
 
 import dataclasses
+import functools
+from collections import OrderedDict, defaultdict
 
 from ._backend import B
 
@@ -50,6 +64,26 @@ class TreeDef:
         inner = ", ".join(map(repr, self.children))
         name = self.meta[0].__name__ if self.kind in ("namedtuple", "dataclass") else self.kind
         return "%s(%s)" % (name, inner)
+
+
+def _dataclass_names(x, tx):
+    """The field names of dataclass instance ``x``; a TypeError if it has instance attributes
+    that are not fields (they would be lost when it is rebuilt: see the module docstring)."""
+    names = tuple(f.name for f in dataclasses.fields(x))
+    inst = getattr(x, "__dict__", None)
+    if inst is not None and len(inst) > len(names):
+        extra = [k for k in inst if k not in names
+                 and not isinstance(getattr(tx, k, None), functools.cached_property)]
+        if extra:
+            raise TypeError(
+                "deltaad pytrees: the %s instance has attribute(s) %s that are not dataclass "
+                "fields. Only fields are part of the pytree: deltaad rebuilds dataclasses from "
+                "their fields without calling __init__ or __post_init__, so these attributes "
+                "would be missing on the object your function receives. Compute them in a "
+                "@property (or inside the function), or declare them as fields."
+                % (tx.__name__, ", ".join(map(repr, extra)))
+            )
+    return names
 
 
 LEAF = TreeDef("leaf", None, ())
@@ -110,8 +144,14 @@ def tree_flatten(tree):
             return TreeDef("dict", keys, tuple(walk(x[k]) for k in keys))
         if _is_namedtuple(x):
             return TreeDef("namedtuple", (tx,), tuple(walk(c) for c in x))
+        if tx is OrderedDict:
+            keys = tuple(x)
+            return TreeDef("OrderedDict", keys, tuple(walk(x[k]) for k in keys))
+        if tx is defaultdict:
+            keys = tuple(x)
+            return TreeDef("defaultdict", (x.default_factory, keys), tuple(walk(x[k]) for k in keys))
         if dataclasses.is_dataclass(x) and not isinstance(x, type):
-            names = tuple(f.name for f in dataclasses.fields(x))
+            names = _dataclass_names(x, tx)
             return TreeDef("dataclass", (tx, names), tuple(walk(getattr(x, n)) for n in names))
         leaves.append(x)
         return LEAF
@@ -160,6 +200,10 @@ def tree_unflatten(treedef, leaves):
             return dict(zip(d.meta, kids))
         if k == "namedtuple":
             return d.meta[0](*kids)
+        if k == "OrderedDict":
+            return OrderedDict(zip(d.meta, kids))
+        if k == "defaultdict":
+            return defaultdict(d.meta[0], zip(d.meta[1], kids))
         cls, names = d.meta
         obj = object.__new__(cls)
         for n, v in zip(names, kids):

@@ -6,9 +6,11 @@ above every trace already open, dualises the real leaves of the inputs (the pape
 and reads the outputs back (``lookup``/``delta``). Written once against the backend interface.
 """
 
+import collections
 import functools
 import itertools
 import numbers
+import operator
 import threading
 
 import numpy as np
@@ -135,22 +137,111 @@ def _dualise(trace, leaves, tangents=None, floats=False):
 
 
 def _tangent_value(t):
+    """The tangent of a scalar (float) primal, checked: a real number (a 0-d real array or a
+    numpy scalar becomes a float, so both backends return the same types) or a scalar dual."""
     if type(t) is float or type(t) is Dual:
         return t
+    if isinstance(t, (complex, np.complexfloating)):
+        raise TypeError(
+            "jvp: got the complex tangent %r for a real primal; deltaad differentiates real "
+            "functions, so tangents must be real numbers" % (t,)
+        )
     if isinstance(t, numbers.Real):
         return float(t)
-    return t
+    if isinstance(t, np.ndarray) or is_dual(t):
+        kind = _dtype_of(t).kind
+        if kind == "c":
+            raise TypeError(
+                "jvp: got a complex array tangent for a real primal; deltaad differentiates real "
+                "functions, so tangents must be real"
+            )
+        if np.shape(t) != ():
+            raise ValueError(
+                "jvp: got a tangent of shape %s for a float primal; the tangent of a float must be "
+                "a float (or a 0-d array)" % (np.shape(t),)
+            )
+        if kind in "fiub":
+            return t[()] if is_dual(t) else float(t)
+    raise TypeError(
+        "jvp: the tangent of a float primal must be a real number; got a value of type %s"
+        % type(t).__name__
+    )
 
 
 def _on_trace(x, trace):
-    """If leaf ``x`` is a dual of ``trace`` return it; None if it is a constant there."""
+    """If leaf ``x`` is a dual of ``trace`` return it; None if it is a constant there.
+
+    Duals of outer traces that are still open are constants here (nesting); a dual of any other
+    trace -- an inner one, or one that has finished (it escaped, e.g. in a global from an
+    earlier grad) -- would silently become a constant, so it is an EscapedDualError."""
     if is_dual(x):
         t = x.trace
         if t is trace:
             return x
-        if t.level > trace.level:  # a dual of an inner trace that has finished
+        if t.closed or t.level > trace.level:
             raise escaped_error(t.level)
     return None
+
+
+def _dtype_of(x):
+    """The dtype of a leaf's value under any number of dual levels (float64 for floats)."""
+    while is_dual(x):
+        x = x.value
+    if isinstance(x, (np.ndarray, np.generic)):
+        return x.dtype
+    return _FLOAT64
+
+
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _holds_dual(items, trace):
+    """True if the plain container ``items`` holds (in nested lists, tuples and object arrays) a
+    dual of ``trace`` or of a finished trace: one whose derivative reading it as a leaf loses."""
+    for e in items:
+        if is_dual(e):
+            t = e.trace
+            if t is trace or t.closed:
+                return True
+        elif type(e) is list or type(e) is tuple:
+            if _holds_dual(e, trace):
+                return True
+        elif type(e) is np.ndarray and e.dtype.kind == "O":
+            if _holds_dual(e.ravel().tolist(), trace):
+                return True
+    return False
+
+
+_PLAIN_CONTAINERS = (list, tuple, dict, set, frozenset, collections.deque)
+
+
+def _check_constant_output(x, trace, who):
+    """Raise if the output leaf ``x`` (not a dual of ``trace``) hides duals of ``trace`` in a
+    container deltaad does not look inside (their derivative would silently be zero). Only
+    cheap cases are checked: numpy object arrays and subclasses of the plain containers."""
+    tx = type(x)
+    if tx is float or tx is int or tx is bool or tx is str or x is None:
+        return
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind == "O" and _holds_dual(x.ravel().tolist(), trace):
+            raise TypeError(
+                "%s: the function's output holds a numpy object array of deltaad duals (as "
+                "np.array([x, y]) makes from duals); deltaad does not look inside object arrays, "
+                "so its derivative would be silently lost. Build the array with "
+                "deltaad.stack([...]) or deltaad.asarray(...), or return a tuple or list of the "
+                "duals instead." % who
+            )
+        return
+    if isinstance(x, _PLAIN_CONTAINERS):
+        items = x.values() if isinstance(x, dict) else x
+        if _holds_dual(items, trace):
+            raise TypeError(
+                "%s: the function's output holds deltaad duals inside a %s, which is not a "
+                "pytree container (those are tuple, list, dict, OrderedDict, defaultdict, "
+                "namedtuple, dataclass and None -- the types themselves, not subclasses), so "
+                "it is a constant leaf and its derivative would be silently lost. Return a "
+                "tuple, list or dict instead (e.g. list(x) or dict(x))." % (who, tx.__name__)
+            )
 
 
 def _primal(x, trace):
@@ -182,20 +273,61 @@ def _zero_like(x):
     return 0.0
 
 
+def _argnum(n, argnums, who):
+    """``n`` as a Python int (any integer type, via operator.index), or None; bools are refused
+    (``argnums=True`` would silently mean argument 1)."""
+    if isinstance(n, (bool, np.bool_)):
+        raise TypeError(
+            "%s: argnums=%r contains a bool; argnums takes argument positions, integers such as "
+            "0 or (0, 1)" % (who, argnums)
+        )
+    try:
+        return operator.index(n)
+    except TypeError:
+        return None
+
+
 def _argnums_tuple(argnums, nargs, who):
+    """``(single, positions)``: ``argnums`` (an integer or a sequence of them) checked against
+    ``nargs`` arguments, negative positions normalised, repeats refused."""
     if type(argnums) is int and 0 <= argnums < nargs:  # the common case, checked at once
         return True, (argnums,)
-    single = isinstance(argnums, int)
-    nums = (argnums,) if single else tuple(argnums)
+    if type(argnums) is tuple:  # the next commonest: distinct plain ints in range
+        for n in argnums:
+            if type(n) is not int or not 0 <= n < nargs:
+                break
+        else:
+            if argnums and len(set(argnums)) == len(argnums):
+                return False, argnums
+    n = _argnum(argnums, argnums, who)
+    single = n is not None
+    if single:
+        nums = (n,)
+    else:
+        try:
+            nums = tuple(argnums)
+        except TypeError:
+            nums = (argnums,)  # neither an integer nor a sequence: reported below
     if not nums:
         raise ValueError("%s: argnums must name at least one argument" % who)
+    out = []
     for n in nums:
-        if not isinstance(n, int) or not -nargs <= n < nargs:
+        i = _argnum(n, argnums, who)
+        if i is None or not -nargs <= i < nargs:
             raise ValueError(
-                "%s: argnums=%r, but the function was called with %d positional argument(s)"
+                "%s: argnums=%r, but the function was called with %d positional argument(s); "
+                "argnums takes integer positions below that (or a tuple of them)"
                 % (who, argnums, nargs)
             )
-    return single, tuple(n % nargs for n in nums)
+        i %= nargs
+        if i in out:
+            raise ValueError(
+                "%s: argnums=%r names argument %d more than once; list each argument once (a "
+                "repeated argument cannot be differentiated separately per copy)"
+                % (who, argnums, i)
+            )
+        out.append(i)
+    return single, tuple(out)
 
 
 def _check_has_float(kinds, who, argnums=None):
@@ -219,9 +351,13 @@ class _Pullback:
     It keeps the (closed) tape alive; the tape goes when this object does.
     """
 
-    __slots__ = ("tape", "out_def", "out_ids", "in_def", "in_ids", "in_leaves", "wanted", "all_float", "__weakref__")
+    __slots__ = ("tape", "out_def", "out_ids", "out_leaves", "in_def", "in_ids", "in_leaves",
+                 "wanted", "all_float", "__weakref__")
 
     def __call__(self, cotangent):
+        tc = type(cotangent)
+        if self.out_leaves is None and (tc is float or tc is Dual):  # one real output, a float
+            return tuple(tree_unflatten(self.in_def, self.grads([(self.out_ids[0], cotangent)])))
         ct_leaves, ct_def = tree_flatten(cotangent)
         if ct_def is not self.out_def and ct_def != self.out_def:
             ct_leaves = _align_none(ct_def, self.out_def, iter(ct_leaves))
@@ -230,17 +366,25 @@ class _Pullback:
                 "vjp: the cotangent must have the structure of the function's output, %r; got %r"
                 % (self.out_def, ct_def)
             )
+        outs = self.out_leaves
+        n = len(self.out_ids)
         seeds = []
-        for i, ct in zip(self.out_ids, ct_leaves):
+        for k, (i, ct) in enumerate(zip(self.out_ids, ct_leaves)):
+            if ct is None:
+                continue
+            ct = _cotangent(ct, 0.0 if outs is None else outs[k], k, n)
             if i is None or ct is None:
                 continue
-            if type(ct) is not float and type(ct) is not Dual and isinstance(ct, numbers.Real):
-                ct = float(ct)
             seeds.append((i, ct))
+        return tuple(tree_unflatten(self.in_def, self.grads(seeds)))
+
+    def grads(self, seeds):
+        """The input cotangents for ``seeds`` ((output id, checked cotangent) pairs), one per
+        input leaf in order: ``None`` in the slots of static leaves."""
         wanted = self.wanted
         adj = self.tape.eval(seeds, wanted) if seeds else [None] * len(wanted)
         if self.all_float and all_floats(adj):  # float inputs, float adjoints
-            return tuple(tree_unflatten(self.in_def, adj))
+            return adj
         it = iter(adj)
         grads = []
         for i, x in zip(self.in_ids, self.in_leaves):
@@ -252,7 +396,63 @@ class _Pullback:
                     grads.append(g)
                 else:
                     grads.append(_zero_like(x) if g is None else _restore_type(g, x))
-        return tuple(tree_unflatten(self.in_def, grads))
+        return grads
+
+
+def _cotangent(ct, out, k, n):
+    """The cotangent ``ct`` for output leaf ``out`` (number ``k`` of ``n``), checked against it:
+    real, and of the output's shape (a float output takes a real number or a 0-d array, which
+    becomes a float). None for a static output leaf (an int, a string: nothing to seed)."""
+    try:
+        kind = _leaf_kind(out)
+    except TypeError:  # a complex constant output: no derivative flows from it
+        kind = None
+    if kind is None:
+        return None
+    where = "" if n == 1 else " for output leaf %d" % k
+    tc = type(ct)
+    if tc is float or tc is Dual:
+        shape = ()
+    elif isinstance(ct, (complex, np.complexfloating)):
+        raise TypeError(
+            "vjp: got the complex cotangent %r%s; deltaad differentiates real functions, so "
+            "cotangents must be real" % (ct, where)
+        )
+    elif isinstance(ct, numbers.Real):
+        ct = float(ct)
+        shape = ()
+    elif isinstance(ct, np.ndarray) or is_dual(ct):
+        dk = _dtype_of(ct).kind
+        if dk == "c":
+            raise TypeError(
+                "vjp: got a complex cotangent array%s; deltaad differentiates real functions, so "
+                "cotangents must be real" % where
+            )
+        if dk not in "fiub":
+            raise TypeError("vjp: the cotangent%s is an array of dtype %s; it must hold real numbers"
+                            % (where, _dtype_of(ct)))
+        shape = ct.shape
+    else:
+        raise TypeError("vjp: the cotangent%s must be a real number or array; got a value of type %s"
+                        % (where, tc.__name__))
+    shape_o = () if kind == "scalar" else tuple(np.shape(out))
+    if shape != shape_o:
+        raise ValueError(
+            "vjp: the cotangent%s has shape %s, but the output has shape %s; each cotangent must "
+            "have its output's shape (a float output takes a float or a 0-d array)"
+            % (where, shape, shape_o)
+        )
+    tc = type(ct)
+    if kind == "scalar":
+        if tc is np.ndarray:
+            return float(ct)
+        if tc is not float and tc is not Dual:  # a 0-d array dual: its scalar dual
+            return ct[()]
+    elif tc is float:
+        return np.array(ct, dtype=_dtype_of(out))
+    elif tc is Dual:
+        return _array_glue().asarray(ct)
+    return ct
 
 
 def _align_none(ct_def, out_def, ct_iter, acc=None):
@@ -311,14 +511,18 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
     if type(out) is Dual and out.trace is tape:  # one real output, the commonest
         pb.out_def = LEAF
         pb.out_ids = [out.id]
+        pb.out_leaves = None  # means [out.value]: one scalar
         return out.value, pb, aux
     out_leaves, pb.out_def = tree_flatten(out)
     pb.out_ids = []
     primals = []
     for x in out_leaves:
         d = _on_trace(x, tape)
+        if d is None:
+            _check_constant_output(x, tape, who)
         pb.out_ids.append(None if d is None else d.id)
         primals.append(x if d is None else d.value)
+    pb.out_leaves = primals
     return tree_unflatten(pb.out_def, primals), pb, aux
 
 
@@ -409,18 +613,26 @@ def jvp(fun, primals, tangents):
         out = fun(*tree_unflatten(in_def, duals))
     if type(out) is Dual and out.trace is level:  # one real output, the commonest
         return out.value, out.tangent
+    ps, ts, out_def = _read_forward(out, level, "jvp")
+    return tree_unflatten(out_def, ps), tree_unflatten(out_def, ts)
+
+
+def _read_forward(out, level, who):
+    """The output of a forward trace as flat lists ``(primals, tangents, treedef)``: a zero
+    tangent for a real constant, ``None`` for a static leaf."""
     out_leaves, out_def = tree_flatten(out)
     ps = []
     ts = []
     for x in out_leaves:
         d = _on_trace(x, level)
         if d is None:
+            _check_constant_output(x, level, who)
             ps.append(x)
             ts.append(_zero_like(x) if _leaf_kind(x) is not None else None)
         else:
             ps.append(d.value)
             ts.append(d.tangent)
-    return tree_unflatten(out_def, ps), tree_unflatten(out_def, ts)
+    return ps, ts, out_def
 
 
 # --------------------------------------------------------------------------------------------
@@ -478,24 +690,36 @@ def _vector_like(tree):
     return None
 
 
-def _matrix(rows):
-    """``np.array(rows)``; an array dual when entries are duals (Jacobians inside a
+def _matrix(rows, dtype=_FLOAT64):
+    """``np.array(rows, dtype)``; an array dual when entries are duals (Jacobians inside a
     differentiation, e.g. the inner jacrev of hessian), never an object array."""
     if any(is_dual(e) for row in rows for e in row):
-        return _array_glue().asarray(rows)
-    return np.array(rows, dtype=float) if rows and rows[0] else np.zeros((len(rows), 0))
+        arr = _array_glue().asarray(rows)
+        return arr if arr.dtype == dtype else arr.astype(dtype)
+    if rows and rows[0]:
+        return np.array(rows, dtype=dtype)
+    return np.zeros((len(rows), 0), dtype=dtype)
+
+
+def _result_dtype(leaves):
+    """The dtype a Jacobian block of these (differentiable) leaves has: numpy's promotion of
+    their dtypes, a float counting as float64 (float32 in and out gives float32, as in JAX)."""
+    dtypes = {_dtype_of(x) for x in leaves if _leaf_kind(x) is not None}
+    return functools.reduce(np.promote_types, dtypes, np.dtype(np.float16)) if dtypes else _FLOAT64
 
 
 def _assemble(J, out_leaves, out_def, out_tree, in_leaves, in_def, in_tree, single):
     """Lay the Jacobian rows ``J[i][j]`` out as JAX does: the output's structure with each
-    leaf replaced by the input's structure; a vector-to-vector Jacobian is an m x n array."""
+    leaf replaced by the input's structure; a vector-to-vector Jacobian is an m x n array.
+    Each block has the result dtype of its output and input leaves."""
     out_comps = _components(out_leaves)
     in_comps = _components(in_leaves)
     if single:
         vo = _vector_like(out_tree)
         vi = _vector_like(in_tree[0])
         if vo is not None and vi is not None and vo != ():
-            arr = _matrix([[J[i][j] for j in range(len(in_comps))] for i in range(len(out_comps))])
+            dtype = _result_dtype(list(out_leaves) + list(in_leaves))
+            arr = _matrix([[J[i][j] for j in range(len(in_comps))] for i in range(len(out_comps))], dtype)
             return arr.reshape(tuple(vo) + tuple(vi))
     # general layout
     out_index = {}
@@ -518,10 +742,14 @@ def _assemble(J, out_leaves, out_def, out_tree, in_leaves, in_def, in_tree, sing
                 per_in.append(None)
                 continue
             shape_i = in_comps[cols[0]][2]
+            dtype = np.promote_types(_dtype_of(xo), _dtype_of(xi))
             if not shape_o and not shape_i:
-                per_in.append(J[rows[0]][cols[0]])
+                e = J[rows[0]][cols[0]]
+                if dtype != _FLOAT64 and not is_dual(e):
+                    e = dtype.type(e)
+                per_in.append(e)
             else:
-                block = _matrix([[J[r][c] for c in cols] for r in rows])
+                block = _matrix([[J[r][c] for c in cols] for r in rows], dtype)
                 per_in.append(block.reshape(tuple(shape_o) + tuple(shape_i)))
         sub = tree_unflatten(in_def, per_in)
         result_leaves.append(sub[0] if single else sub)
@@ -535,14 +763,25 @@ def jacrev(fun, argnums=0):
     def jacrev_f(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args), "jacrev")
         out, pb, _ = _vjp(fun, args, kwargs, nums, False, "jacrev")
-        out_leaves, out_def = tree_flatten(out)
+        if pb.out_leaves is None:
+            out_leaves, out_def = [out], LEAF
+        else:
+            out_leaves, out_def = pb.out_leaves, pb.out_def
         in_leaves = pb.in_leaves
+        in_comps = _components(in_leaves)
         J = []
         for k, j, shape in _components(out_leaves):
-            ct = tree_unflatten(out_def, _one_hot(out_leaves, k, j))
-            g_leaves, _ = tree_flatten(pb(ct))
-            g_by_leaf = [g for g, x in zip(g_leaves, in_leaves)]
-            J.append([_entry(g_by_leaf[ki], jj) for ki, jj, _s in _components(in_leaves)])
+            i = pb.out_ids[k]
+            if i is None:  # a constant output: a row of zeros
+                J.append([0.0] * len(in_comps))
+                continue
+            if _leaf_kind(out_leaves[k]) == "scalar":
+                seed = 1.0
+            else:
+                seed = np.zeros(shape)
+                seed.reshape(-1)[j] = 1.0
+            g = pb.grads([(i, seed)])  # one per input leaf, None in static slots
+            J.append([_entry(g[ki], jj) for ki, jj, _s in in_comps])
         in_tree = tuple(args[n] for n in nums)
         return _assemble(J, out_leaves, out_def, out, in_leaves, pb.in_def, in_tree, single)
 
@@ -554,15 +793,18 @@ jacobian = jacrev
 
 def jacfwd(fun, argnums=0):
     """The Jacobian by forward mode: one ``jvp`` per input component."""
+    return _jacfwd(fun, argnums, "jacfwd")
 
+
+def _jacfwd(fun, argnums, who):
     @functools.wraps(fun)
     def jacfwd_f(*args, **kwargs):
-        single, nums = _argnums_tuple(argnums, len(args), "jacfwd")
+        single, nums = _argnums_tuple(argnums, len(args), who)
         in_tree = tuple(args[n] for n in nums)
         in_leaves, in_def = tree_flatten(in_tree)
         in_comps = _components(in_leaves)
         kinds = [_leaf_kind(x) for x in in_leaves]
-        _check_has_float(kinds, "jacfwd", nums)
+        _check_has_float(kinds, who, nums)
 
         def partial(*sel):
             new_args = list(args)
@@ -570,46 +812,31 @@ def jacfwd(fun, argnums=0):
                 new_args[n] = a
             return fun(*new_args, **kwargs)
 
-        cols = []
-        out = out_leaves = out_def = None
-        for k, j, shape in in_comps:
-            t_leaves = _one_hot(in_leaves, k, j)
-            t_leaves = [t if kinds[i] is not None else None for i, t in enumerate(t_leaves)]
-            out, t_out = _jvp_static(partial, in_leaves, in_def, t_leaves)
-            out_leaves, out_def = tree_flatten(out)
-            t_out_leaves = tree_flatten(t_out)[0] if t_out is not None else []
-            cols.append((t_out_leaves, out_leaves))
-        out_comps = _components(out_leaves)
-        J = [[None] * len(in_comps) for _ in out_comps]
-        for c, (t_out_leaves, _) in enumerate(cols):
-            for r, (ko, jo, s) in enumerate(out_comps):
-                J[r][c] = _entry(t_out_leaves[ko], jo)
-        return _assemble(J, out_leaves, out_def, out, in_leaves, in_def, in_tree, single)
+        cols = []  # per input component: the output tangents, one per output leaf
+        ps = out_def = None
+        for k, j, shape in in_comps or [(-1, 0, ())]:  # (no components: run once for the output)
+            ps, ts, out_def = _jvp_static(partial, in_leaves, in_def, _one_hot(in_leaves, k, j), who)
+            cols.append(ts)
+        J = [[_entry(cols[c][ko], jo) for c in range(len(in_comps))]
+             for ko, jo, _s in _components(ps)]
+        out = tree_unflatten(out_def, ps)
+        return _assemble(J, ps, out_def, out, in_leaves, in_def, in_tree, single)
 
     return jacfwd_f
 
 
-def _jvp_static(f, in_leaves, in_def, t_leaves):
-    """``jvp`` where static leaves carry ``None`` tangents (they are not dualised)."""
+def _jvp_static(f, in_leaves, in_def, t_leaves, who):
+    """``jvp`` where static leaves carry ``None`` tangents (they are not dualised); the output
+    as flat lists ``(primals, tangents, treedef)``."""
     with _Opened(B.ForwardLevel) as level:
         duals, kinds = _dualise(level, in_leaves, t_leaves)
         out = f(*tree_unflatten(in_def, duals))
-    out_leaves, out_def = tree_flatten(out)
-    ps, ts = [], []
-    for x in out_leaves:
-        d = _on_trace(x, level)
-        if d is None:
-            ps.append(x)
-            ts.append(_zero_like(x) if _leaf_kind(x) is not None else None)
-        else:
-            ps.append(d.value)
-            ts.append(d.tangent)
-    return tree_unflatten(out_def, ps), tree_unflatten(out_def, ts)
+    return _read_forward(out, level, who)
 
 
 def hessian(fun, argnums=0):
     """Second derivatives: forward over reverse (``jacfwd(jacrev(fun))``), as JAX does."""
-    return jacfwd(jacrev(fun, argnums), argnums)
+    return _jacfwd(jacrev(fun, argnums), argnums, "hessian")
 
 
 # --------------------------------------------------------------------------------------------
@@ -630,6 +857,8 @@ def make_delta(fun, *primals):
             raise TypeError("make_delta shows the Delta of scalar programs; pass floats, not arrays")
         out = fun(*tree_unflatten(in_def, duals))
     d = _on_trace(out, tape)
+    if d is None:
+        _check_constant_output(out, tape, "make_delta")
     if d is None and not _is_scalar_output(out):
         raise TypeError("make_delta needs a function returning one real number; got %s" % _describe(out))
     body = _delta.Zero if d is None else _delta.Var(d.id)
