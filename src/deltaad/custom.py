@@ -87,19 +87,80 @@ def _zero_like(x, kind):
     return None
 
 
-def _resolve_kwargs(fun, args, kwargs):
-    if not kwargs:
-        return args
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+class _ArgSpec:
+    """What resolving a call's arguments needs from ``fun``'s signature, computed once.
+
+    ``n`` positional parameters, the ``defaults`` of the last of them, ``varargs`` for a
+    ``*args``; ``fast`` when a call without keywords can be resolved from these alone (no
+    keyword-only parameter lacks a default), without ``Signature.bind``. ``sig`` is None for a
+    callable ``inspect`` cannot read, or a numpy ufunc: its arguments are taken as they come
+    and keywords are an error. A ``functools.partial`` has its real signature here (JAX treats
+    it as opaque, which would let the wrapped function's defaults change ``bwd``'s arity with
+    the call again).
+    """
+
+    __slots__ = ("sig", "n", "defaults", "varargs", "fast")
+
+    def __init__(self, fun):
+        self.sig = None
+        self.n = 0
+        self.defaults = ()
+        self.varargs = False
+        self.fast = False
+        if isinstance(fun, np.ufunc):  # its signature's ``out=None`` is not an argument
+            return
+        try:
+            sig = inspect.signature(fun)
+        except (TypeError, ValueError):
+            return
+        self.sig = sig
+        params = list(sig.parameters.values())
+        pos = [q for q in params if q.kind in _POSITIONAL]
+        self.n = len(pos)
+        defaults = []
+        for q in reversed(pos):
+            if q.default is q.empty:
+                break
+            defaults.append(q.default)
+        self.defaults = tuple(reversed(defaults))
+        self.varargs = any(q.kind is q.VAR_POSITIONAL for q in params)
+        self.fast = not any(q.kind is q.KEYWORD_ONLY and q.default is q.empty for q in params)
+
+
+def _resolve_kwargs(spec, fun, args, kwargs):
+    """The call's arguments as a tuple of positional arguments with defaults applied (JAX's
+    ``resolve_kwargs``: bind the signature, apply the defaults), so that ``fwd``, ``bwd`` and
+    the rule see the same arguments however the call spelled them."""
+    if not kwargs and spec.fast:
+        na = len(args)
+        missing = spec.n - na
+        if missing == 0 or missing < 0 and spec.varargs:
+            return args
+        if 0 < missing <= len(spec.defaults):
+            return tuple(args) + spec.defaults[len(spec.defaults) - missing:]
+    name = getattr(fun, "__name__", "function")
+    if spec.sig is None:
+        if kwargs:
+            raise TypeError(
+                "keyword arguments %s of custom_vjp/custom_jvp function %s could not be resolved "
+                "to positions (inspect cannot read its signature); pass them positionally"
+                % (sorted(kwargs), name))
+        return tuple(args)
     try:
-        ba = inspect.signature(fun).bind(*args, **kwargs)
-    except (TypeError, ValueError) as exc:
-        raise TypeError("%s: %s" % (getattr(fun, "__name__", "function"), exc)) from None
+        ba = spec.sig.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise TypeError("%s%s: %s" % (name, spec.sig, exc)) from None
     ba.apply_defaults()
     if ba.kwargs:
-        raise TypeError(
-            "keyword arguments %s of a custom_vjp/custom_jvp function could not be resolved to "
-            "positions; pass them positionally" % sorted(ba.kwargs)
-        )
+        passed = sorted(k for k in ba.kwargs if k in kwargs)
+        if passed:
+            raise TypeError(
+                "keyword arguments %s of custom_vjp/custom_jvp function %s could not be "
+                "resolved to positions (keyword-only or **kwargs); pass them positionally"
+                % (passed, name))
     return ba.args
 
 
@@ -169,29 +230,95 @@ def _record(top, parent_ids, outs, kinds, rule_multi):
     return result
 
 
-def _fit(ct, kind, like, who):
-    """A cotangent (or tangent) for a leaf of ``kind``: float/scalar dual or array (dual)."""
+def _not_float_error(who, what, got):
+    """The error for a (co)tangent that is not a float: complex, integer or anything else."""
+    if got == "complex":
+        return TypeError(
+            "deltaad differentiates real functions; %s returned a complex %s. Split the "
+            "function into real and imaginary parts and differentiate those." % (who, what))
+    if got in ("bool", "int", "integer"):
+        return TypeError(
+            "%s returned a %s of %s type for a float %s; a %s has the float dtype of its "
+            "primal (return None for a zero %s)"
+            % (who, what, got, "input" if what == "cotangent" else "output", what, what))
+    return TypeError("%s returned %s for a %s; expected a float or a float array"
+                     % (who, got, what))
+
+
+_DTYPE_KIND = {"c": "complex", "i": "integer", "u": "integer", "b": "bool"}
+
+
+def _fit(ct, kind, like, who, what="cotangent"):
+    """``ct`` checked and made a (co)tangent for a leaf of ``kind`` shaped like ``like``: a float
+    or scalar dual for ``'scalar'``, a float array (dual) of ``like``'s shape for ``'array'``
+    (a plain one cast to ``like``'s float dtype). A wrong shape is a ValueError, never a
+    broadcast; a complex, integer or non-numeric value a TypeError."""
     if ct is None:
         return None
-    if kind == "scalar":
-        if type(ct) is ArrayDual or isinstance(ct, np.ndarray):
-            if A.shape_of(ct) != ():
-                raise ValueError("%s: got shape %s for a scalar" % (who, A.shape_of(ct)))
-        elif not (type(ct) is Dual or isinstance(ct, numbers.Real)):
-            raise TypeError("%s: got %s for a scalar" % (who, type(ct).__name__))
-        return A.to_scalar(ct)
-    s = A.shape_of(like)
     t = type(ct)
-    if t is Dual:
-        ct = A.reshape_scalar(ct)
+    if t is float or t is Dual:
+        if kind == "scalar":
+            return ct
+        ct = A.reshape_scalar(ct) if t is Dual else np.asarray(ct)
     elif t is not ArrayDual:
-        if not isinstance(ct, (np.ndarray, numbers.Real, np.generic)):
-            raise TypeError("%s: got %s for an array" % (who, type(ct).__name__))
-        if type(ct) is not ArrayDual:
-            ct = np.asarray(ct)
-    if A.shape_of(ct) != s:
-        raise ValueError("%s: got shape %s for an array of shape %s" % (who, A.shape_of(ct), s))
+        if t is bool or isinstance(ct, (np.bool_, numbers.Integral)):
+            raise _not_float_error(who, what, "bool" if isinstance(ct, (bool, np.bool_)) else "int")
+        if isinstance(ct, (complex, np.complexfloating)):
+            raise _not_float_error(who, what, "complex")
+        if not isinstance(ct, (np.ndarray, numbers.Real, np.floating)):
+            raise _not_float_error(who, what, "a value of type %s" % t.__name__)
+        ct = np.asarray(ct)
+        if ct.dtype.kind == "O":  # e.g. np.array([dual, dual]) built by the rule
+            ct = A.asarray(ct)
+    if type(ct) is ArrayDual:
+        dk = A.dtype_of(ct).kind
+    else:
+        dk = ct.dtype.kind
+    if dk != "f":
+        raise _not_float_error(who, what, _DTYPE_KIND.get(dk, "an array of dtype %s" % A.dtype_of(ct)))
+    s = () if kind == "scalar" else A.shape_of(like)
+    if ct.shape != s:
+        raise ValueError(
+            "%s returned a %s of shape %s for %s; it must have exactly the %s's shape (it is "
+            "not broadcast)" % (who, what, ct.shape,
+                                "a scalar" if kind == "scalar" else "an array of shape %s" % (s,),
+                                "input" if what == "cotangent" else "primal output"))
+    if kind == "scalar":
+        return A.to_scalar(ct)
+    if type(ct) is np.ndarray:
+        dt = A.dtype_of(like)
+        if ct.dtype != dt:
+            ct = ct.astype(dt)
     return ct
+
+
+def _nonzero(v):
+    """True when the plain value under ``v`` has a finite nonzero entry (a linear map applied
+    to zeros gives zeros; nan and inf are let pass, as ``0 * inf`` is nan)."""
+    v = A.strip(v)
+    if type(v) is float:
+        return v != 0.0 and v - v == 0.0
+    v = np.asarray(v)
+    return bool(np.any((v != 0) & np.isfinite(v)))
+
+
+def _check_free(leaves, top, who, what, fix, inner=True):
+    """No leaf may be a dual of ``top`` (nor, with ``inner``, of an open trace nested inside
+    it), nor a dual whose value is one: a rule's output, residual or cotangent that is one was
+    captured from an enclosing scope, not computed from the rule's arguments, and the rule does
+    not account for it."""
+    level = top.level
+    for x in leaves:
+        while _is_dual(x):
+            t = x.trace
+            if t is top or inner and t.level > level and not t.closed:
+                raise TypeError(
+                    "%s returned %s holding a value being differentiated (captured from an "
+                    "enclosing scope, not computed from the rule's arguments), so its "
+                    "derivative would be wrong; %s" % (who, what, fix))
+            if t.level < level:
+                break
+            x = x.value
 
 
 def _leaves_like(tree, treedef, who):
@@ -257,7 +384,10 @@ class _CustomRule:
                 "no %s defined for %s function %s; use def%s"
                 % (kind.upper(), "custom_" + kind, name, kind)
             )
-        args = _resolve_kwargs(self.fun, args, kwargs)
+        spec = self._spec
+        if spec is None:
+            spec = self._spec = _ArgSpec(self.fun)
+        args = _resolve_kwargs(spec, self.fun, args, kwargs)
         nd = _nondiff(self.nondiff_argnums, len(args))
         diff_idx = [i for i in range(len(args)) if i not in nd]
         leaves, tdef = tree_flatten(tuple(args[i] for i in diff_idx))
@@ -289,18 +419,26 @@ class custom_vjp(_CustomRule):
         f.defvjp(f_fwd, f_bwd)
 
     ``bwd`` returns a tuple with one entry per (differentiable) argument, each with the
-    structure of that argument (``None`` for a zero cotangent); anything else is an error.
-    With ``nondiff_argnums`` those arguments are passed to ``bwd`` first and get no cotangent.
+    structure, shapes and float dtype of that argument (``None`` for a zero cotangent); anything
+    else is an error (a cotangent is never broadcast; a complex or integer one is a TypeError).
+    Arguments are resolved against ``f``'s signature with its defaults applied, as in JAX:
+    ``fwd`` and ``bwd`` see every parameter however the call is spelled. With
+    ``nondiff_argnums`` (indices into that resolved list) those arguments are passed to ``bwd``
+    first and get no cotangent.
     Forward mode (``jvp``/``jacfwd``/``hessian``), where JAX raises, uses the rule too: the
     tangent ``J v`` is computed as the gradient of ``<bwd(res, u), v>`` with respect to ``u``
-    (one ``bwd`` call and one small backward sweep). Higher derivatives work when ``fwd`` and
-    ``bwd`` are written with deltaad-aware operations.
+    (one ``bwd`` call and one small backward sweep; ``bwd`` must be linear in ``g``, checked
+    there as ``bwd(res, 0) == 0``). Higher derivatives work when ``fwd`` and ``bwd`` are written
+    with deltaad-aware operations. ``fwd``'s output and residuals may not hold duals of the
+    differentiation in progress captured from an enclosing scope (pass such values as
+    arguments).
     """
 
     def __init__(self, fun, nondiff_argnums=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
+        self._spec = None
         self.fwd = None
         self.bwd = None
 
@@ -327,38 +465,45 @@ class custom_vjp(_CustomRule):
         out, residuals = res
         out_leaves, out_def = tree_flatten(out)
         kinds = [_kind(x) for x in out_leaves]
-        for x in out_leaves:
-            if _is_dual(x) and x.trace is top:
-                raise TypeError(
-                    "custom_vjp fwd of %s returned a value of the differentiation it is being "
-                    "recorded on; compute the output from fwd's arguments" % name
-                )
+        fix = ("compute it from fwd's arguments, or pass the captured value to %s as an "
+               "argument" % name)
+        _check_free(out_leaves, top, "custom_vjp fwd of %s" % name, "an output", fix)
+        if residuals is not None:
+            _check_free(tree_flatten(residuals)[0], top, "custom_vjp fwd of %s" % name, "residuals", fix)
         outs = [_norm_value(x, k) for x, k in zip(out_leaves, kinds)]
         nondiff_vals = [args[i] for i in sorted(nd)]
         bwd = self.bwd
         in_kinds = [_kind(x) for x in vals]
         keep = [k for k, o in enumerate(on) if o]
+        who = "custom_vjp bwd of %s" % name
 
         def rule_multi(cts):
             ct_leaves = [c if c is not None else _zero_like(x, k) for c, x, k in zip(cts, outs, kinds)]
             g = bwd(*nondiff_vals, residuals, tree_unflatten(out_def, ct_leaves))
-            who = "custom_vjp bwd of %s" % name
             if not isinstance(g, (tuple, list)) or len(g) != len(diff_idx):
                 raise TypeError(
                     "%s must return a tuple with one cotangent per differentiable argument "
                     "(%d); got %s" % (who, len(diff_idx), _describe(g))
                 )
             g_leaves = _leaves_like(tuple(g), tdef, who)
-            return tuple(_fit(g_leaves[k], in_kinds[k], vals[k], who) for k in keep)
+            # Every float leaf's cotangent is checked, kept or not (a wrong one is a bug in bwd
+            # whichever arguments are being differentiated); only the kept ones are returned.
+            fitted = [_fit(c, k, v, who) if k is not None else None
+                      for c, k, v in zip(g_leaves, in_kinds, vals)]
+            result = tuple(fitted[k] for k in keep)
+            _check_free(result, top, who, "a cotangent",
+                        "compute it from the residuals and the output cotangent, or pass the "
+                        "captured value to %s as an argument" % name, inner=False)
+            return result
 
         if top.is_forward:
             tans = [leaves[k].tangent for k in keep]
-            return tree_unflatten(out_def, _forward_by_transpose(top, outs, kinds, out_def, tans, keep, rule_multi))
+            return tree_unflatten(out_def, _forward_by_transpose(top, outs, kinds, out_def, tans, keep, rule_multi, who))
         ids = [leaves[k].id for k in keep]
         return tree_unflatten(out_def, _record(top, ids, outs, kinds, rule_multi))
 
 
-def _forward_by_transpose(top, outs, kinds, out_def, tans, keep, rule_multi):
+def _forward_by_transpose(top, outs, kinds, out_def, tans, keep, rule_multi, who):
     """Forward mode from a reverse rule: the tangent ``J v`` is the gradient with respect to
     ``u`` of ``<bwd(u), v>`` (``bwd`` is linear in ``u``), taken on a small inner tape."""
     from .transforms import _Opened
@@ -377,6 +522,12 @@ def _forward_by_transpose(top, outs, kinds, out_def, tans, keep, rule_multi):
         for c, t in zip(cts, tans):
             if c is None or t is None:
                 continue
+            if _nonzero(c):
+                # bwd(0) must be 0: transposing bwd relies on its being linear in g.
+                raise ValueError(
+                    "%s is not linear in the output cotangent: it returned a nonzero cotangent "
+                    "for a zero one (forward mode transposes bwd, which needs bwd(res, g) "
+                    "linear in g)" % who)
             term = c * t if type(c) is Dual or type(c) is float else np.sum(c * t)
             s = term if s is None else s + term
     wanted = [u.id for u in us if u is not None]
@@ -391,7 +542,7 @@ def _forward_by_transpose(top, outs, kinds, out_def, tans, keep, rule_multi):
             result.append(x)
             continue
         t = next(it)
-        result.append(A.wrap(x, top, -1, _zero_like(x, k) if t is None else _fit(t, k, x, "custom_vjp")))
+        result.append(A.wrap(x, top, -1, _zero_like(x, k) if t is None else _fit(t, k, x, who, "tangent")))
     return result
 
 
@@ -417,8 +568,10 @@ class custom_jvp(_CustomRule):
             (x,), (t,) = primals, tangents
             return f(x), deltaad.sigmoid(x) * t
 
-    The rule must be linear in the tangents. Reverse mode transposes it (as JAX does), so
-    ``grad`` uses the rule too; the rule is differentiated again under ``hessian`` when written
+    The rule must be linear in the tangents and return a tangent output with the structure,
+    shapes and float dtype of the primal output (checked in both modes). Reverse mode transposes
+    it (as JAX does), so ``grad`` uses the rule too, and checks that zero tangents give a zero
+    tangent output; the rule is differentiated again under ``hessian`` when written
     with deltaad-aware operations (calling ``f`` itself inside the rule is fine).
     """
 
@@ -426,6 +579,7 @@ class custom_jvp(_CustomRule):
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
+        self._spec = None
         self.jvp = None
 
     def defjvp(self, jvp, symbolic_zeros=False):
@@ -436,18 +590,24 @@ class custom_jvp(_CustomRule):
         return jvp
 
     def defjvps(self, *jvps):
-        """One rule per argument: ``jvps[i](t_i, out, *primals)`` (None: no dependence)."""
-        fun = self.fun
+        """One rule per argument: ``jvps[i](t_i, out, *primals)`` (None: no dependence); the
+        tangent output is their sum, leaf by leaf (JAX's ``defjvps``). ``out`` is computed by
+        calling this function, so that nested differentiation uses the rule as well."""
+        name = getattr(self.fun, "__name__", "function")
 
         def rule(primals, tangents):
-            out = fun(*primals)
-            t = None
+            out = self(*primals)
+            o_def = tree_flatten(out)[1]
+            acc = None
             for f, ti in zip(jvps, tangents):
-                if f is None:
+                if f is None or ti is None:
                     continue
-                u = f(ti, out, *primals)
-                t = u if t is None else t + u
-            return out, (0.0 * out if t is None else t)
+                u = _leaves_like(f(ti, out, *primals), o_def, "custom_jvp defjvps rule of %s" % name)
+                if acc is None:
+                    acc = u
+                else:
+                    acc = [b if a is None else a if b is None else a + b for a, b in zip(acc, u)]
+            return out, tree_unflatten(o_def, [None] * o_def.nleaves if acc is None else acc)
 
         self.defjvp(rule)
 
@@ -462,7 +622,8 @@ class custom_jvp(_CustomRule):
             tans = [x.tangent if o else _zero_like(v, k) for x, v, o, k in zip(leaves, vals, on, kinds)]
             pout, tout = self._run(nondiff_vals, tdef, vals, tans, who)
             p_leaves, p_def = tree_flatten(pout)
-            t_leaves = _leaves_like(tout, p_def, who)
+            t_leaves = _leaves_like(tout, p_def, who + " (tangent output)")
+            _check_free(p_leaves, top, who, "a primal output", _JVP_FIX % name)
             result = []
             for p, t in zip(p_leaves, t_leaves):
                 k = _kind(p)
@@ -470,10 +631,14 @@ class custom_jvp(_CustomRule):
                     result.append(p)
                     continue
                 p = _norm_value(p, k)
-                t = _fit(t, k, p, who + " (tangent output)")
-                result.append(A.wrap(p, top, -1, _zero_like(p, k) if t is None else t))
+                t = _fit(t, k, p, who, "tangent")
+                if t is None:
+                    t = _zero_like(p, k)
+                else:
+                    _check_free((t,), top, who, "a tangent output", _JVP_FIX % name)
+                result.append(A.wrap(p, top, -1, t))
             return tree_unflatten(p_def, result)
-        return self._reverse(top, leaves, on, vals, kinds, nondiff_vals, tdef, who)
+        return self._reverse(top, leaves, on, vals, kinds, nondiff_vals, tdef, who, name)
 
     def _run(self, nondiff_vals, tdef, vals, tans, who):
         r = self.jvp(*nondiff_vals, tree_unflatten(tdef, vals), tree_unflatten(tdef, tans))
@@ -481,7 +646,11 @@ class custom_jvp(_CustomRule):
             raise TypeError("%s must return a pair (primal_out, tangent_out); got %s" % (who, _describe(r)))
         return r
 
-    def _reverse(self, top, leaves, on, vals, kinds, nondiff_vals, tdef, who):
+    def _reverse(self, top, leaves, on, vals, kinds, nondiff_vals, tdef, who, name):
+        """Reverse mode by transposing the rule: it runs once with its tangents being zero
+        inputs of a fresh tape ``tp``; the binding's linear map is ``tp``'s backward sweep from
+        the tangent outputs. The tangent outputs are checked as in forward mode (structure,
+        shape, dtype) and must be linear in the tangents: zero for zero tangents."""
         from .transforms import _Opened
 
         with _Opened(B.Tape) as tp:
@@ -494,19 +663,33 @@ class custom_jvp(_CustomRule):
                 else:
                     tans.append(A.array_input(tp, np.zeros(A.shape_of(v), dtype=A.dtype_of(v)), None))
             pout, tout = self._run(nondiff_vals, tdef, vals, tans, who)
+            p_leaves, p_def = tree_flatten(pout)
+            t_leaves = _leaves_like(tout, p_def, who + " (tangent output)")
+            out_kinds = []
+            outs = []
+            seeds_of = []
+            for p, t in zip(p_leaves, t_leaves):
+                if _is_dual(p) and p.trace is tp:
+                    raise TypeError("%s: the primal output depends on the tangents" % who)
+                k = _kind(p)
+                out_kinds.append(k)
+                if k is None:
+                    outs.append(p)
+                    seeds_of.append(None)
+                    continue
+                p = _norm_value(p, k)
+                outs.append(p)
+                # While tp is open: fitting a tangent may record on it (a 0-d array <-> scalar).
+                t = _fit(t, k, p, who, "tangent")
+                if t is not None and _nonzero(t):
+                    raise ValueError(
+                        "%s is not linear in the tangents: it returned a nonzero tangent output "
+                        "for zero input tangents (reverse mode transposes the rule, which needs "
+                        "the tangent output linear in the tangents)" % who)
+                seeds_of.append(t.id if _is_dual(t) and t.trace is tp else None)
+        _check_free(p_leaves, top, who, "a primal output", _JVP_FIX % name)
+        _check_free(t_leaves, top, who, "a tangent output", _JVP_FIX % name)
         t_ids = [t.id for t, o in zip(tans, on) if o]
-        p_leaves, p_def = tree_flatten(pout)
-        t_leaves = _leaves_like(tout, p_def, who)
-        out_kinds = []
-        outs = []
-        seeds_of = []
-        for p, t in zip(p_leaves, t_leaves):
-            if _is_dual(p) and p.trace is tp:
-                raise TypeError("%s: the primal output depends on the tangents" % who)
-            k = _kind(p)
-            out_kinds.append(k)
-            outs.append(_norm_value(p, k) if k is not None else p)
-            seeds_of.append(t.id if _is_dual(t) and t.trace is tp else None)
         keep = [k for k, o in enumerate(on) if o]
 
         def rule_multi(cts):
@@ -520,12 +703,50 @@ class custom_jvp(_CustomRule):
         return tree_unflatten(p_def, _record(top, ids, outs, out_kinds, rule_multi))
 
 
+_JVP_FIX = ("compute it from the rule's primals and tangents, or pass the captured value to %s "
+            "as an argument")
+
+
 # --------------------------------------------------------------------------------------------
 # primitive (paper Fig. 14)
 
 
 class _MultiOutput(Exception):
     pass
+
+
+def _check_partial(c, name, j):
+    """A partial derivative's value must be real: a complex one would be silently dropped."""
+    if isinstance(c, (complex, np.complexfloating)) or isinstance(c, np.ndarray) and c.dtype.kind == "c":
+        raise TypeError(
+            "deltaad differentiates real functions; partial derivative %d of primitive %s "
+            "returned a complex value" % (j, name))
+
+
+def _multi_partial(c, nout, name, j):
+    """Partial ``j`` of a primitive of ``nout`` outputs: a tuple of ``nout`` real values."""
+    if not isinstance(c, (tuple, list)) or len(c) != nout:
+        raise TypeError(
+            "primitive %s returns %d values, so partial derivative %d must return a tuple of "
+            "%d partials (one per output); got %s" % (name, nout, j, nout, _describe(c)))
+    for x in c:
+        if type(x) is not float and type(x) is not Dual:
+            _check_partial(x, name, j)
+    return c
+
+
+def _array_partial(p, name, j, m=None, nout=None):
+    """Partial ``p`` (of output ``m`` of ``nout``, when given) checked, for arrays."""
+    if m is None:
+        def partial(*xs):
+            c = p(*xs)
+            if type(c) is not float and not _is_dual(c):
+                _check_partial(c, name, j)
+            return c
+    else:
+        def partial(*xs):
+            return _multi_partial(p(*xs), nout, name, j)[m]
+    return partial
 
 
 class primitive:
@@ -535,9 +756,10 @@ class primitive:
     partial derivative with respect to ``xi`` (for ``f`` returning a tuple of m values, a tuple
     of m partials). The partials are evaluated in the forward pass on values that may be duals
     of an outer differentiation, so write them with deltaad's (or numpy's) functions for higher
-    derivatives to be right. Works in reverse and forward mode and nests. Called with arrays,
-    ``f`` and the partials must work elementwise on arrays (numpy functions) and the primitive
-    applies elementwise with broadcasting::
+    derivatives to be right. A partial must be real (a complex one is a TypeError) and, for
+    ``f`` of m values, a tuple of exactly m. Works in reverse and forward mode and nests. Called
+    with arrays, ``f`` and the partials must work elementwise on arrays (numpy functions) and
+    the primitive applies elementwise with broadcasting (a tuple of arrays for m values)::
 
         softclip = deltaad.primitive(lambda x: math.tanh(x),
                                      lambda x: 1.0 - deltaad.tanh(x) ** 2)
@@ -576,7 +798,11 @@ class primitive:
         return y
 
     def _coefs(self, *xs):
-        return tuple(p(*xs) for p in self.partials)
+        cs = tuple(p(*xs) for p in self.partials)
+        for j, c in enumerate(cs):
+            if type(c) is not float and type(c) is not Dual:
+                _check_partial(c, self.name, j)
+        return cs
 
     def _lift_multi(self, args):
         top = _top(args)
@@ -587,7 +813,8 @@ class primitive:
         on = [type(x) is Dual and x.trace is top for x in args]
         vals = [x.value if o else x for x, o in zip(args, on)]
         ys = self._lift_multi(vals)
-        cs = [p(*vals) for p, o in zip(self.partials, on)]
+        cs = [_multi_partial(p(*vals), len(ys), self.name, j) if o else None
+              for j, (p, o) in enumerate(zip(self.partials, on))]
         duals = [x for x, o in zip(args, on) if o]
         out = []
         for m, y in enumerate(ys):
@@ -599,6 +826,22 @@ class primitive:
         return tuple(out)
 
     def _array(self, args):
+        ops = [A.operand_or_raise(a) for a in args]
         if self._array_prim is None:
-            self._array_prim = R.elementwise_primitive(self.name, self.f, self.partials)
-        return A.apply(self._array_prim, [A.operand_or_raise(a) for a in args])
+            # One elementwise primitive per output: find out once, on plain values, whether
+            # f returns a tuple (as the scalar path does on its first call).
+            probe = self.f(*[A.strip(o) for o in ops])
+            if isinstance(probe, (tuple, list)):
+                nout = len(probe)
+                self._array_prim = tuple(
+                    R.elementwise_primitive(
+                        "%s[%d]" % (self.name, m), lambda *xs, m=m: self.f(*xs)[m],
+                        [_array_partial(p, self.name, j, m, nout) for j, p in enumerate(self.partials)])
+                    for m in range(nout))
+            else:
+                self._array_prim = R.elementwise_primitive(
+                    self.name, self.f,
+                    [_array_partial(p, self.name, j) for j, p in enumerate(self.partials)])
+        if type(self._array_prim) is tuple:
+            return tuple(A.apply(p, ops) for p in self._array_prim)
+        return A.apply(self._array_prim, ops)
