@@ -491,8 +491,15 @@ def _pow_partials(a, b, y, on):
                 da = 2.0 * a
             elif b == 1:
                 da = 1.0
+            elif b == 0:
+                da = 0.0  # a**0 is 1 everywhere: not 0 * inf at a == 0 (as the scalar rule)
             else:
                 da = b * np.power(a, b - 1.0)
+        elif type(b) is np.ndarray and (b == 0).any():
+            # the same for the zero entries of a constant exponent; the safe exponent keeps the
+            # unselected branch finite, so a second derivative does not meet 0 * inf either
+            zero = b == 0
+            da = np.where(zero, 0.0, b * np.power(a, np.where(zero, 1.0, b - 1.0)))
         else:
             da = b * np.power(a, b - 1.0)
     if on[1]:
@@ -763,6 +770,11 @@ def _float_dtype(name, dtype):
         raise TypeError("numpy.%s(..., dtype=%s) on duals would drop the derivative" % (name, dtype))
 
 
+def _cast(r, dtype):
+    """The result of a function given ``dtype=`` (already checked to be a float dtype)."""
+    return r if dtype is None else astype(r, dtype)
+
+
 @_register(np.sum)
 def _np_sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=_NoValue):
     _no_out("sum", out)
@@ -853,7 +865,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_No
     m = apply(SUM, (x,), {"axis": axes, "keepdims": True}) / max(n, 1)
     d = x - m
     r = apply(SUM, (d * d,), {"axis": axes, "keepdims": bool(keepdims)})
-    return r / (n - ddof) if n - ddof > 0 else r * np.nan
+    return _cast(r / (n - ddof) if n - ddof > 0 else r * np.nan, dtype)
 
 
 @_register(np.std)
@@ -891,7 +903,7 @@ def _cumulative(name, prim, a, axis, dtype, out, kw):
     if _ndim(x) == 0:
         x = reshape(x, (1,))
     x, ax = _cum_axis(x, axis)
-    return apply(prim, (x,), {"axis": ax})
+    return _cast(apply(prim, (x,), {"axis": ax}), dtype)
 
 
 @_register(np.cumsum, _np("cumulative_sum"))
@@ -990,7 +1002,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, w
     _check_novalue("prod", initial=initial, where=where)
     _float_dtype("prod", dtype)
     x = operand_or_raise(a)
-    return apply(PROD, (x,), {"axis": _axes(axis, _ndim(x)), "keepdims": bool(keepdims)})
+    return _cast(apply(PROD, (x,), {"axis": _axes(axis, _ndim(x)), "keepdims": bool(keepdims)}), dtype)
 
 
 def stop_gradient(x):
@@ -1087,17 +1099,38 @@ def _np_reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
     shape = tuple(int(n) for n in shape)
-    if order == "F":
-        return transpose(reshape(transpose(x), shape[::-1]))
-    if order not in ("C", "A"):
+    if order not in ("C", "F", "A"):
         raise ValueError("reshape: order must be 'C', 'F' or 'A'")
+    if _index_order(x, order, "reshape") == "F":
+        return transpose(reshape(transpose(x), shape[::-1]))
     return reshape(x, shape)
+
+
+def _index_order(x, order, name):
+    """'C' or 'F': numpy's ``order`` for ``x``'s value. 'A' is F for a Fortran-contiguous
+    array (and C otherwise); 'K' (memory order) is C or F for an array contiguous in one of
+    them; other memory layouts are an error rather than a silently different order."""
+    if order in ("C", "F"):
+        return order
+    if order is None:
+        return "C"
+    v = np.asarray(strip(x))
+    f_only = v.flags.f_contiguous and not v.flags.c_contiguous
+    if order == "A":
+        return "F" if f_only else "C"
+    if order == "K":
+        if v.flags.c_contiguous or v.ndim <= 1:
+            return "C"
+        if f_only:
+            return "F"
+        _unsupported(name, "order='K' for an array that is neither C- nor Fortran-contiguous")
+    raise ValueError("%s: order must be one of 'C', 'F', 'A' or 'K'" % name)
 
 
 @_register(np.ravel)
 def ravel(a, order="C"):
     x = operand_or_raise(a)
-    if order == "F":
+    if _index_order(x, order, "ravel") == "F":
         x = transpose(x)
     return reshape(x, (-1,))
 
@@ -1232,7 +1265,7 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
         if _ndim(x) == 0:
             raise ValueError("zero-dimensional arrays cannot be concatenated")
     nd = _ndim(xs[0])
-    return apply(CONCAT, xs, {"axis": normalize_axis_index(axis, nd)})
+    return _cast(apply(CONCAT, xs, {"axis": normalize_axis_index(axis, nd)}), dtype)
 
 
 def _is_scalar_item(e):
@@ -1249,7 +1282,7 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
         raise ValueError("need at least one array to stack")
     if all(_is_scalar_item(e) for e in arrays):
         normalize_axis_index(axis, 1)
-        return A.pack_scalars(arrays)
+        return _cast(A.pack_scalars(arrays), dtype)
     xs = [operand_or_raise(a) for a in arrays]
     shapes = {shape_of(x) for x in xs}
     if len(shapes) != 1:
@@ -1257,7 +1290,7 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     s = shapes.pop()
     ax = normalize_axis_index(axis, len(s) + 1)
     es = s[:ax] + (1,) + s[ax:]
-    return apply(CONCAT, [reshape(x, es) for x in xs], {"axis": ax})
+    return _cast(apply(CONCAT, [reshape(x, es) for x in xs], {"axis": ax}), dtype)
 
 
 @_register(np.vstack, _np("row_stack"))
@@ -1465,7 +1498,14 @@ def pad(array, pad_width, mode="constant", **kwargs):
             _unsupported("pad", "constant_values=<dual>")
         return apply(PAD, (x,), {"pw": pw, "cval": c})
     if mode in ("edge", "reflect", "symmetric", "wrap"):
-        idx = np.pad(np.arange(int(np.prod(s, dtype=np.int64))).reshape(s), pw, mode=mode, **kwargs)
+        # These modes copy entries: pad an array of indices the same way and gather. An odd
+        # reflection (2 * edge - x) computes new values, which this cannot express.
+        if kwargs.get("reflect_type", "even") != "even":
+            _unsupported("pad", "reflect_type=%r" % (kwargs["reflect_type"],))
+        kwargs.pop("reflect_type", None)
+        if kwargs:
+            _unsupported("pad", ", ".join(kwargs))
+        idx = np.pad(np.arange(int(np.prod(s, dtype=np.int64))).reshape(s), pw, mode=mode)
         return getitem(ravel(x), idx, False)
     raise NotImplementedError("deltaad: numpy.pad(..., mode=%r) on dual numbers is not supported" % (mode,))
 
@@ -1512,12 +1552,13 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 @_register(np.trace)
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     _no_out("trace", out)
-    return sum_(diagonal(a, offset, axis1, axis2), axis=-1)
+    _float_dtype("trace", dtype)
+    return _cast(sum_(diagonal(a, offset, axis1, axis2), axis=-1), dtype)
 
 
 if hasattr(np.linalg, "diagonal"):
     _register(np.linalg.diagonal)(lambda x, /, *, offset=0: diagonal(x, offset, -2, -1))
-    _register(np.linalg.trace)(lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1))
+    _register(np.linalg.trace)(lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype))
 
 
 def _tri_mask(x, k, lower):
@@ -1764,7 +1805,7 @@ for _f in (
     "shape ndim size argmax argmin argsort argwhere nonzero flatnonzero count_nonzero isclose "
     "allclose array_equal array_equiv any all searchsorted zeros_like ones_like empty_like round "
     "around fix result_type may_share_memory shares_memory iscomplexobj isrealobj iscomplex isreal "
-    "digitize histogram_bin_edges nanargmax nanargmin isin sign floor ceil trunc rint"
+    "digitize nanargmax nanargmin isin sign floor ceil trunc rint"
 ).split():
     _fn = getattr(np, _f, None)
     if _fn is not None and not isinstance(_fn, np.ufunc):
@@ -1850,16 +1891,44 @@ def _expand2(c):
     return reshape(c, shape_of(c) + (1, 1))
 
 
+def _det_cofactor(a, out):
+    """d det(a) / da: the cofactor matrix adj(a)^T, which is det(a) inv(a)^T where a is
+    invertible. At a singular matrix inv fails but the cofactor exists (JAX gives it); from the
+    SVD a = U S V^T it is det(U) det(V) U diag(prod_{j != i} s_j) V^T. That path works on plain
+    values only: a second derivative there is a clear error."""
+    try:
+        return _expand2(out) * _swap(np.linalg.inv(a))
+    except np.linalg.LinAlgError:
+        if _is_dual(a):
+            raise NotImplementedError(
+                "deltaad: second and higher derivatives of numpy.linalg.det at a singular "
+                "matrix are not supported") from None
+    u, sv, vh = np.linalg.svd(a)
+    n = sv.shape[-1]
+    others = np.where(np.eye(n, dtype=bool), 1.0, sv[..., None, :])  # row i: s with s_i := 1
+    p = np.prod(others, axis=-1)
+    sign = np.linalg.det(u) * np.linalg.det(vh)
+    return (sign[..., None, None] * (u * p[..., None, :]) @ vh).astype(dtype_of(out), copy=False)
+
+
 def _det_vjp(out, vals, on):
     a = vals[0]
 
     def rule(ct):
-        return (_expand2(ct * out) * _swap(np.linalg.inv(a)),)
+        return (_expand2(ct) * _det_cofactor(a, out),)
 
     return rule
 
 
-DET = Primitive("linalg.det", np.linalg.det, _det_vjp, lambda out, vals, tans: out * _trace_last(np.linalg.solve(vals[0], tans[0])))
+def _det_jvp(out, vals, tans):
+    a, t = vals[0], tans[0]
+    try:
+        return out * _trace_last(np.linalg.solve(a, t))
+    except np.linalg.LinAlgError:  # singular: d det = sum(cofactor * da)
+        return np.sum(_det_cofactor(a, out) * t, axis=(-2, -1))
+
+
+DET = Primitive("linalg.det", np.linalg.det, _det_vjp, _det_jvp)
 
 
 @_register(np.linalg.det)
@@ -1980,7 +2049,13 @@ def _vector_norm(x, ord, ax, keepdims):
         return sum_(absolute(x), axis=ax, keepdims=keepdims)
     if isinstance(ord, str):
         raise ValueError("Invalid norm order '%s' for vectors" % ord)
-    return power(sum_(power(absolute(x), float(ord)), axis=ax, keepdims=keepdims), 1.0 / ord)
+    s = sum_(power(absolute(x), float(ord)), axis=ax, keepdims=keepdims)
+    zero = np.asarray(strip(s)) == 0
+    if not zero.any():
+        return power(s, 1.0 / ord)
+    # At the zero vector the norm is 0 with gradient 0 (the documented choice), not
+    # (1/p) * 0**(1/p - 1) * 0 = inf * 0: select 0 there and give the other branch a safe sum.
+    return where(zero, 0.0, power(where(zero, 1.0, s), 1.0 / ord))
 
 
 def power(a, b):
@@ -2162,6 +2237,9 @@ def _einsum_vjp(out, vals, on, spec, optimize):
     ins, o = spec.split("->")
     terms = ins.split(",")
 
+    if not isinstance(optimize, (bool, str)):
+        optimize = True  # an explicit path fits the forward contraction only, not the gradients'
+
     def rule(ct):
         return tuple(_einsum_grad(k, ct, terms, o, vals, optimize) if use else None for k, use in enumerate(on))
 
@@ -2190,7 +2268,8 @@ def einsum(*operands, out=None, optimize=False, **kwargs):
         _float_dtype("einsum", kwargs["dtype"])
     terms, o, arrays = _parse_einsum(operands)
     arrays = [_arr(a) for a in arrays]
-    return apply(EINSUM, arrays, {"spec": ",".join(terms) + "->" + o, "optimize": optimize})
+    r = apply(EINSUM, arrays, {"spec": ",".join(terms) + "->" + o, "optimize": optimize})
+    return _cast(r, kwargs.get("dtype"))
 
 
 # ============================================================================================

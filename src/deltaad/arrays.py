@@ -165,7 +165,11 @@ def apply(prim, args, params=_EMPTY):
             tans = [None] * k
             for j, t in zip(keep, ids):
                 tans[j] = t
-        return wrap(out, top, -1, prim.jvp(out, vals, tans, **params))
+        t = prim.jvp(out, vals, tans, **params)
+        if type(out) is np.ndarray and out.dtype.kind == "f" and \
+                isinstance(t, (np.ndarray, np.floating)) and t.dtype != out.dtype:
+            t = np.asarray(t, dtype=out.dtype)  # a tangent has its primal's dtype (float32 stays)
+        return wrap(out, top, -1, t)
     rule = prim.vjp(out, vals, on, **params)
     if scalar is not None or len(keep) != k:
         rule = _select(rule, keep, scalar)
@@ -483,13 +487,25 @@ def _update_impl(xv, vv, idx, mode, unique):
 
 def _update_vjp(out, vals, on, idx, mode, unique):
     vshape = shape_of(vals[1])
+    won = None
+    if mode == "set" and not unique and on[1]:
+        # A repeated index keeps one of the writes to it: only that element of v reaches the
+        # output. Number the selected slots and write the numbers through the same index, so
+        # numpy itself says which write survived.
+        xshape = shape_of(vals[0])
+        sel_shape = np.empty(xshape, dtype=np.int8)[idx].shape
+        order = np.arange(int(np.prod(sel_shape))).reshape(sel_shape)
+        survivor = np.full(xshape, -1, dtype=np.intp)
+        survivor[idx] = order
+        won = (survivor[idx] == order).astype(dtype_of(out))
 
     def rule(ct):
         gx = gv = None
         if on[0]:
             gx = ct if mode == "add" else update(ct, 0.0, idx, "set", unique)
         if on[1]:
-            gv = unbroadcast(getitem(ct, idx, unique), vshape)
+            sel = getitem(ct, idx, unique)
+            gv = unbroadcast(sel if won is None else sel * won, vshape)
         return gx, gv
 
     return rule
@@ -950,6 +966,8 @@ def _binop(ufunc, a, b):
     ob = operand(b)
     if oa is None or ob is None:
         return NotImplemented
+    if ufunc in PLAIN_UFUNCS:  # // : piecewise constant, a plain result (derivative 0)
+        return ufunc(strip(oa), strip(ob))
     return UFUNC_RULES[ufunc](oa, ob)
 
 
@@ -1056,9 +1074,12 @@ def ufunc_dispatch(ufunc, method, inputs, kwargs):
     if rule is None:
         raise _not_implemented(ufunc, method)
     kw = dict(kwargs)
-    kw.pop("out", None)
-    kw.pop("dtype", None)
-    return rule(*[operand_or_raise(x) for x in inputs], **kw)
+    # out= and a non-float dtype= raise as for a call; a float dtype= casts the result
+    _check_ufunc_kwargs(ufunc, {k: kw.pop(k) for k in ("out", "dtype") if k in kw})
+    r = rule(*[operand_or_raise(x) for x in inputs], **kw)
+    if dtype is not None:
+        r = FUNCTION_RULES[np.astype](r, dtype)
+    return r
 
 
 def asarray_plain(x):
