@@ -84,12 +84,29 @@ def _number(t, min_time):
     return 1 if t >= min_time else min(1_000_000, int(math.ceil(min_time / t)))
 
 
-def _timing(fn, number):
+try:
+    import resource
+
+    def _minor_faults():
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+except ImportError:  # not on this platform: faults are not reported
+    def _minor_faults():
+        return 0
+
+
+def _timing(fn, number, faults=None):
+    """Seconds per call of ``fn`` over ``number`` calls; with a list ``faults``, append the
+    minor page faults per call (memory the kernel maps in: microseconds each on a VM, so a
+    mode whose memory outgrows what the allocator keeps pays them only at large sizes)."""
     gc.collect()
+    f0 = _minor_faults()
     t0 = _now()
     for _ in range(number):
         fn()
-    return (_now() - t0) / number
+    t = (_now() - t0) / number
+    if faults is not None:
+        faults.append((_minor_faults() - f0) / number)
+    return t
 
 
 def measure_pair(fn, base, reps=5, warmups=1, min_time=0.01, budget=math.inf):
@@ -123,10 +140,10 @@ def measure_pair(fn, base, reps=5, warmups=1, min_time=0.01, budget=math.inf):
         warm.append(_now() - t0)
     nb = _number(min(bwarm), min_time)
     nf = _number(min(warm), min_time)
-    btimes, times, ratios = [], [], []
+    btimes, times, ratios, bfaults, faults = [], [], [], [], []
     for _ in range(reps):
-        tb = _timing(base, nb)
-        tf = _timing(fn, nf)
+        tb = _timing(base, nb, bfaults)
+        tf = _timing(fn, nf, faults)
         btimes.append(tb)
         times.append(tf)
         if tb > 0:
@@ -134,9 +151,11 @@ def measure_pair(fn, base, reps=5, warmups=1, min_time=0.01, budget=math.inf):
     med = statistics.median(times)
     bmed = statistics.median(btimes)
     return ({"median": med, "min": min(times), "times": times, "number": nf, "warmup": warm,
-             "repeated": True, "over_budget": med > budget, "paired_ratios": ratios},
+             "repeated": True, "over_budget": med > budget, "paired_ratios": ratios,
+             "faults_per_call": statistics.median(faults)},
             {"median": bmed, "min": min(btimes), "times": btimes, "number": nb, "warmup": bwarm,
-             "repeated": True, "over_budget": False})
+             "repeated": True, "over_budget": False,
+             "faults_per_call": statistics.median(bfaults)})
 
 
 def measure_memory(fn):
@@ -416,6 +435,8 @@ def run_job(spec, mode=None, program=None, emit=_emit, write=None):
             ablations.set_deadline(math.inf)
         point["time"] = tm
         point["median"] = tm["median"]
+        if tm.get("faults_per_call") is not None:
+            point["faults_per_op"] = tm["faults_per_call"] / point["ops"]
         if "float" in point:
             point["float_median"] = point["float"]["median"]
             # the median of the paired ratios (each timing over the float timing just before

@@ -227,10 +227,15 @@ def test_tiny_run_writes_report_and_results(tmp_path, capfd):
         for p in m["points"]:
             assert p["median"] > 0 and p["float_median"] > 0 and p["ratio"] > 0
             assert p["mem_peak"] > 0 and p["tape_nbindings"] >= p["ops"]
+            assert p["faults_per_op"] >= 0 and p["float"]["faults_per_call"] >= 0
         assert m["summary"]["time"]["slope"] is not None
+        assert m["summary"]["ratio_slope"] is not None
+        lo, hi = m["summary"]["faults_per_op"]
+        assert lo >= 0 and hi >= 0
         wrong = entry["modes"]["deltaad-wrong"]
         assert wrong["status"] == "wrong" and wrong["points"] == []
     assert "wrong: gradient check" in report
+    assert "faults/op small → large" in report and "slope of ×float" in report
     assert results["meta"]["settings"]["malloc"] == "steady"
     assert "Allocator: glibc told to keep freed memory" in report
     printed = capfd.readouterr().out
