@@ -235,8 +235,7 @@ cdef class Tape(Trace):
             self.b[start + k].c1 = 0.0
             self.b[start + k].p2 = -1
             self.b[start + k].c2 = 0.0
-            if type(vals[k]) is Dual:
-                _check_lower(self, vals[k])
+            _check_lower(self, vals[k])  # inline: a type check for a float
             out[k] = _new_dual(vals[k], self, start + k)
             self.n = start + k + 1
         return out
@@ -430,14 +429,18 @@ cdef bint _is_zero(object a) except -1:
     whose value and tangent are such zeros (a zero adjoint is skipped even where a partial is
     infinite, as in the float sweep: 0 * inf counts as 0). A tape dual is never skipped: it
     carries a derivative even where its value is 0."""
+    cdef Dual d
     while True:
         if type(a) is float:
             return <double>a == 0.0
         if type(a) is not Dual or not (<Dual>a).tr.is_forward:
             return False
-        if not _is_zero((<Dual>a).tangent):
+        d = <Dual>a
+        if (d.t != 0.0) if d.ot is None else not _is_zero(d.ot):
             return False
-        a = (<Dual>a).value
+        if d.ov is None:
+            return d.v == 0.0
+        a = d.ov
 
 
 cdef inline void _accumulate(list adj, Py_ssize_t i, object x) except *:

@@ -252,7 +252,7 @@ class Tape(Trace):
         rb = iter(reversed(bs))
         for i, c2, k, c1, j in zip(range(n - 1, -1, -1), rb, rb, rb, rb):
             a = adj[i]
-            if a is None or _is_zero(a):
+            if a is None or (a == 0.0 if type(a) is float else _is_zero(a)):
                 continue
             if j == -2:
                 parents, rule = linear[i]

@@ -26,9 +26,10 @@ Dual = B.Dual
 
 def _nan_first(a, b, choose):
     """numpy's maximum/minimum: a nan argument is the result (fmax/fmin would ignore it)."""
-    if F.value(a) != F.value(a):
+    va, vb = F.value(a), F.value(b)
+    if va != va:
         return a
-    if F.value(b) != F.value(b):
+    if vb != vb:
         return b
     return choose(a, b)
 

@@ -18,6 +18,7 @@ import numpy as np
 from . import delta as _delta
 from ._backend import B
 from ._errors import escaped_error
+from .arrays import dtype_of as _dtype_of  # under every dual level; float64 for floats
 from .pytrees import LEAF, all_floats, tree_flatten, tree_unflatten
 
 Dual = B.Dual
@@ -181,15 +182,6 @@ def _on_trace(x, trace):
         if t.closed or t.level > trace.level:
             raise escaped_error(t.level)
     return None
-
-
-def _dtype_of(x):
-    """The dtype of a leaf's value under any number of dual levels (float64 for floats)."""
-    while is_dual(x):
-        x = x.value
-    if isinstance(x, (np.ndarray, np.generic)):
-        return x.dtype
-    return _FLOAT64
 
 
 _FLOAT64 = np.dtype(np.float64)
