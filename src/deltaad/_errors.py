@@ -25,3 +25,12 @@ def escaped_error(level):
 
 def no_float_error(what):
     return TypeError(NO_FLOAT.format(what=what))
+
+
+def complex_error(x=None):
+    """deltaad differentiates real functions: a complex value where a real one is needed."""
+    what = "a complex array" if getattr(x, "ndim", 0) else "a complex value"
+    return TypeError(
+        "deltaad differentiates real functions; got %s. Split it into real and imaginary parts "
+        "(x.real, x.imag) and differentiate with respect to those." % what
+    )
