@@ -8,99 +8,25 @@ and reads the outputs back (``lookup``/``delta``). Written once against the back
 
 import collections
 import functools
-import itertools
 import numbers
 import operator
-import threading
 
 import numpy as np
 
 from . import delta as _delta
 from ._backend import B
-from ._errors import escaped_error
-from .arrays import dtype_of as _dtype_of  # under every dual level; float64 for floats
+from .numpy.array import array_input, asarray
 from .pytrees import LEAF, all_floats, tree_flatten, tree_unflatten
+from .trace import dtype_of as _dtype_of
+from .trace import is_dual, opened
+from .trace import leaf_kind as _leaf_kind
+from .trace import on_trace as _on_trace
 
 Dual = B.Dual
-
-_levels = itertools.count(1)  # next() is atomic under the GIL: levels never repeat
-_local = threading.local()
-
-
-def open_traces():
-    """The traces open in this thread, outermost first (empty outside any differentiation)."""
-    return list(getattr(_local, "stack", ()))
-
-
-class _Opened:
-    """Context manager: open a trace of ``kind`` above all others; always close it."""
-
-    __slots__ = ("trace",)
-
-    def __init__(self, kind):
-        self.trace = kind(next(_levels))
-
-    def __enter__(self):
-        stack = getattr(_local, "stack", None)
-        if stack is None:
-            stack = _local.stack = []
-        stack.append(self.trace)
-        return self.trace
-
-    def __exit__(self, *exc):
-        self.trace.close()
-        stack = _local.stack
-        if stack and stack[-1] is self.trace:
-            stack.pop()
-        else:  # closed out of order (a generator kept alive); still never leak it
-            try:
-                stack.remove(self.trace)
-            except ValueError:
-                pass
-        return False
 
 
 # --------------------------------------------------------------------------------------------
 # Leaves: which are differentiable, how they become duals and come back
-
-
-def _array_glue():
-    from . import numpy_glue
-
-    return numpy_glue
-
-
-def is_dual(x):
-    """True for any deltaad dual (scalar or array)."""
-    return type(x) is Dual or getattr(type(x), "_deltaad_array_dual", False)
-
-
-def _leaf_kind(x):
-    """'scalar', 'array' or None (static: passed through, ``None`` in its gradient slot)."""
-    tx = type(x)
-    if tx is float or tx is Dual:
-        return "scalar"
-    if tx is int or tx is bool or tx is str or x is None:
-        return None
-    if isinstance(x, np.ndarray):
-        if x.dtype.kind == "f":
-            return "array"
-        if x.dtype.kind == "c":
-            raise TypeError(
-                "deltaad differentiates real functions; got a complex array. Split it into real "
-                "and imaginary parts (x.real, x.imag) and differentiate with respect to those."
-            )
-        return None
-    if isinstance(x, (np.floating, float)):
-        return "scalar"
-    if isinstance(x, (complex, np.complexfloating)):
-        raise TypeError(
-            "deltaad differentiates real functions; got the complex number %r. Differentiate "
-            "with respect to its real and imaginary parts separately." % (x,)
-        )
-    if is_dual(x):
-        return "array"
-    return None
 
 
 def _scalar_value(x):
@@ -129,11 +55,7 @@ def _dualise(trace, leaves, tangents=None, floats=False):
             else:
                 out.append(trace.input(_scalar_value(x), _tangent_value(tangents[k])))
         else:
-            glue = _array_glue()
-            if tangents is None:
-                out.append(glue.array_input(trace, x, None))
-            else:
-                out.append(glue.array_input(trace, x, tangents[k]))
+            out.append(array_input(trace, x, None if tangents is None else tangents[k]))
     return out, kinds
 
 
@@ -167,21 +89,6 @@ def _tangent_value(t):
         "jvp: the tangent of a float primal must be a real number; got a value of type %s"
         % type(t).__name__
     )
-
-
-def _on_trace(x, trace):
-    """If leaf ``x`` is a dual of ``trace`` return it; None if it is a constant there.
-
-    Duals of outer traces that are still open are constants here (nesting); a dual of any other
-    trace -- an inner one, or one that has finished (it escaped, e.g. in a global from an
-    earlier grad) -- would silently become a constant, so it is an EscapedDualError."""
-    if is_dual(x):
-        t = x.trace
-        if t is trace:
-            return x
-        if t.closed or t.level > trace.level:
-            raise escaped_error(t.level)
-    return None
 
 
 _FLOAT64 = np.dtype(np.float64)
@@ -443,7 +350,7 @@ def _cotangent(ct, out, k, n):
     elif tc is float:
         return np.array(ct, dtype=_dtype_of(out))
     elif tc is Dual:
-        return _array_glue().asarray(ct)
+        return asarray(ct)
     return ct
 
 
@@ -475,7 +382,7 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
     """Run ``fun`` on a fresh tape, differentiating the arguments in ``argnums``."""
     leaves, in_def = tree_flatten(tuple([args[n] for n in argnums]))
     floats = all_floats(leaves)
-    with _Opened(B.Tape) as tape:
+    with opened(B.Tape) as tape:
         duals, kinds = _dualise(tape, leaves, floats=floats)
         _check_has_float(kinds, who, argnums)
         new_args = list(args)
@@ -599,7 +506,7 @@ def jvp(fun, primals, tangents):
     t_leaves, t_def = tree_flatten(tuple(tangents))
     if t_def is not in_def and t_def != in_def:
         raise TypeError("jvp: tangents must have the structure of primals, %r; got %r" % (in_def, t_def))
-    with _Opened(B.ForwardLevel) as level:
+    with opened(B.ForwardLevel) as level:
         duals, kinds = _dualise(level, leaves, t_leaves, floats=all_floats(leaves))
         _check_has_float(kinds, "jvp")
         out = fun(*tree_unflatten(in_def, duals))
@@ -686,7 +593,7 @@ def _matrix(rows, dtype=_FLOAT64):
     """``np.array(rows, dtype)``; an array dual when entries are duals (Jacobians inside a
     differentiation, e.g. the inner jacrev of hessian), never an object array."""
     if any(is_dual(e) for row in rows for e in row):
-        arr = _array_glue().asarray(rows)
+        arr = asarray(rows)
         return arr if arr.dtype == dtype else arr.astype(dtype)
     if rows and rows[0]:
         return np.array(rows, dtype=dtype)
@@ -820,7 +727,7 @@ def _jacfwd(fun, argnums, who):
 def _jvp_static(f, in_leaves, in_def, t_leaves, who):
     """``jvp`` where static leaves carry ``None`` tangents (they are not dualised); the output
     as flat lists ``(primals, tangents, treedef)``."""
-    with _Opened(B.ForwardLevel) as level:
+    with opened(B.ForwardLevel) as level:
         duals, kinds = _dualise(level, in_leaves, t_leaves)
         out = f(*tree_unflatten(in_def, duals))
     return _read_forward(out, level, who)
@@ -842,7 +749,7 @@ def make_delta(fun, *primals):
     ``deltaad.delta.eval(1.0, delta, {})`` evaluates it to ``{input id: partial derivative}``.
     """
     leaves, in_def = tree_flatten(tuple(primals))
-    with _Opened(B.Tape) as tape:
+    with opened(B.Tape) as tape:
         duals, kinds = _dualise(tape, leaves)
         _check_has_float(kinds, "make_delta")
         if any(k == "array" for k in kinds):

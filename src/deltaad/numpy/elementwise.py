@@ -1,0 +1,633 @@
+"""Elementwise rules: the elementary functions of the table on arrays, arithmetic, choices
+(``maximum``, ``where``, ``clip``) and casts.
+
+The table's functions (:mod:`deltaad.elementwise`) become array primitives here with the same
+derivative expression as on scalars, evaluated over numpy's namespace; a zero tangent or
+cotangent meeting an infinite partial contributes an exact zero, as on scalars. On scalar duals
+a ufunc gives numpy's value (``np.tanh(x)`` is numpy's ``tanh``, ``deltaad.tanh(x)`` is
+``math``'s), with the same derivative expression.
+
+Choices at non-differentiable points (the same as the scalar functions where those exist):
+``maximum``/``minimum``/``fmax``/``fmin`` ties give each side 1/2; ``clip`` passes the gradient
+to ``x`` inside ``[lo, hi]`` (bounds included) and to the bound outside; ``floor``, ``sign``,
+comparisons and friends are constants (derivative zero).
+"""
+
+import operator
+from types import SimpleNamespace
+
+import numpy as np
+
+from .. import elementwise as table
+from .. import functions as F
+from .._backend import B
+from .._errors import complex_error, escaped_error
+from ..trace import dtype_of
+from ..trace import value as strip
+from . import registry
+from .array import (
+    ArrayDual, Dual, Primitive, apply, asarray_plain, broadcast, operand_or_raise, reshape,
+    shape_of, unbroadcast,
+)
+from .args import NoValue, no_out
+from .define import defconst, register
+
+
+# ============================================================================================
+# The table's functions on arrays
+
+
+def _zero_mask(t):
+    """Where the tangent or cotangent ``t`` is an exact zero (a plain 0, or a forward dual whose
+    value and tangent are such zeros; a tape dual is never zero: it carries a derivative)."""
+    tt = type(t)
+    if tt is ArrayDual or tt is Dual:
+        if not t.trace.is_forward:
+            return False
+        return _zero_mask(t.value) & _zero_mask(t.tangent)
+    return np.asarray(t) == 0
+
+
+def _scaled(t, d, exact_zeros):
+    """``t * d``, with ``exact_zeros``: 0 where ``t`` is an exact zero even if ``d`` is
+    infinite or nan there (a zero vector maps to zero)."""
+    r = t * d
+    if exact_zeros:
+        mask = _zero_mask(t)
+        if mask is not False:
+            r = np.where(mask, 0.0, r)
+    return r
+
+
+def _nonfinite(d):
+    return d is not None and not np.all(np.isfinite(strip(d)))
+
+
+def elementwise_primitive(name, impl, partials, with_out=False, edges=True):
+    """An elementwise primitive of n arrays (the paper's general primitive lifted to arrays,
+    broadcasting).
+
+    ``partials[j](*values)`` (``(*values, out)`` when ``with_out``) is the elementwise partial
+    derivative with respect to argument ``j``, written with numpy functions; it is computed in
+    the forward pass (the paper's ``Scale`` coefficient) and only for arguments that are duals.
+    With ``edges``, a partial that is infinite or nan somewhere keeps zero tangents and
+    cotangents exact zeros there. ``deltaad.primitive`` and the table's functions are both
+    built here.
+    """
+    n = len(partials)
+
+    def derivs(vals, out, which):
+        args = tuple(vals) + (out,) if with_out else tuple(vals)
+        return [partials[j](*args) if which[j] else None for j in range(n)]
+
+    if n == 1:
+        d0 = partials[0]
+
+        def vjp1(out, vals, on):
+            d = d0(vals[0], out) if with_out else d0(vals[0])
+            exact = edges and _nonfinite(d)
+
+            def rule(ct):
+                return (_scaled(ct, d, exact),)
+
+            return rule
+
+        def jvp1(out, vals, tans):
+            d = d0(vals[0], out) if with_out else d0(vals[0])
+            return _scaled(tans[0], d, edges and _nonfinite(d))
+
+        return Primitive(name, impl, vjp1, jvp1)
+
+    def vjp(out, vals, on):
+        ds = derivs(vals, out, on)
+        exact = [edges and _nonfinite(d) for d in ds]
+        shapes = [shape_of(v) for v in vals]
+
+        def rule(ct):
+            return tuple(None if d is None else unbroadcast(_scaled(ct, d, e), s)
+                         for d, e, s in zip(ds, exact, shapes))
+
+        return rule
+
+    def jvp(out, vals, tans):
+        ds = derivs(vals, out, [t is not None for t in tans])
+        t = None
+        for tj, d in zip(tans, ds):
+            if tj is not None:
+                term = _scaled(tj, d, edges and _nonfinite(d))
+                t = term if t is None else t + term
+        return broadcast(t, shape_of(out))
+
+    return Primitive(name, impl, vjp, jvp)
+
+
+def _rdiv(a, b):
+    """``ns.rdiv`` on arrays: ``a / b``, and where ``b`` is 0 the sign of ``a`` times inf (nan
+    where ``a`` is 0 or nan), exactly as the scalar namespace's ``rdiv``."""
+    bv = np.asarray(strip(b))
+    zero = bv == 0
+    if not zero.any():
+        return a / b
+    if type(a) is ArrayDual or type(a) is Dual or type(b) is ArrayDual or type(b) is Dual:
+        return apply(_RDIV, (a, b))
+    return _rdiv_plain(a, b)
+
+
+def _rdiv_plain(a, b):
+    a = np.asarray(a)
+    b = np.asarray(b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.true_divide(a, b)
+    edge = np.where((a == 0) | np.isnan(a), np.nan, np.copysign(np.inf, a))
+    return np.where(b == 0, edge, r)
+
+
+_RDIV = elementwise_primitive(
+    "rdiv", _rdiv_plain,
+    (lambda u, v: _rdiv(1.0, v), lambda u, v: -_rdiv(_rdiv(u, v), v)))
+
+
+def _sign(x):
+    return np.sign(np.asarray(strip(x)))
+
+
+def _where(c, a, b):
+    return np.where(c, a, b)
+
+
+# The namespace the table's derivative expressions are evaluated over on arrays (the scalar
+# one is each backend's ``NS``): numpy's functions dispatch back to deltaad on array duals.
+NS = SimpleNamespace(rdiv=_rdiv, sign=_sign, value=lambda x: np.asarray(strip(x)), where=_where)
+
+
+def _unary_fn(prim):
+    def fn(x):
+        return apply(prim, (x,))
+
+    fn.__name__ = prim.name
+    fn.primitive = prim
+    return fn
+
+
+def _binary_fn(prim):
+    def fn(a, b):
+        return apply(prim, (a, b))
+
+    fn.__name__ = prim.name
+    fn.primitive = prim
+    return fn
+
+
+def _numpy_valued(e):
+    """The entry's scalar function with numpy's value (what ``np.<name>`` gives on a float)."""
+    f = e.array
+    if e.arity == 1:
+        return B.lift1(e.name, lambda x: float(f(x)), e.derivative)
+    return B.lift2(e.name, lambda a, b: float(f(a, b)), e.derivative)
+
+
+def _lift_table():
+    for e in table.TABLE:
+        if e.arity == 1:
+            prim = elementwise_primitive(
+                e.name, e.array, (lambda x, y, d=e.derivative: d(NS, x, y),), with_out=True,
+                edges=e.edges)
+            fn = _unary_fn(prim)
+        else:
+            def p(k, d=e.derivative):
+                return lambda a, b, y: d(NS, a, b, y)[k]
+            prim = elementwise_primitive(e.name, e.array, (p(0), p(1)), with_out=True,
+                                         edges=e.edges)
+            fn = _binary_fn(prim)
+        registry.ELEMENTARY[e.name] = fn
+        setattr(NS, e.name, fn)
+        scalar = _numpy_valued(e)
+        for u in e.ufuncs:
+            registry.register_ufunc(u, fn, scalar)
+
+
+_lift_table()
+absolute = registry.ELEMENTARY["absolute"]
+
+
+# ============================================================================================
+# Arithmetic and choices of two arguments (broadcasting; cotangents are summed back)
+
+
+def negative(x):
+    return apply(NEGATIVE, (x,))
+
+
+def _negative_vjp(out, vals, on):
+    return _neg_rule
+
+
+def _neg_rule(ct):
+    return (-ct,)
+
+
+NEGATIVE = Primitive("negative", np.negative, _negative_vjp, lambda out, vals, tans: -tans[0])
+
+
+def positive(x):
+    if (type(x) is ArrayDual or type(x) is Dual) and x.trace.closed:
+        raise escaped_error(x.trace.level)
+    return x
+
+
+def _add_vjp(out, vals, on):
+    sa = shape_of(vals[0])
+    sb = shape_of(vals[1])
+    oa, ob = on
+
+    def rule(ct):
+        return (unbroadcast(ct, sa) if oa else None, unbroadcast(ct, sb) if ob else None)
+
+    return rule
+
+
+def _add_jvp(out, vals, tans):
+    ta, tb = tans
+    s = shape_of(out)
+    if ta is None:
+        return broadcast(tb, s)
+    if tb is None:
+        return broadcast(ta, s)
+    return broadcast(ta + tb, s)
+
+
+ADD = Primitive("add", np.add, _add_vjp, _add_jvp)
+
+
+def _sub_vjp(out, vals, on):
+    sa = shape_of(vals[0])
+    sb = shape_of(vals[1])
+    oa, ob = on
+
+    def rule(ct):
+        # negate after summing down to b's shape: the same bits, but on b's (often much smaller)
+        # shape rather than on the broadcast output's
+        return (unbroadcast(ct, sa) if oa else None, -unbroadcast(ct, sb) if ob else None)
+
+    return rule
+
+
+def _sub_jvp(out, vals, tans):
+    ta, tb = tans
+    s = shape_of(out)
+    if ta is None:
+        return broadcast(-tb, s)
+    if tb is None:
+        return broadcast(ta, s)
+    return broadcast(ta - tb, s)
+
+
+SUB = Primitive("subtract", np.subtract, _sub_vjp, _sub_jvp)
+
+
+def _mul_vjp(out, vals, on):
+    a, b = vals
+    oa, ob = on
+    sa = shape_of(a)
+    sb = shape_of(b)
+    if oa and ob and a is b:
+        # a square x * x: both parents' cotangents are the one product ct * x (same bits as
+        # computing it twice); the sweep adds it to x's adjoint twice
+        def square_rule(ct):
+            g = unbroadcast(ct * a, sa)
+            return (g, g)
+
+        return square_rule
+    if not ob:
+        a = None
+    if not oa:
+        b = None
+
+    def rule(ct):
+        return (unbroadcast(ct * b, sa) if oa else None, unbroadcast(ct * a, sb) if ob else None)
+
+    return rule
+
+
+def _mul_jvp(out, vals, tans):
+    a, b = vals
+    ta, tb = tans
+    if ta is None:
+        return broadcast(a * tb, shape_of(out))
+    if tb is None:
+        return broadcast(ta * b, shape_of(out))
+    return broadcast(ta * b + a * tb, shape_of(out))
+
+
+MUL = Primitive("multiply", np.multiply, _mul_vjp, _mul_jvp)
+
+
+def _div_vjp(out, vals, on):
+    a, b = vals
+    oa, ob = on
+    sa = shape_of(a)
+    sb = shape_of(b)
+    y = out if ob else None
+
+    def rule(ct):
+        g = ct / b
+        return (unbroadcast(g, sa) if oa else None, unbroadcast(-(g * y), sb) if ob else None)
+
+    return rule
+
+
+def _div_jvp(out, vals, tans):
+    a, b = vals
+    ta, tb = tans
+    if tb is None:
+        return broadcast(ta / b, shape_of(out))
+    t = tb * out if ta is None else ta - tb * out
+    return broadcast(t / b if ta is not None else -(t / b), shape_of(out))
+
+
+DIV = Primitive("true_divide", np.true_divide, _div_vjp, _div_jvp)
+
+
+def _binary(name, impl, partials):
+    """An elementwise primitive of two arguments; ``partials(a, b, y, on) -> (da, db)``."""
+
+    def vjp(out, vals, on):
+        a, b = vals
+        sa = shape_of(a)
+        sb = shape_of(b)
+        da, db = partials(a, b, out, on)
+        oa, ob = on
+
+        def rule(ct):
+            return (unbroadcast(ct * da, sa) if oa else None, unbroadcast(ct * db, sb) if ob else None)
+
+        return rule
+
+    def jvp(out, vals, tans):
+        a, b = vals
+        ta, tb = tans
+        da, db = partials(a, b, out, (ta is not None, tb is not None))
+        t = None
+        if ta is not None:
+            t = ta * da
+        if tb is not None:
+            t = tb * db if t is None else t + tb * db
+        return broadcast(t, shape_of(out))
+
+    return Primitive(name, impl, vjp, jvp)
+
+
+def _pow_partials(a, b, y, on):
+    da = db = None
+    if on[0]:
+        if type(b) is float or type(b) is int or isinstance(b, np.generic):
+            if b == 2:
+                da = 2.0 * a
+            elif b == 1:
+                da = 1.0
+            elif b == 0:
+                da = 0.0  # a**0 is 1 everywhere: not 0 * inf at a == 0 (as the scalar rule)
+            else:
+                da = b * np.power(a, b - 1.0)
+        elif type(b) is np.ndarray and (b == 0).any():
+            # the same for the zero entries of a constant exponent; the safe exponent keeps the
+            # unselected branch finite, so a second derivative does not meet 0 * inf either
+            zero = b == 0
+            da = np.where(zero, 0.0, b * np.power(a, np.where(zero, 1.0, b - 1.0)))
+        else:
+            da = b * np.power(a, b - 1.0)
+    if on[1]:
+        av = np.asarray(strip(a))
+        pos = av > 0
+        safe = np.where(pos, a, 1.0)
+        db = np.where(pos, np.log(safe) * y, np.where(av == 0, 0.0, np.nan))
+    return da, db
+
+
+def _pow_impl(a, b):
+    return np.power(a, b)
+
+
+POWER = _binary("power", _pow_impl, _pow_partials)
+FLOAT_POWER = _binary("float_power", np.float_power, _pow_partials)
+
+
+def _choice_weights(a, b, y, on, greater, ignore_nan):
+    av = np.asarray(strip(a))
+    bv = np.asarray(strip(b))
+    dt = dtype_of(y)
+    eq = (av == bv) * 0.5
+    wa = (greater(av, bv) + eq).astype(dt)
+    wb = (greater(bv, av) + eq).astype(dt)
+    na = np.isnan(av)
+    nb = np.isnan(bv)
+    if na.any() or nb.any():
+        if ignore_nan:  # fmax/fmin: the non-nan argument is chosen
+            wa = np.where(nb & ~na, 1.0, np.where(na, 0.0, wa)).astype(dt)
+            wb = np.where(na & ~nb, 1.0, np.where(nb, 0.0, wb)).astype(dt)
+        else:  # maximum/minimum propagate nan: it comes from the nan argument
+            wa = np.where(na, 1.0, np.where(nb, 0.0, wa)).astype(dt)
+            wb = np.where(na, 0.0, np.where(nb, 1.0, wb)).astype(dt)
+    return wa, wb
+
+
+MAXIMUM = _binary("maximum", np.maximum, lambda a, b, y, on: _choice_weights(a, b, y, on, np.greater, False))
+MINIMUM = _binary("minimum", np.minimum, lambda a, b, y, on: _choice_weights(a, b, y, on, np.less, False))
+FMAX = _binary("fmax", np.fmax, lambda a, b, y, on: _choice_weights(a, b, y, on, np.greater, True))
+FMIN = _binary("fmin", np.fmin, lambda a, b, y, on: _choice_weights(a, b, y, on, np.less, True))
+
+
+def _remainder_partials(a, b, y, on):
+    return 1.0, (-np.floor_divide(strip(a), strip(b)) if on[1] else None)
+
+
+def _fmod_partials(a, b, y, on):
+    return 1.0, (-np.trunc(np.true_divide(strip(a), strip(b))) if on[1] else None)
+
+
+REMAINDER = _binary("remainder", np.remainder, _remainder_partials)
+FMOD = _binary("fmod", np.fmod, _fmod_partials)
+
+
+def _nan_first(choose):
+    """numpy's maximum/minimum on scalars: a nan argument is the result (fmax/fmin would
+    ignore it)."""
+
+    def f(a, b):
+        va, vb = strip(a), strip(b)
+        if va != va:
+            return a
+        if vb != vb:
+            return b
+        return choose(a, b)
+
+    return f
+
+
+_SCALAR = {
+    np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
+    np.true_divide: operator.truediv, np.floor_divide: operator.floordiv,
+    np.remainder: operator.mod, np.power: B.power, np.float_power: B.power,
+    np.negative: operator.neg, np.positive: operator.pos, np.conjugate: operator.pos,
+    np.maximum: _nan_first(F.fmax), np.minimum: _nan_first(F.fmin), np.fmax: F.fmax,
+    np.fmin: F.fmin,
+}
+
+for _u, _p in (
+    (np.add, ADD), (np.subtract, SUB), (np.multiply, MUL), (np.true_divide, DIV), (np.power, POWER),
+    (np.float_power, FLOAT_POWER), (np.maximum, MAXIMUM), (np.minimum, MINIMUM), (np.fmax, FMAX),
+    (np.fmin, FMIN), (np.remainder, REMAINDER), (np.fmod, FMOD),
+):
+    registry.register_ufunc(_u, _binary_fn(_p), _SCALAR.get(_u))
+registry.register_ufunc(np.negative, negative, operator.neg)
+registry.register_ufunc(np.positive, positive, operator.pos)
+registry.register_ufunc(np.conjugate, positive, operator.pos)
+registry.ELEMENTARY["power"] = registry.UFUNCS[np.power]
+registry.ELEMENTARY["negative"] = negative
+
+
+def power(a, b):
+    return apply(POWER, (a, b))
+
+
+def _outer_rule(ufunc):
+    def outer_(a, b):
+        a = operand_or_raise(a)
+        b = operand_or_raise(b)
+        return registry.UFUNCS[ufunc](reshape(a, shape_of(a) + (1,) * len(shape_of(b))), b)
+
+    return outer_
+
+
+for _u in (np.add, np.subtract, np.multiply, np.true_divide, np.power, np.maximum, np.minimum,
+           np.arctan2, np.hypot, np.logaddexp):
+    registry.METHODS[(_u, "outer")] = _outer_rule(_u)
+
+# Piecewise constant: derivative zero, computed on plain values.
+defconst(
+    np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal, np.isnan,
+    np.isinf, np.isfinite, np.signbit, np.sign, np.floor, np.ceil, np.trunc, np.rint,
+    np.floor_divide, np.logical_and, np.logical_or, np.logical_not, np.logical_xor, np.heaviside,
+    np.spacing,
+)
+
+
+# ============================================================================================
+# Choosing by a condition: where, select, clip
+
+
+def _where_impl(x, y, cond):
+    return np.where(cond, x, y)
+
+
+def _where_vjp(out, vals, on, cond):
+    sx = shape_of(vals[0])
+    sy = shape_of(vals[1])
+    ox, oy = on
+
+    def rule(ct):
+        return (
+            unbroadcast(np.where(cond, ct, 0.0), sx) if ox else None,
+            unbroadcast(np.where(cond, 0.0, ct), sy) if oy else None,
+        )
+
+    return rule
+
+
+def _where_jvp(out, vals, tans, cond):
+    tx, ty = tans
+    return np.where(cond, 0.0 if tx is None else tx, 0.0 if ty is None else ty)
+
+
+WHERE = Primitive("where", _where_impl, _where_vjp, _where_jvp)
+
+
+def _plain_cond(c):
+    if type(c) is np.ndarray and c.dtype.kind == "O":
+        return np.asarray(asarray_plain(c)).astype(bool)
+    return np.asarray(strip(c)).astype(bool)
+
+
+@register(np.where)
+def where(condition, x=NoValue, y=NoValue):
+    if x is NoValue and y is NoValue:
+        return np.nonzero(_plain_cond(condition))
+    if x is NoValue or y is NoValue:
+        raise ValueError("either both or neither of x and y should be given")
+    return apply(WHERE, (operand_or_raise(x), operand_or_raise(y)), {"cond": _plain_cond(condition)})
+
+
+@register(np.select)
+def select(condlist, choicelist, default=0):
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    out = operand_or_raise(default)
+    for c, ch in reversed(list(zip(condlist, choicelist))):
+        out = where(c, ch, out)
+    return out
+
+
+@register(np.clip)
+def clip(a, a_min=NoValue, a_max=NoValue, out=None, *, min=NoValue, max=NoValue, **kwargs):
+    no_out("clip", out)
+    lo = a_min if a_min is not NoValue else (min if min is not NoValue else None)
+    hi = a_max if a_max is not NoValue else (max if max is not NoValue else None)
+    x = operand_or_raise(a)
+    r = x
+    if lo is not None:
+        lo = operand_or_raise(lo)
+        r = apply(WHERE, (lo, r), {"cond": np.asarray(np.asarray(strip(x)) < np.asarray(strip(lo)))})
+    if hi is not None:
+        hi = operand_or_raise(hi)
+        r = apply(WHERE, (hi, r), {"cond": np.asarray(np.asarray(strip(r)) > np.asarray(strip(hi)))})
+    return r
+
+
+# ============================================================================================
+# Casts and copies
+
+
+def _astype_vjp(out, vals, on, dtype):
+    dt = dtype_of(vals[0])
+
+    def rule(ct):
+        return (astype(ct, dt),)
+
+    return rule
+
+
+ASTYPE = Primitive("astype", lambda v, dtype: v.astype(dtype), _astype_vjp, lambda out, vals, tans, dtype: astype(tans[0], dtype))
+
+
+def astype(x, dtype, copy=True):
+    dt = np.dtype(dtype)
+    tx = type(x)
+    if tx is not ArrayDual and tx is not Dual:
+        return np.asarray(x).astype(dt)
+    if dt.kind == "c":
+        raise complex_error(x)
+    if dt.kind != "f":  # piecewise constant: a plain result (derivative zero)
+        return np.asarray(strip(x)).astype(dt)
+    if dt == dtype_of(x):
+        return x
+    return apply(ASTYPE, (x,), {"dtype": dt})
+
+
+if hasattr(np, "astype"):
+    register(np.astype)(lambda x, dtype, /, *, copy=True, **kw: astype(x, dtype))
+
+
+@register(np.copy)
+def copy(a, order="K", subok=False):
+    return a
+
+
+@register(np.real)
+def real(val):
+    return val
+
+
+@register(np.imag)
+def imag(val):
+    return np.zeros(shape_of(val), dtype=dtype_of(val))
+
