@@ -1092,7 +1092,7 @@ cdef int _check(double x, double r, bint can_overflow) except -1:
 
 cdef int _float_unary(int code, double x, double* y, double* d) except -1:
     """Value and derivative of unary primitive ``code`` at the float ``x``, as the table says."""
-    cdef double r
+    cdef double r, e
     if code == U_SIN:
         r = cm.sin(x); _check(x, r, 0); d[0] = cm.cos(x)
     elif code == U_COS:
@@ -1110,7 +1110,7 @@ cdef int _float_unary(int code, double x, double* y, double* d) except -1:
     elif code == U_COSH:
         r = cm.cosh(x); _check(x, r, 1); d[0] = cm.sinh(x)
     elif code == U_TANH:
-        r = cm.tanh(x); _check(x, r, 0); d[0] = 1.0 - r * r
+        r = cm.tanh(x); _check(x, r, 0); e = cm.exp(-2.0 * cm.fabs(x)); d[0] = 4.0 * e / ((1.0 + e) * (1.0 + e))
     elif code == U_ARCSINH:
         r = cm.asinh(x); _check(x, r, 0); d[0] = 1.0 / cm.sqrt(x * x + 1.0)
     elif code == U_ARCCOSH:
@@ -1214,9 +1214,11 @@ def sigmoid(x): return _unary(x, U_SIGMOID)
 def softplus(x): return _unary(x, U_SOFTPLUS)
 
 
-def lift1(name, f, derivative):
+def lift1(name, f, derivative, ns=None):
     """The scalar function of a unary table entry, as ``_pure.lift1``: ``f`` on floats; on a
-    dual, one binding with coefficient ``derivative(NS, x, y)``."""
+    dual, one binding with coefficient ``derivative(ns, x, y)`` (``ns`` defaults to ``NS``)."""
+    if ns is None:
+        ns = NS
 
     def fn(x):
         tx = type(x)
@@ -1231,7 +1233,7 @@ def lift1(name, f, derivative):
                 y = f(v)
             else:
                 y = fn(v)
-            return _emit1(t, y, <Dual>x, derivative(NS, v, y))
+            return _emit1(t, y, <Dual>x, derivative(ns, v, y))
         if tx is int or tx is bool or isinstance(x, _numbers.Real):
             return f(float(x))
         return _fallback(name, x)
@@ -1242,9 +1244,11 @@ def lift1(name, f, derivative):
     return fn
 
 
-def lift2(name, f, partials):
+def lift2(name, f, partials, ns=None):
     """The scalar function of a binary table entry: ``f`` on floats, ``partials(NS, a, b, y)
-    -> (da, db)`` on duals."""
+    -> (da, db)`` on duals (``ns`` defaults to ``NS``)."""
+    if ns is None:
+        ns = NS
 
     def fn(a, b):
         if type(a) is not Dual and type(b) is not Dual:
@@ -1261,7 +1265,7 @@ def lift2(name, f, partials):
             y = f(va, vb)
         else:
             y = fn(va, vb)
-        da, db = partials(NS, va, vb, y)
+        da, db = partials(ns, va, vb, y)
         return _finish(<Trace>t, y, a, a_on, da, b, b_on, db)
 
     fn.__name__ = name

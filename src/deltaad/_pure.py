@@ -928,10 +928,13 @@ def _fmod_partials(a, b):
 # Elementary functions: every entry of the table (deltaad.elementwise) lifted to scalars.
 
 
-def lift1(name, f, derivative):
+def lift1(name, f, derivative, ns=None):
     """The scalar function of a unary table entry: ``f`` on floats; on a dual, one binding
-    whose coefficient is ``derivative(NS, x, y)`` (evaluated with this module's functions,
-    so it is itself differentiable when ``x`` is a dual of an outer differentiation)."""
+    whose coefficient is ``derivative(ns, x, y)``, evaluated over the namespace ``ns`` (by
+    default ``NS``, this module's functions), so it is itself differentiable when ``x`` is a
+    dual of an outer differentiation."""
+    if ns is None:
+        ns = NS
 
     def fn(x):
         tx = type(x)
@@ -946,7 +949,7 @@ def lift1(name, f, derivative):
                 y = f(v)
             else:
                 y = fn(v)
-            c = derivative(NS, v, y)
+            c = derivative(ns, v, y)
             # t._emit1(y, x, c) inlined, as in Dual.__mul__
             r = _new(Dual)
             r.value = y
@@ -979,9 +982,11 @@ def _fallback(name, *args):
     return hook(name, *args)
 
 
-def lift2(name, f, partials):
+def lift2(name, f, partials, ns=None):
     """The scalar function of a binary table entry: ``f`` on floats, ``partials(NS, a, b, y)
-    -> (da, db)`` on duals."""
+    -> (da, db)`` on duals (``ns`` defaults to ``NS``)."""
+    if ns is None:
+        ns = NS
 
     def fn(a, b):
         ta = type(a)
@@ -1000,7 +1005,7 @@ def lift2(name, f, partials):
             y = f(va, vb)
         else:
             y = fn(va, vb)
-        da, db = partials(NS, va, vb, y)
+        da, db = partials(ns, va, vb, y)
         return _finish(t, y, a, a_on, da, b, b_on, db)
 
     fn.__name__ = name

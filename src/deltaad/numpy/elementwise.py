@@ -13,6 +13,7 @@ to ``x`` inside ``[lo, hi]`` (bounds included) and to the bound outside; ``floor
 comparisons and friends are constants (derivative zero).
 """
 
+import math
 import operator
 from types import SimpleNamespace
 
@@ -48,19 +49,32 @@ def _zero_mask(t):
     return np.asarray(t) == 0
 
 
-def _scaled(t, d, exact_zeros):
-    """``t * d``, with ``exact_zeros``: 0 where ``t`` is an exact zero even if ``d`` is
-    infinite or nan there (a zero vector maps to zero)."""
-    r = t * d
-    if exact_zeros:
-        mask = _zero_mask(t)
-        if mask is not False:
-            r = np.where(mask, 0.0, r)
-    return r
-
-
 def _nonfinite(d):
-    return d is not None and not np.all(np.isfinite(strip(d)))
+    """Whether the partial ``d`` is infinite or nan anywhere (one pass: a sum is finite only if
+    every entry is; a sum that overflows only errs on the safe side)."""
+    v = strip(d)
+    if type(v) is float:
+        return not math.isfinite(v)
+    return not math.isfinite(np.asarray(v).sum())
+
+
+def _times(t, d, check=True):
+    """``t * d`` for a tangent or cotangent ``t`` and a partial ``d``: where ``t`` is an exact
+    zero the product is 0 even if ``d`` is infinite or nan there (a zero vector maps to zero,
+    as on scalars). Checked when ``check`` and ``d`` is not finite everywhere."""
+    if check and _nonfinite(d):
+        with np.errstate(invalid="ignore"):  # 0 * inf here is ours, not the user's program's
+            r = t * d
+        return _zero_where(_zero_mask(t), r)
+    return t * d
+
+
+def _zero_where(mask, r):
+    if mask is False or not np.any(mask):
+        return r
+    if type(r) is float:
+        return 0.0
+    return np.where(mask, 0.0, r)
 
 
 def elementwise_primitive(name, impl, partials, with_out=False, edges=True):
@@ -70,8 +84,8 @@ def elementwise_primitive(name, impl, partials, with_out=False, edges=True):
     ``partials[j](*values)`` (``(*values, out)`` when ``with_out``) is the elementwise partial
     derivative with respect to argument ``j``, written with numpy functions; it is computed in
     the forward pass (the paper's ``Scale`` coefficient) and only for arguments that are duals.
-    With ``edges``, a partial that is infinite or nan somewhere keeps zero tangents and
-    cotangents exact zeros there. ``deltaad.primitive`` and the table's functions are both
+    With ``edges`` (a partial can be infinite or nan where the value is finite: the edge of a
+    domain), zero tangents and cotangents stay exact zeros there. ``deltaad.primitive`` and the table's functions are both
     built here.
     """
     n = len(partials)
@@ -88,23 +102,23 @@ def elementwise_primitive(name, impl, partials, with_out=False, edges=True):
             exact = edges and _nonfinite(d)
 
             def rule(ct):
-                return (_scaled(ct, d, exact),)
+                return (_times(ct, d, exact),)
 
             return rule
 
         def jvp1(out, vals, tans):
             d = d0(vals[0], out) if with_out else d0(vals[0])
-            return _scaled(tans[0], d, edges and _nonfinite(d))
+            return _times(tans[0], d, edges)
 
         return Primitive(name, impl, vjp1, jvp1)
 
     def vjp(out, vals, on):
         ds = derivs(vals, out, on)
-        exact = [edges and _nonfinite(d) for d in ds]
+        exact = [edges and d is not None and _nonfinite(d) for d in ds]
         shapes = [shape_of(v) for v in vals]
 
         def rule(ct):
-            return tuple(None if d is None else unbroadcast(_scaled(ct, d, e), s)
+            return tuple(None if d is None else unbroadcast(_times(ct, d, e), s)
                          for d, e, s in zip(ds, exact, shapes))
 
         return rule
@@ -114,7 +128,7 @@ def elementwise_primitive(name, impl, partials, with_out=False, edges=True):
         t = None
         for tj, d in zip(tans, ds):
             if tj is not None:
-                term = _scaled(tj, d, edges and _nonfinite(d))
+                term = _times(tj, d, edges)
                 t = term if t is None else t + term
         return broadcast(t, shape_of(out))
 
@@ -178,12 +192,21 @@ def _binary_fn(prim):
     return fn
 
 
+# The scalar namespace of numpy's values: on a scalar dual, ``np.sin(x)`` computes numpy's value
+# and evaluates its derivative with numpy's functions too, as the array path does (``math``'s
+# functions would raise at a point where numpy gives nan).
+SCALAR_NS = SimpleNamespace(rdiv=B.NS.rdiv, sign=B.NS.sign, value=B.NS.value, where=B.NS.where)
+
+
 def _numpy_valued(e):
     """The entry's scalar function with numpy's value (what ``np.<name>`` gives on a float)."""
     f = e.array
     if e.arity == 1:
-        return B.lift1(e.name, lambda x: float(f(x)), e.derivative)
-    return B.lift2(e.name, lambda a, b: float(f(a, b)), e.derivative)
+        fn = B.lift1(e.name, lambda x: float(f(x)), e.derivative, SCALAR_NS)
+    else:
+        fn = B.lift2(e.name, lambda a, b: float(f(a, b)), e.derivative, SCALAR_NS)
+    setattr(SCALAR_NS, e.name, fn)
+    return fn
 
 
 def _lift_table():
@@ -304,7 +327,12 @@ def _mul_vjp(out, vals, on):
         b = None
 
     def rule(ct):
-        return (unbroadcast(ct * b, sa) if oa else None, unbroadcast(ct * a, sb) if ob else None)
+        # A zero cotangent meeting an infinite factor is kept an exact zero when the cotangent
+        # is a dual (higher derivatives); a first-order sweep on plain arrays stays IEEE, where
+        # checking every product would cost a pass over it.
+        c = type(ct) is ArrayDual or type(ct) is Dual
+        return (unbroadcast(_times(ct, b, c), sa) if oa else None,
+                unbroadcast(_times(ct, a, c), sb) if ob else None)
 
     return rule
 
@@ -313,10 +341,10 @@ def _mul_jvp(out, vals, tans):
     a, b = vals
     ta, tb = tans
     if ta is None:
-        return broadcast(a * tb, shape_of(out))
+        return broadcast(_times(tb, a), shape_of(out))
     if tb is None:
-        return broadcast(ta * b, shape_of(out))
-    return broadcast(ta * b + a * tb, shape_of(out))
+        return broadcast(_times(ta, b), shape_of(out))
+    return broadcast(_times(ta, b) + _times(tb, a), shape_of(out))
 
 
 MUL = Primitive("multiply", np.multiply, _mul_vjp, _mul_jvp)
@@ -330,8 +358,10 @@ def _div_vjp(out, vals, on):
     y = out if ob else None
 
     def rule(ct):
-        g = ct / b
-        return (unbroadcast(g, sa) if oa else None, unbroadcast(-(g * y), sb) if ob else None)
+        c = type(ct) is ArrayDual or type(ct) is Dual  # (as for multiply)
+        g = _quotient(ct, b, c)
+        return (unbroadcast(g, sa) if oa else None,
+                unbroadcast(-_times(g, y, c), sb) if ob else None)
 
     return rule
 
@@ -340,9 +370,17 @@ def _div_jvp(out, vals, tans):
     a, b = vals
     ta, tb = tans
     if tb is None:
-        return broadcast(ta / b, shape_of(out))
-    t = tb * out if ta is None else ta - tb * out
-    return broadcast(t / b if ta is not None else -(t / b), shape_of(out))
+        return broadcast(_quotient(ta, b), shape_of(out))
+    t = _times(tb, out) if ta is None else ta - _times(tb, out)
+    return broadcast(_quotient(t, b) if ta is not None else -_quotient(t, b), shape_of(out))
+
+
+def _quotient(t, b, check=True):
+    """``t / b`` with ``_times``'s exact zeros (1/b is infinite where b is 0)."""
+    r = t / b
+    if check and _nonfinite(r):
+        r = _zero_where(_zero_mask(t), r)
+    return r
 
 
 DIV = Primitive("true_divide", np.true_divide, _div_vjp, _div_jvp)

@@ -1,0 +1,269 @@
+"""Every elementary function's derivative is one expression, evaluated the same way on every
+path: ``deltaad.f`` on a float dual, numpy's ufunc on a scalar dual, on a 0-d array and on an
+n-d array; reverse and forward; first and second derivatives; at +-0, +-1, +-inf, nan, the
+edges of the domain and a hypothesis sample.
+
+The paths must agree to the last bit wherever numpy's and ``math``'s values of the function
+agree (they need not: numpy's SIMD ``tanh`` is not libm's), and within 2 ulp elsewhere. A
+``ValueError`` from ``math`` (a domain error on a scalar ``deltaad.f``) against numpy's nan is
+the documented convention, not a mismatch. The table of functions is deltaad's own table, so
+a new entry is checked here without a line of test code.
+
+Also held here: the compiled core's C fast path (a hand-written copy of the float formulas)
+against the table's expressions, bit for bit.
+"""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import deltaad
+from deltaad import elementwise as table
+from deltaad.numpy import registry
+from helpers import bits, scaled
+
+UNARY = [e for e in table.TABLE if e.arity == 1]
+BINARY = [e for e in table.TABLE if e.arity == 2]
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 1e-300, -1e-300, 1e300, -1e300, 30.0,
+           -30.0, math.inf, -math.inf, math.nan]
+
+
+def edges(e):
+    """The ends of ``e``'s domain and the floats next to them."""
+    pts = []
+    for v in (e.domain.lo, e.domain.hi):
+        if math.isfinite(v):
+            pts += [v, math.nextafter(v, math.inf), math.nextafter(v, -math.inf)]
+    return pts
+
+
+def ulps(a, b):
+    """Distance in units of the last place: 0 for equal values (+0.0 and -0.0 are equal: a
+    reverse sweep adds into adjoints that start at +0.0), both nan, or equal infinities."""
+    if bits(a) == bits(b) or a == b:
+        return 0
+    if math.isnan(a) or math.isnan(b) or math.isinf(a) or math.isinf(b):
+        return math.inf
+    return abs(a - b) / math.ulp(max(abs(a), abs(b)))
+
+
+def numpy_fn(e):
+    """What numpy code calls for ``e``: its numpy ufunc, or deltaad's array function."""
+    for u in e.ufuncs:
+        if isinstance(u, np.ufunc):
+            return u
+    return registry.ELEMENTARY[e.name]
+
+
+def guarded(f):
+    """``f()``, or the string ``"domain"`` for math's domain/range error."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            return f()
+        except (ValueError, OverflowError, ZeroDivisionError):
+            return "domain"
+
+
+def unary_paths(e, x):
+    """name -> (value, first derivative, second derivative) on every path at the float ``x``."""
+    f = getattr(deltaad, e.name)
+    g = numpy_fn(e)
+    arr0 = lambda v: g(v)  # noqa: E731 - applied to 0-d arrays below
+    out = {}
+
+    def scalar(fn):
+        def run():
+            v = fn(x)
+            d1 = deltaad.grad(fn)(x)
+            d1f = deltaad.jvp(fn, (x,), (1.0,))[1]
+            assert ulps(d1, d1f) == 0, "reverse %r vs forward %r" % (d1, d1f)
+            d2 = deltaad.hessian(fn)(x)  # forward over reverse, as on the array paths
+            return float(v), d1, d2
+        return run
+
+    out["deltaad." + e.name] = guarded(scalar(f))
+    out["numpy on a scalar dual"] = guarded(scalar(lambda t: g(t)))
+
+    def zero_d():
+        a = np.array(x)
+        v = arr0(a)
+        h = lambda t: arr0(t).sum()  # noqa: E731
+        d1 = deltaad.grad(h)(a)
+        d1f = deltaad.jvp(h, (a,), (np.array(1.0),))[1]
+        assert ulps(float(d1), float(d1f)) == 0, "0-d reverse %r vs forward %r" % (d1, d1f)
+        d2 = deltaad.hessian(h)(a)
+        return float(v), float(d1), float(d2)
+
+    out["0-d array"] = guarded(zero_d)
+
+    def n_d():  # x among other points: elementwise, so the neighbours must not matter
+        a = np.array([0.25, x, -3.0])
+        h = lambda t: arr0(t).sum()  # noqa: E731
+        v = arr0(a)
+        d1 = deltaad.grad(h)(a)
+        d2 = deltaad.hessian(h)(a)
+        return float(v[1]), float(d1[1]), float(d2[1, 1])
+
+    out["n-d array"] = guarded(n_d)
+    return out
+
+
+def agree(e, x, paths, values_agree):
+    """Every path agrees with every other: same bits if the values of ``math`` and numpy
+    agree at ``x``, within 2 ulp otherwise; a scalar domain error is no mismatch. Outside
+    the domain (numpy's value is nan) only the values are compared: derivatives of nan are
+    not defined there."""
+    got = {k: v for k, v in paths.items() if v != "domain"}
+    names = list(got)
+    outside = any(math.isnan(v[0]) for v in got.values())
+    for a in names:
+        for b in names:
+            for i, what in enumerate(("value", "d1", "d2")[:1 if outside else 3]):
+                u = ulps(got[a][i], got[b][i])
+                if values_agree and i < 2:
+                    assert u == 0, "%s at %r: %s %s %r != %s %r" % (
+                        e.name, x, what, a, got[a][i], b, got[b][i])
+                else:
+                    assert u <= 2, "%s at %r: %s %s %r vs %s %r (%s ulp)" % (
+                        e.name, x, what, a, got[a][i], b, got[b][i], u)
+    # numpy's paths (everything but deltaad.f) never raise: they give nan, like numpy
+    for k, v in paths.items():
+        if k != "deltaad." + e.name:
+            assert v != "domain", "%s at %r: %s raised" % (e.name, x, k)
+
+
+def values_agree(e, *xs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            m = e.float(*xs)
+        except (ValueError, OverflowError, ZeroDivisionError):
+            return True  # the scalar path raised: only numpy's paths remain
+        return bits(m) == bits(float(numpy_fn(e)(*[np.float64(x) for x in xs])))
+
+
+@pytest.mark.parametrize("e", UNARY, ids=[e.name for e in UNARY])
+def test_unary_paths_agree_at_special_points(e):
+    for x in SPECIAL + edges(e):
+        agree(e, x, unary_paths(e, x), values_agree(e, x))
+
+
+@pytest.mark.parametrize("e", UNARY, ids=[e.name for e in UNARY])
+def test_unary_paths_agree_on_a_sample(e):
+    @scaled(0.2)
+    @given(st.floats(-40, 40, allow_nan=False))
+    def prop(x):
+        agree(e, x, unary_paths(e, x), values_agree(e, x))
+
+    prop()
+
+
+def binary_paths(e, a, b):
+    f = getattr(deltaad, e.name)
+    g = numpy_fn(e)
+    out = {}
+
+    def scalar(fn):
+        def run():
+            v = fn(a, b)
+            da, db = deltaad.grad(fn, argnums=(0, 1))(a, b)
+            ta = deltaad.jvp(fn, (a, b), (1.0, 0.0))[1]
+            tb = deltaad.jvp(fn, (a, b), (0.0, 1.0))[1]
+            assert ulps(da, ta) == 0 and ulps(db, tb) == 0, (da, db, ta, tb)
+            return float(v), da, db
+        return run
+
+    out["deltaad." + e.name] = guarded(scalar(f))
+    out["numpy on scalar duals"] = guarded(scalar(lambda s, t: g(s, t)))
+
+    def arrays():
+        x = np.array([a, 0.5])
+        y = np.array([b, -1.5])
+        h = lambda s, t: g(s, t).sum()  # noqa: E731
+        v = g(x, y)
+        dx, dy = deltaad.grad(h, argnums=(0, 1))(x, y)
+        return float(v[0]), float(dx[0]), float(dy[0])
+
+    out["arrays"] = guarded(arrays)
+    return out
+
+
+@pytest.mark.parametrize("e", BINARY, ids=[e.name for e in BINARY])
+def test_binary_paths_agree(e):
+    pts = [0.0, -0.0, 1.0, -1.0, 2.5, math.inf, -math.inf, math.nan]
+
+    @scaled(0.3)
+    @given(st.floats(-20, 20, allow_nan=False) | st.sampled_from(pts),
+           st.floats(-20, 20, allow_nan=False) | st.sampled_from(pts))
+    def prop(a, b):
+        paths = binary_paths(e, a, b)
+        agree(e, (a, b), paths, values_agree(e, a, b))
+
+    prop()
+    for a in pts:
+        for b in pts:
+            agree(e, (a, b), binary_paths(e, a, b), values_agree(e, a, b))
+
+
+@pytest.mark.skipif(deltaad.backend != "c", reason="the C fast path is the compiled core's")
+@pytest.mark.parametrize("name", [n for n in getattr(deltaad._B, "_UNARY_NAMES", ())])
+def test_c_fast_path_is_the_table(name):
+    """The core's hand-written C formulas give the bits of the table's expression (the core's
+    general path, which evaluates the table's derivative over the core's own functions)."""
+    from deltaad import _core
+
+    e = table.BY_NAME[name]
+    generic = _core.lift1(e.name, e.float, e.derivative)
+    fast = getattr(_core, name)
+
+    def run(fn, x):
+        try:
+            T = _core.Tape(10 ** 9)
+            d = T.input(x)
+            y = fn(d)
+            T.close()
+            return bits(y.value), bits(T.eval([(y.id, 1.0)], [d.id])[0])
+        except (ValueError, OverflowError) as exc:
+            return type(exc).__name__
+
+    @scaled(0.5)
+    @given(st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(SPECIAL + edges(e)))
+    def prop(x):
+        assert run(fast, x) == run(generic, x), (name, x)
+
+    prop()
+    for x in SPECIAL + edges(e):
+        assert run(fast, x) == run(generic, x), (name, x)
+
+
+def test_every_table_function_is_public_and_answers_numpy():
+    for e in table.TABLE:
+        assert getattr(deltaad, e.name) is getattr(deltaad._B, e.name)
+        assert e.name in deltaad.__all__
+        for u in e.ufuncs:
+            if isinstance(u, np.ufunc):
+                assert registry.UFUNCS[u] is registry.ELEMENTARY[e.name]
+                # numpy object arrays of duals call the method named after the ufunc
+                assert callable(getattr(deltaad.Dual, u.__name__))
+
+
+def test_zero_cotangent_through_an_infinite_partial_is_zero_on_arrays():
+    """The zero-adjoint convention holds on arrays as on scalars (sqrt at 0 has partial inf)."""
+    f = lambda v: np.sqrt(v)[1]  # noqa: E731 - the cotangent of element 0 is an exact zero
+    assert list(deltaad.grad(f)(np.array([0.0, 4.0]))) == [0.0, 0.25]
+    t = deltaad.jvp(np.sqrt, (np.array([0.0, 4.0]),), (np.array([0.0, 1.0]),))[1]
+    assert list(t) == [0.0, 0.25]
+    assert deltaad.jvp(lambda v: np.sqrt(v).sum(), (np.array([0.0]),), (np.array([0.0]),))[1] == 0.0
+
+
+def test_sqrt_at_minus_zero_on_every_path():
+    """+inf, the derivative of x ** 0.5 from above, on scalars and arrays alike."""
+    assert deltaad.grad(deltaad.sqrt)(-0.0) == math.inf
+    assert deltaad.grad(np.sqrt)(-0.0) == math.inf
+    assert list(deltaad.grad(lambda x: np.sqrt(x).sum())(np.array([-0.0]))) == [math.inf]
