@@ -215,7 +215,7 @@ class Program:
     modes: object = None
     fd_eps: float = 1e-6
     ops_are_bindings: bool = True
-    spec_n: object = None        # the size a budget refers to (array programs: issue 4's point)
+    spec_n: object = None        # the size a budget refers to (array programs: their spec point)
     preset_sizes: object = None  # {preset: [n, ...]}: explicit sweeps instead of the defaults
     overhead: bool = False       # reported as µs per operation (small-array overhead table)
 

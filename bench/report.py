@@ -13,14 +13,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PACKAGES = ("deltaad", "numpy", "Cython", "torch", "autograd", "jax", "jaxlib", "matplotlib")
 
-# DESIGN.md §7: (mode, what, limit)
+# The performance budget: (mode, what, limit)
 BUDGET = {
     "deltaad-c": 3.0,
     "deltaad-python": 60.0,
     "deltaad-c-fwd": 2.5,
 }
 BYTES_PER_BINDING = 40
-# issue 4, Performance: array programs at their spec point
+# The array programs' budget, at their spec point
 ARRAY_FLOAT_BUDGET = 3.0      # gradient time / plain-numpy forward time
 ARRAY_PEER_BUDGET = {"autograd": 1.0, "torch": 1.3}  # deltaad time / peer time
 ARRAY_MODES = ("deltaad-c", "deltaad-python")
@@ -163,7 +163,7 @@ def side_by_side(entry):
 
 
 def budget_checks(results):
-    """DESIGN.md §7 figures for the deltaad modes, per program."""
+    """The performance budget's figures for the deltaad modes, per program."""
     rows = []
     for pname, entry in results["programs"].items():
         if entry.get("kind", "scalar") != "scalar":
@@ -221,7 +221,7 @@ def _point_at(mres, n):
 
 
 def array_checks(results):
-    """Issue 4's budgets on the array programs at their spec point: gradient ÷ plain-numpy
+    """The budgets of the array programs at their spec point: gradient ÷ plain-numpy
     forward (measured in the same process) ≤ 3, deltaad no slower than autograd and within
     1.3× of torch."""
     rows = []
@@ -535,7 +535,7 @@ def _budget_section(results):
                      "–" if fpo is None else "%.4f → %.4f" % fpo, verdict])
     if not rows:
         return []
-    return ["## DESIGN.md §7 budget", "",
+    return ["## Performance budget", "",
             "Targets: compiled reverse ≤ 3× float, pure ≤ 60×, compiled `jvp` ≤ 2.5×, ≤ %d tape "
             "bytes per binding, time and memory log-log slopes in [0.95, 1.05] with linear R² ≥ 0.99 "
             "— judged only when a mode's sizes span three decades of operations (`--full`): "
@@ -544,7 +544,7 @@ def _budget_section(results):
             _md_table(["program", "mode", "slope time", "slope mem", "linear R²", "×float",
                        "@ ops", "×float (fit)", "bytes/binding", "slope of ×float",
                        "faults/op small → large", "verdict"], rows), "",
-            "The verdict uses `×float` at the largest size (issue 2's measure); `×float (fit)` is "
+            "The verdict uses `×float` at the largest size (the budget's measure); `×float (fit)` is "
             "the thesis's ratio of linear-fit slopes over all sizes, less sensitive to one noisy "
             "point. Two columns explain a slope outside the range without changing the verdict: "
             "`slope of ×float` is the log-log slope of the paired ratio (machine drift shared "
@@ -589,7 +589,7 @@ def _arrays_section(results):
     rows = _array_table_rows(results)
     if not rows:
         return []
-    return ["## Array programs: issue 4 budget", "",
+    return ["## Array programs: budget", "",
             "At each program's spec point (mlp: 784-512-512-10, batch 256; gmm: d = 10, k = 25, "
             "n = 1000). Targets: gradient ≤ %g× the plain-numpy forward of the same function "
             "(timed in the same process), deltaad no slower than autograd (÷ autograd ≤ %g) and "

@@ -1092,7 +1092,7 @@ cdef int _check(double x, double r, bint can_overflow) except -1:
 
 cdef int _float_unary(int code, double x, double* y, double* d) except -1:
     """Value and derivative of unary primitive ``code`` at the float ``x``, as the table says."""
-    cdef double r, e
+    cdef double r
     if code == U_SIN:
         r = cm.sin(x); _check(x, r, 0); d[0] = cm.cos(x)
     elif code == U_COS:
@@ -1110,7 +1110,7 @@ cdef int _float_unary(int code, double x, double* y, double* d) except -1:
     elif code == U_COSH:
         r = cm.cosh(x); _check(x, r, 1); d[0] = cm.sinh(x)
     elif code == U_TANH:
-        r = cm.tanh(x); _check(x, r, 0); e = cm.exp(-2.0 * cm.fabs(x)); d[0] = 4.0 * e / ((1.0 + e) * (1.0 + e))
+        r = cm.tanh(x); _check(x, r, 0); d[0] = 1.0 - r * r
     elif code == U_ARCSINH:
         r = cm.asinh(x); _check(x, r, 0); d[0] = 1.0 / cm.sqrt(x * x + 1.0)
     elif code == U_ARCCOSH:

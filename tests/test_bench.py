@@ -299,7 +299,7 @@ def test_finite_differences_and_structures():
 
 
 # --------------------------------------------------------------------------------------------
-# array programs (issue 4): mlp, gmm, smallops
+# array programs: mlp, gmm, smallops
 
 
 ARRAY_PROGRAMS = sorted(p for p in PROGRAMS if PROGRAMS[p].kind == "array")
@@ -373,5 +373,5 @@ def test_array_programs_tiny_run_and_report(tmp_path):
     assert over[mode]["us_per_op"] == pytest.approx(2.0)
     assert over["torch"]["us_per_op"] == pytest.approx(1.5)
     md = report.markdown(fake)
-    assert "## Array programs: issue 4 budget" in md and "## Per-operation overhead" in md
+    assert "## Array programs: budget" in md and "## Per-operation overhead" in md
     assert "per-operation overhead" in report.terminal(fake)

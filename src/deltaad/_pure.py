@@ -12,7 +12,7 @@ fresh ``id``. ``eval`` walks the bindings newest-first once, adding ``c_i * adj[
 ``adj[v_i]`` of one mutable array. A forward level instead carries a tangent in each dual and
 combines the same partials with the operands' tangents on the spot (§4).
 
-Nesting (DESIGN §4): every trace has a level; an operation is recorded on the trace of highest
+Nesting: every trace has a level; an operation is recorded on the trace of highest
 level among its operands, and operands of lower levels are constants there. A dual's ``value``
 may itself be a dual of a lower level; then values, partials and tangents are computed with that
 lower level's arithmetic, so the derivative work is itself differentiated.

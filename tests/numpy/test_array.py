@@ -7,8 +7,11 @@ import weakref
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import deltaad as d
+from numpy_checks import seeds, shapes
 
 X = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
 
@@ -476,3 +479,17 @@ def test_mlp_softmax_cross_entropy_gradient():
         pm = dict(params, **{k: params[k] - eps * v})
         fd = (loss(pp) - loss(pm)) / (2 * eps)
         assert np.sum(g[k] * v) == pytest.approx(fd, rel=1e-6, abs=1e-9)
+
+
+@settings(deadline=None, suppress_health_check=list(HealthCheck))
+@given(shapes(min_dims=1, max_dims=4, max_side=5), st.data())
+def test_unbroadcast_sums_like_numpy(shape, data):
+    """The cotangent sum over broadcast axes (einsum on the fast path) equals np.sum."""
+    from deltaad.numpy.array import _sum_axes
+    axes = tuple(sorted(data.draw(st.sets(st.integers(0, len(shape) - 1), min_size=1))))
+    dtype = data.draw(st.sampled_from([np.float64, np.float32]))
+    g = np.random.default_rng(data.draw(seeds)).uniform(-2, 2, shape).astype(dtype)
+    got, want = _sum_axes(g, axes), np.sum(g, axis=axes)
+    assert np.shape(got) == np.shape(want) and np.asarray(got).dtype == want.dtype
+    tol = 1e-5 if dtype is np.float32 else 1e-13
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)

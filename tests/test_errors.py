@@ -294,7 +294,7 @@ def test_duals_are_not_hashable():
 
 
 # --------------------------------------------------------------------------------------------
-# Comparisons and the branch-taken semantics (papers/004)
+# Comparisons and the branch-taken semantics (Abadi and Plotkin)
 
 
 def test_comparisons_return_bool():
@@ -338,7 +338,7 @@ def test_branch_follows_the_value():
 
 def test_branch_taken_consequence_at_a_tie():
     """d/dx (0 if x == 0 else x) at 0 is 0, although the function is the identity: the
-    derivative is that of the branch the value takes (papers/004)."""
+    derivative is that of the branch the value takes (Abadi and Plotkin)."""
     f = lambda x: 0.0 if x == 0 else x  # noqa: E731
     assert grad(f)(0.0) == 0.0
     assert deltaad.jvp(f, (0.0,), (1.0,))[1] == 0.0

@@ -1,7 +1,8 @@
 """The differential operators: worked examples from the papers, Lemma 1 on random programs,
 the Delta term against the fast eval, nesting, Jacobians, argnums, has_aux, long chains.
 
-Expected numbers come from the papers (papers/README.md), from hand-derived formulas, from
+Expected numbers come from the papers' worked examples (Krawiec et al.; Sigal's thesis; Abadi
+and Plotkin), from hand-derived formulas, from
 finite differences or from the other mode -- never from the mode under test.
 """
 
@@ -29,7 +30,7 @@ def fwd_deriv(f, x):
 
 
 # --------------------------------------------------------------------------------------------
-# Worked examples (papers/README.md)
+# Worked examples of the papers
 
 
 def test_perturbation_confusion():
