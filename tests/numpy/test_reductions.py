@@ -8,6 +8,7 @@ differences of the gradient. Non-smooth functions are sampled away from their ki
 """
 
 import numpy as np
+from hypothesis import given
 from hypothesis import strategies as st
 
 import deltaad as d
@@ -110,3 +111,24 @@ def _lse(draw):
 
 
 test_first_order, test_second_order = family.tests()
+
+
+def test_std_at_zero_spread_has_gradient_zero():
+    """The documented choice (as a norm at the zero vector), in every mode, instead of 0 * inf."""
+    assert d.grad(np.std)(3.5) == 0.0
+    assert d.jvp(np.std, (3.5,), (1.0,)) == (0.0, 0.0)
+    assert list(d.grad(lambda x: np.std(x))(np.array([2.0, 2.0, 2.0]))) == [0.0, 0.0, 0.0]
+    g = d.grad(lambda x: np.std(x, axis=1).sum())(np.array([[1.0, 1.0], [1.0, 3.0]]))
+    assert g.tolist() == [[0.0, 0.0], [-0.5, 0.5]]
+
+
+@given(shapes(min_dims=1, max_dims=3, min_side=1), seeds, st.integers(0, 1), st.data())
+def test_var_and_std_values_are_numpys(shape, seed, ddof, data):
+    """Differentiating does not change the value: numpy's own var and std, to the bit."""
+    x = uniform(np.random.default_rng(seed), shape)
+    axis = data.draw(axis_args(len(shape)))
+    for f in (np.var, np.std):
+        if ddof and x.size <= 1:
+            continue
+        v, _ = d.value_and_grad(lambda t: f(t, axis=axis, ddof=ddof).sum())(x)
+        np.testing.assert_array_equal(v, np.sum(f(x, axis=axis, ddof=ddof)))

@@ -2,7 +2,8 @@
 ufunc methods ``reduce`` and ``accumulate`` that are the same operations.
 
 Choices at non-differentiable points: ``max``/``min`` split the cotangent evenly among tied
-extrema; ``prod`` and ``cumprod`` are exact where a factor is zero (no division by it).
+extrema; ``std`` has gradient 0 where the spread is 0 (as a norm at the zero vector); ``prod``
+and ``cumprod`` are exact where a factor is zero (no division by it).
 """
 
 import numpy as np
@@ -123,26 +124,71 @@ def ptp(a, axis=None, out=None, keepdims=False):
     return amax(a, axis, out, keepdims) - amin(a, axis, out, keepdims)
 
 
-@register(np.var)
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=NoValue, mean=NoValue, correction=NoValue):
-    no_out("var", out)
-    check_novalue("var", where=where, mean=mean)
-    float_dtype("var", dtype)
+def _centered(x, axis):
+    """``x`` minus its mean over ``axis`` (kept): what the moments' derivatives are made of."""
+    n = int(np.prod([shape_of(x)[i] for i in axis], dtype=np.int64))
+    return x - np.sum(x, axis=axis, keepdims=True) / max(n, 1), n
+
+
+def _moment_weights(x, out, axis, ddof, keepdims, std):
+    """d var / dx = 2 c / (n - ddof) and d std / dx = c / ((n - ddof) std), c the centered x;
+    for std, 0 where the spread is 0 (the documented choice, as for a norm at 0)."""
+    c, n = _centered(x, axis)
+    k = n - ddof
+    if k <= 0:
+        return c * np.nan
+    if not std:
+        return c * (2.0 / k)
+    o = out if keepdims else reshape(out, expand_shape(shape_of(x), axis))
+    zero = np.asarray(strip(o)) == 0
+    return np.where(zero, 0.0, c / (k * np.where(zero, 1.0, o)))
+
+
+def _moment_vjp(out, vals, on, axis, ddof, keepdims, std):
+    w = _moment_weights(vals[0], out, axis, ddof, keepdims, std)
+    ks = expand_shape(shape_of(vals[0]), axis)
+
+    def rule(ct):
+        return ((ct if keepdims else reshape(ct, ks)) * w,)
+
+    return rule
+
+
+def _moment_jvp(out, vals, tans, axis, ddof, keepdims, std):
+    w = _moment_weights(vals[0], out, axis, ddof, keepdims, std)
+    return np.sum(tans[0] * w, axis=axis, keepdims=keepdims)
+
+
+# var and std are primitives: their values are numpy's own (a composition of sums would differ
+# in the last bits), and std's derivative where the spread is 0 is a choice, not 0 * inf.
+MOMENT = Primitive(
+    "var/std",
+    lambda v, axis, ddof, keepdims, std: (np.std if std else np.var)(v, axis=axis, ddof=ddof,
+                                                                     keepdims=keepdims),
+    _moment_vjp, _moment_jvp)
+
+
+def _moment(name, a, axis, dtype, out, ddof, keepdims, where, mean, correction, std):
+    no_out(name, out)
+    check_novalue(name, where=where, mean=mean)
+    float_dtype(name, dtype)
     if correction is not NoValue:
         ddof = correction
     x = operand_or_raise(a)
-    s = shape_of(x)
-    axes = axes_of(axis, len(s))
-    n = int(np.prod([s[i] for i in axes], dtype=np.int64))
-    m = apply(SUM, (x,), {"axis": axes, "keepdims": True}) / max(n, 1)
-    d = x - m
-    r = apply(SUM, (d * d,), {"axis": axes, "keepdims": bool(keepdims)})
-    return cast(r / (n - ddof) if n - ddof > 0 else r * np.nan, dtype)
+    params = {"axis": axes_of(axis, ndim(x)), "ddof": ddof, "keepdims": bool(keepdims), "std": std}
+    return cast(apply(MOMENT, (x,), params), dtype)
+
+
+@register(np.var)
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=NoValue,
+        mean=NoValue, correction=NoValue):
+    return _moment("var", a, axis, dtype, out, ddof, keepdims, where, mean, correction, False)
 
 
 @register(np.std)
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=NoValue, mean=NoValue, correction=NoValue):
-    return np.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean, correction=correction))
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=NoValue,
+        mean=NoValue, correction=NoValue):
+    return _moment("std", a, axis, dtype, out, ddof, keepdims, where, mean, correction, True)
 
 
 def _cumsum_impl(v, axis):
