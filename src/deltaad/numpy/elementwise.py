@@ -101,8 +101,12 @@ def elementwise_primitive(name, impl, partials, with_out=False, edges=True):
             d = d0(vals[0], out) if with_out else d0(vals[0])
             exact = edges and _nonfinite(d)
 
-            def rule(ct):
-                return (_times(ct, d, exact),)
+            if not exact:
+                def rule(ct):
+                    return (ct * d,)
+            else:
+                def rule(ct):
+                    return (_times(ct, d),)
 
             return rule
 
@@ -223,7 +227,10 @@ def _lift_table():
                                          edges=e.edges)
             fn = _binary_fn(prim)
         registry.ELEMENTARY[e.name] = fn
-        setattr(NS, e.name, fn)
+        # in derivatives: numpy's ufunc itself where there is one (plain arrays go straight to
+        # numpy; array duals come back here through numpy's dispatch)
+        ufunc = next((u for u in e.ufuncs if isinstance(u, np.ufunc)), None)
+        setattr(NS, e.name, fn if ufunc is None else ufunc)
         scalar = _numpy_valued(e)
         for u in e.ufuncs:
             registry.register_ufunc(u, fn, scalar)
@@ -330,9 +337,10 @@ def _mul_vjp(out, vals, on):
         # A zero cotangent meeting an infinite factor is kept an exact zero when the cotangent
         # is a dual (higher derivatives); a first-order sweep on plain arrays stays IEEE, where
         # checking every product would cost a pass over it.
-        c = type(ct) is ArrayDual or type(ct) is Dual
-        return (unbroadcast(_times(ct, b, c), sa) if oa else None,
-                unbroadcast(_times(ct, a, c), sb) if ob else None)
+        if type(ct) is ArrayDual or type(ct) is Dual:
+            return (unbroadcast(_times(ct, b), sa) if oa else None,
+                    unbroadcast(_times(ct, a), sb) if ob else None)
+        return (unbroadcast(ct * b, sa) if oa else None, unbroadcast(ct * a, sb) if ob else None)
 
     return rule
 
@@ -358,10 +366,12 @@ def _div_vjp(out, vals, on):
     y = out if ob else None
 
     def rule(ct):
-        c = type(ct) is ArrayDual or type(ct) is Dual  # (as for multiply)
-        g = _quotient(ct, b, c)
-        return (unbroadcast(g, sa) if oa else None,
-                unbroadcast(-_times(g, y, c), sb) if ob else None)
+        if type(ct) is ArrayDual or type(ct) is Dual:  # exact zeros as for multiply
+            g = _quotient(ct, b)
+            return (unbroadcast(g, sa) if oa else None,
+                    unbroadcast(-_times(g, y), sb) if ob else None)
+        g = ct / b
+        return (unbroadcast(g, sa) if oa else None, unbroadcast(-(g * y), sb) if ob else None)
 
     return rule
 
@@ -375,10 +385,10 @@ def _div_jvp(out, vals, tans):
     return broadcast(_quotient(t, b) if ta is not None else -_quotient(t, b), shape_of(out))
 
 
-def _quotient(t, b, check=True):
+def _quotient(t, b):
     """``t / b`` with ``_times``'s exact zeros (1/b is infinite where b is 0)."""
     r = t / b
-    if check and _nonfinite(r):
+    if _nonfinite(r):
         r = _zero_where(_zero_mask(t), r)
     return r
 
