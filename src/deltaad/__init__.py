@@ -1,7 +1,8 @@
 """deltaad: reverse- and forward-mode automatic differentiation of ordinary Python code.
 
 Built on the monadic Delta of Krawiec et al.: every primitive appends one binding to a tape
-and one linear sweep computes all adjoints. See DESIGN.md for the architecture.
+and one linear sweep computes all adjoints. The documentation's design page describes the
+architecture.
 """
 
 from ._backend import B as _B
@@ -18,6 +19,7 @@ from .pytrees import tree_flatten, tree_map, tree_unflatten
 from .arrays import ArrayDual, asarray, at, stack
 from .array_rules import logsumexp, stop_gradient
 from .custom import custom_jvp, custom_vjp, primitive
+from .support import support_table
 from .transforms import (
     grad, hessian, jacfwd, jacobian, jacrev, jvp, make_delta, open_traces, value_and_grad, vjp,
 )
@@ -35,5 +37,5 @@ __all__ = [
     "sqrt", "cbrt", "hypot", "power", "abs", "absolute", "sign", "floor", "ceil", "erf", "erfc",
     "sigmoid", "softplus", "logaddexp", "fmin", "fmax", "clip", "pi", "e",
     "ArrayDual", "asarray", "stack", "at", "logsumexp", "stop_gradient",
-    "custom_vjp", "custom_jvp", "primitive",
+    "custom_vjp", "custom_jvp", "primitive", "support_table",
 ]
