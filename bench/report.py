@@ -262,9 +262,13 @@ def _headline_cells(row, peers):
     if row.get("base") is None:
         return [row["program"], "–", "–", "–", "–", "–", "–"] + ["–" for _ in peers]
     return ([row["program"], fmt_ops(row.get("ops")), _f(row.get("ratio")), _f(row.get("fwd_ratio")),
-             _f(row.get("pure_ratio"), "%.1f"), _f(row.get("ns_per_op"), "%.0f"),
-             _f(row.get("bytes_per_op"), "%.0f" if (row.get("bytes_per_op") or 0) >= 10 else "%.2f")]
+             _f(row.get("pure_ratio"), "%.1f"), _per_op(row.get("ns_per_op")),
+             _per_op(row.get("bytes_per_op"))]
             + [_f(row["peers"].get(p)) for p in peers])
+
+
+def _per_op(v):
+    return _f(v, "%.0f" if v is not None and v >= 10 else "%.2g")
 
 
 def _missing_text(missing):
@@ -798,15 +802,22 @@ def terminal(results):
         out += _wrap("== array programs at the spec point (targets: ÷ numpy fwd <= %g, ÷ autograd "
                      "<= %g, ÷ torch <= %g)" % (ARRAY_FLOAT_BUDGET, ARRAY_PEER_BUDGET["autograd"],
                                                 ARRAY_PEER_BUDGET["torch"]))
-        out += _text_table(["program", "n", "mode", "numpy fwd", "grad", "÷ fwd", "autograd",
-                            "÷ ag", "torch", "÷ torch", "verdict"],
-                           [r[:10] + [_short(r[10], 12)] for r in rows]) + [""]
+        out += _text_table(["program", "n", "mode", "grad", "÷ numpy fwd", "÷ autograd",
+                            "÷ torch", "verdict"],
+                           [[r[0], r[1], r[2], r[4], r[5], r[7], r[9], _short_verdict(c)] for r, c in
+                            zip(rows, [a["checks"] for a in results.get("arrays", [])])]) + [""]
     rows = _overhead_table_rows(results)
     if rows:
         out += ["== per-operation overhead on shape-(3,) arrays (smallops)"]
         out += _text_table(OVERHEAD_HEADER, rows) + [""]
     out += headline_text(results)
     return "\n".join(_fit(out))
+
+
+def _short_verdict(checks):
+    """``pass``, or ``FAIL`` and what failed in a word each (``fwd``, ``autograd``...)."""
+    failed = [k.split()[1] for k, v in checks.items() if v is False]
+    return "FAIL: " + ", ".join(failed) if failed else "pass"
 
 
 def _short(text, width=70):
@@ -838,6 +849,8 @@ def plots(results, outdir):
     import matplotlib.pyplot as plt
 
     order = list(results.get("meta", {}).get("modes") or [])
+    palette = ["C%d" % k for k in range(10) if k != 7]  # grey is the guide's
+    os.makedirs(outdir, exist_ok=True)
     paths = {}
     for pname, entry in results["programs"].items():
         series = [(name, mres) for name, mres in entry["modes"].items() if _timed(mres.get("points") or [])]
@@ -847,7 +860,7 @@ def plots(results, outdir):
         base = entry["side_by_side"]["base"]
         for name, mres in series:
             k = order.index(name) if name in order else len(order) + len(paths)
-            color = "C%d" % (k % 10)
+            color = palette[k % len(palette)]
             style = "--" if mres.get("peer") else "-"
             pts = sorted(_timed(mres["points"]), key=lambda p: p["ops"])
             kw = dict(marker="o", ms=3, color=color, label=name, ls=style)
@@ -877,12 +890,12 @@ def plots(results, outdir):
         ax_t.set_title("time (× = run abandoned)")
         ax_m.set_title("memory")
         ax_r.set_title("gradient ÷ plain float")
-        ax_t.legend(fontsize=7)
-        ax_m.legend(fontsize=7, handles=[h for h in ax_m.get_lines() if h.get_label() == "slope 1"])
-        ax_r.legend(fontsize=7, handles=[one])
-        fig.suptitle("%s: %s" % (pname, entry.get("ops") and "%s operations" % entry["ops"]),
+        handles = [h for h in ax_t.get_lines() if not h.get_label().startswith("_")] + [one]
+        fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 7), fontsize=8,
+                   frameon=False)
+        fig.suptitle("%s: %s operations (dashed: other libraries)" % (pname, entry.get("ops")),
                      fontsize=11)
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0.1 if len(handles) <= 7 else 0.15, 1, 1))
         path = os.path.join(outdir, "%s.png" % pname)
         fig.savefig(path, dpi=100)
         plt.close(fig)
