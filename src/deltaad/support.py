@@ -12,8 +12,8 @@ Only the notes on values chosen at non-differentiable points are written by hand
 
 from . import array_rules, arrays, functions
 
-BOTH = "reverse, forward"
-CONSTANT = "none (constant)"
+BOTH = "rev, fwd"
+CONSTANT = "constant"
 
 # Values at non-differentiable points and domain edges, by function name (as in the rules'
 # docstrings and tests). A name listed here but no longer registered is simply not shown.
@@ -146,7 +146,8 @@ def scipy_functions():
 
 def support_table():
     """The supported functions as Markdown (headings, tables), read from the registries."""
-    modes_note = ("*Modes*: `reverse` is `grad`/`vjp`/`jacrev`, `forward` is `jvp`/`jacfwd`; every "
+    modes_note = ("*Modes*: `rev` is reverse mode (`grad`, `vjp`, `jacrev`), `fwd` forward mode "
+                  "(`jvp`, `jacfwd`); every "
                   "differentiable rule works in both and nests to any order (`hessian`, "
                   "reverse-over-reverse, ...). *Constant* functions return plain values: their "
                   "derivative is zero where it exists.")
