@@ -891,11 +891,14 @@ def plots(results, outdir):
         ax_m.set_title("memory")
         ax_r.set_title("gradient ÷ plain float")
         handles = [h for h in ax_t.get_lines() if not h.get_label().startswith("_")] + [one]
-        fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 7), fontsize=8,
+        rows = 1 if len(handles) <= 7 else 2
+        fig.legend(handles=handles, loc="lower center", ncol=-(-len(handles) // rows), fontsize=8,
                    frameon=False)
-        fig.suptitle("%s: %s operations (dashed: other libraries)" % (pname, entry.get("ops")),
+        peers = any(m.get("peer") for _, m in series)
+        fig.suptitle("%s: %s operations%s" % (pname, entry.get("ops"),
+                                              " (dashed: other libraries)" if peers else ""),
                      fontsize=11)
-        fig.tight_layout(rect=(0, 0.1 if len(handles) <= 7 else 0.15, 1, 1))
+        fig.tight_layout(rect=(0, 0.08 * rows, 1, 1))
         path = os.path.join(outdir, "%s.png" % pname)
         fig.savefig(path, dpi=100)
         plt.close(fig)
