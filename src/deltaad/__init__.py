@@ -2,7 +2,8 @@
 
 Built on the monadic Delta of Krawiec et al. (*Provably Correct, Asymptotically Efficient,
 Higher-Order Reverse-Mode Automatic Differentiation*): every primitive appends one binding to a
-tape and one linear sweep computes all adjoints. ``docs/design.md`` describes the house.
+tape and one linear sweep computes all adjoints. The documentation's design page
+(``docs/design.md``) describes the architecture.
 """
 
 from ._backend import B as _B
@@ -12,9 +13,11 @@ from . import delta
 from . import numpy  # declares the numpy rules and installs the hooks scalar duals use
 from .functions import *  # noqa: F401,F403 -- the elementary functions, from the table
 from .functions import __all__ as _functions
+from .functions import stop_gradient, value  # (named for readers and the API pages)
 from .numpy import ArrayDual, asarray, at, defconst, defjvp, defvjp, logsumexp, stack
 from .pytrees import tree_flatten, tree_map, tree_unflatten
 from .custom import custom_jvp, custom_vjp, primitive
+from .support import support_table
 from .trace import open_traces
 from .transforms import (
     grad, hessian, jacfwd, jacobian, jacrev, jvp, make_delta, value_and_grad, vjp,
@@ -29,5 +32,5 @@ __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacobian", "jacfwd", "hessian", "make_delta",
     "open_traces", "tree_flatten", "tree_unflatten", "tree_map",
     "ArrayDual", "asarray", "stack", "at", "logsumexp",
-    "custom_vjp", "custom_jvp", "primitive", "defvjp", "defjvp", "defconst",
+    "custom_vjp", "custom_jvp", "primitive", "defvjp", "defjvp", "defconst", "support_table",
 ] + list(_functions)

@@ -110,5 +110,19 @@ def clip(x, lo, hi):
     return x
 
 
+# What the piecewise functions choose where they are not differentiable (the documentation's
+# table of supported functions shows it beside the elementwise table's entries).
+CHOSEN = {
+    "sign": ("constant", "derivative 0 everywhere"),
+    "floor": ("constant", "derivative 0 everywhere"),
+    "ceil": ("constant", "derivative 0 everywhere"),
+    "fmax": ("rev, fwd", "1/2 to each argument at a tie; a nan argument is ignored"),
+    "fmin": ("rev, fwd", "1/2 to each argument at a tie; a nan argument is ignored"),
+    "clip": ("rev, fwd", "1 for lo <= x <= hi (bounds included); outside, to the bound taken "
+                         "(hi when lo > hi)"),
+    "power": ("rev, fwd", "in the exponent: 0 where the base is 0, nan where it is negative"),
+}
+
+
 __all__ = ["pi", "e", "abs", "power", "value", "stop_gradient", "sign", "floor", "ceil", "fmax",
            "fmin", "clip"] + [_entry.name for _entry in _table.TABLE]

@@ -14,22 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import deltaad as d
-from deltaad.numpy import registry
 from numpy_checks import check_first_order, check_second_order, seeds
 
 
-@pytest.fixture(autouse=True)
-def restore_registry():
-    saved = {k: dict(getattr(registry, k)) for k in
-             ("UFUNCS", "SCALAR_UFUNCS", "FUNCTIONS", "METHODS", "ELEMENTARY", "LATE")}
-    const = set(registry.CONSTANT_UFUNCS)
-    yield
-    for k, v in saved.items():
-        table = getattr(registry, k)
-        table.clear()
-        table.update(v)
-    registry.CONSTANT_UFUNCS.clear()
-    registry.CONSTANT_UFUNCS.update(const)
+pytestmark = pytest.mark.usefixtures("restore_registry")  # (tests/conftest.py)
 
 
 def dsinc(x):

@@ -203,6 +203,7 @@ def _constant(func):
         return func(*[plain(a) for a in args], **{k: plain(v) for k, v in kwargs.items()})
 
     impl.__name__ = getattr(func, "__name__", "constant")
+    impl.constant = True  # (the documentation's table lists these apart)
     return impl
 
 

@@ -233,7 +233,7 @@ def _lift_table():
         setattr(NS, e.name, fn if ufunc is None else ufunc)
         scalar = _numpy_valued(e)
         for u in e.ufuncs:
-            registry.register_ufunc(u, fn, scalar)
+            registry.register_ufunc(u, fn, scalar, e.chosen)
 
 
 _lift_table()
@@ -521,12 +521,23 @@ _SCALAR = {
     np.fmin: F.fmin,
 }
 
+_TIE = "1/2 to each argument at a tie; "
+_NOTES = {
+    np.power: "in the exponent: 0 where the base is 0, nan where it is negative; in the base: "
+              "0 where base and exponent are 0",
+    np.maximum: _TIE + "a nan argument is the result", np.minimum: _TIE + "a nan argument is the result",
+    np.fmax: _TIE + "a nan argument is ignored", np.fmin: _TIE + "a nan argument is ignored",
+    np.remainder: "in the divisor -floor(a / b) (the jumps ignored)",
+    np.fmod: "in the divisor -trunc(a / b) (the jumps ignored)",
+}
+_NOTES[np.float_power] = _NOTES[np.power]
+
 for _u, _p in (
     (np.add, ADD), (np.subtract, SUB), (np.multiply, MUL), (np.true_divide, DIV), (np.power, POWER),
     (np.float_power, FLOAT_POWER), (np.maximum, MAXIMUM), (np.minimum, MINIMUM), (np.fmax, FMAX),
     (np.fmin, FMIN), (np.remainder, REMAINDER), (np.fmod, FMOD),
 ):
-    registry.register_ufunc(_u, _binary_fn(_p), _SCALAR.get(_u))
+    registry.register_ufunc(_u, _binary_fn(_p), _SCALAR.get(_u), _NOTES.get(_u, ""))
 registry.register_ufunc(np.negative, negative, operator.neg)
 registry.register_ufunc(np.positive, positive, operator.pos)
 registry.register_ufunc(np.conjugate, positive, operator.pos)
@@ -615,7 +626,8 @@ def select(condlist, choicelist, default=0):
     return out
 
 
-@register(np.clip)
+@register(np.clip, note="1 for lo <= x <= hi (bounds included); outside, to the bound taken "
+                        "(hi when lo > hi)")
 def clip(a, a_min=NoValue, a_max=NoValue, out=None, *, min=NoValue, max=NoValue, **kwargs):
     no_out("clip", out)
     lo = a_min if a_min is not NoValue else (min if min is not NoValue else None)

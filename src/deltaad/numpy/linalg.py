@@ -126,7 +126,8 @@ def _det_jvp(out, vals, tans):
 DET = Primitive("linalg.det", np.linalg.det, _det_vjp, _det_jvp)
 
 
-@register(np.linalg.det)
+@register(np.linalg.det, note="the cofactor matrix, also at a singular matrix (second derivatives "
+                               "there raise)")
 def det(a):
     return apply(DET, (as_array(a),))
 
@@ -253,7 +254,7 @@ def _vector_norm(x, ord, ax, keepdims):
     return where(zero, 0.0, power(where(zero, 1.0, s), 1.0 / ord))
 
 
-@register(np.linalg.norm)
+@register(np.linalg.norm, note="0 at the zero vector")
 def norm(x, ord=None, axis=None, keepdims=False):
     x = as_array(x)
     nd = ndim(x)
@@ -296,7 +297,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 if hasattr(np.linalg, "vector_norm"):
 
-    @register(np.linalg.vector_norm)
+    @register(np.linalg.vector_norm, note="0 at the zero vector")
     def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
         x = as_array(x)
         if axis is None:
@@ -309,7 +310,7 @@ if hasattr(np.linalg, "vector_norm"):
             return _norm2(x, axes, keepdims)
         unsupported("linalg.vector_norm", "ord=%r with several axes" % (ord,))
 
-    @register(np.linalg.matrix_norm)
+    @register(np.linalg.matrix_norm, note="0 at the zero matrix")
     def matrix_norm(x, /, *, keepdims=False, ord="fro"):
         return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 

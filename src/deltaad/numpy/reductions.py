@@ -115,11 +115,12 @@ def _chooser(name, f):
     return reduce
 
 
-amax = register(np.max, np.amax)(_chooser("max", np.max))
-amin = register(np.min, np.amin)(_chooser("min", np.min))
+_TIES = "the cotangent is split evenly among tied extrema"
+amax = register(np.max, np.amax, note=_TIES)(_chooser("max", np.max))
+amin = register(np.min, np.amin, note=_TIES)(_chooser("min", np.min))
 
 
-@register(np.ptp)
+@register(np.ptp, note=_TIES)
 def ptp(a, axis=None, out=None, keepdims=False):
     return amax(a, axis, out, keepdims) - amin(a, axis, out, keepdims)
 
@@ -185,7 +186,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=NoV
     return _moment("var", a, axis, dtype, out, ddof, keepdims, where, mean, correction, False)
 
 
-@register(np.std)
+@register(np.std, note="0 where the spread is 0 (as a norm at the zero vector)")
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=NoValue,
         mean=NoValue, correction=NoValue):
     return _moment("std", a, axis, dtype, out, ddof, keepdims, where, mean, correction, True)
@@ -268,7 +269,7 @@ def _cumprod_jvp(out, vals, tans, axis):
 CUMPROD = Primitive("cumprod", lambda v, axis: np.cumprod(v, axis=axis), _cumprod_vjp, _cumprod_jvp)
 
 
-@register(np.cumprod, np_fn("cumulative_prod"))
+@register(np.cumprod, np_fn("cumulative_prod"), note="exact where a factor is 0")
 def cumprod(a, axis=None, dtype=None, out=None, **kw):
     return _cumulative("cumprod", CUMPROD, a, axis, dtype, out, kw)
 
@@ -314,7 +315,7 @@ def _prod_jvp(out, vals, tans, axis, keepdims):
 PROD = Primitive("prod", lambda v, axis, keepdims: np.prod(v, axis=axis, keepdims=keepdims), _prod_vjp, _prod_jvp)
 
 
-@register(np.prod)
+@register(np.prod, note="exact where a factor is 0 (no division by it)")
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue, where=NoValue):
     no_out("prod", out)
     check_novalue("prod", initial=initial, where=where)

@@ -14,6 +14,8 @@ silently wrong (derivative-free) result.
   they are computed on plain values;
 - ``METHODS[(ufunc, method)]``: ``ufunc.reduce``, ``ufunc.accumulate``, ``ufunc.outer``;
 - ``FUNCTIONS[func]``: an implementation with ``func``'s signature, for ``__array_function__``;
+- ``NOTES[f]``: the value a rule chooses where ``f`` is not differentiable (shown in the
+  documentation's table of supported functions, which is generated from this registry);
 - ``ELEMENTARY[name]``: the elementwise table's function ``name`` on arrays (what
   ``deltaad.sin(array)`` calls);
 - ``LATE``: rules for ufuncs of optional modules (``"scipy.special.erf"``), registered when that
@@ -29,32 +31,38 @@ SCALAR_UFUNCS = {}
 CONSTANT_UFUNCS = set()
 METHODS = {}
 FUNCTIONS = {}
+NOTES = {}
 ELEMENTARY = {}
-LATE = {}  # "module.name" -> (array rule, scalar rule or None)
+LATE = {}  # "module.name" -> (array rule, scalar rule or None, note)
 
 
-def register(*funcs):
+def register(*funcs, note=""):
     """Decorator: ``impl`` implements each numpy function in ``funcs`` (a ``None`` is skipped:
-    a function this numpy version lacks) on duals, with the function's own signature."""
+    a function this numpy version lacks) on duals, with the function's own signature; ``note``
+    says what it chooses where the function is not differentiable."""
 
     def deco(impl):
         for f in funcs:
             if f is not None:
                 FUNCTIONS[f] = impl
+                if note:
+                    NOTES[f] = note
         return impl
 
     return deco
 
 
-def register_ufunc(ufunc, rule, scalar_rule=None):
+def register_ufunc(ufunc, rule, scalar_rule=None, note=""):
     """``rule`` (and ``scalar_rule`` for scalar operands) answer calls of ``ufunc``; ``ufunc``
     may be the name ``"module.name"`` of a ufunc of an optional module."""
     if isinstance(ufunc, str):
-        LATE[ufunc] = (rule, scalar_rule)
+        LATE[ufunc] = (rule, scalar_rule, note)
         return
     UFUNCS[ufunc] = rule
     if scalar_rule is not None:
         SCALAR_UFUNCS[ufunc] = scalar_rule
+    if note:
+        NOTES[ufunc] = note
 
 
 def ufunc_rule(ufunc):

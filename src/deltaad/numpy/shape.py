@@ -479,7 +479,7 @@ def _pad_vjp(out, vals, on, pw, cval):
 PAD = Primitive("pad", _pad_impl, _pad_vjp, lambda out, vals, tans, pw, cval: apply(PAD, (tans[0],), {"pw": pw, "cval": 0}))
 
 
-@register(np.pad)
+@register(np.pad, note="not reflect_type='odd'")
 def pad(array, pad_width, mode="constant", **kwargs):
     x = as_array(array)
     s = shape_of(x)
@@ -609,7 +609,7 @@ def take_along_axis(arr, indices, axis=-1):
     return getitem(x, _along_axis_index(np.asarray(indices), ax, shape_of(x)), False)
 
 
-@register(np.sort)
+@register(np.sort, note="follows the stable sorting permutation")
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     if order is not None:
         unsupported("sort", "order=")

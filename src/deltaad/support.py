@@ -1,0 +1,124 @@
+"""What deltaad can differentiate, as a Markdown page generated from the rules themselves.
+
+The documentation's "numpy and scipy support" page is this function's output, produced when
+the site is built, so the list cannot drift from the code: a function appears because a rule
+for it is registered, with the value it chooses at non-differentiable points as the rule
+declared it (the elementwise table's ``chosen``, the registry's notes, ``functions.CHOSEN``).
+``support_table()`` is the one entry point.
+"""
+
+from . import elementwise, functions
+from .numpy import registry
+
+BOTH = "rev, fwd"
+
+
+def _name(f):
+    """``numpy.linalg.norm`` -> ``linalg.norm``; ``numpy.sin`` -> ``sin``."""
+    full = registry.qualified_name(f)
+    for prefix in ("numpy.", "scipy.special."):
+        if full.startswith(prefix):
+            return full[len(prefix):]
+    return full
+
+
+def _grouped(rules):
+    """``[(sorted names sharing one rule, note)]``: aliases (``max``/``amax``) on one row."""
+    by_rule = {}
+    for f, impl in rules.items():
+        names, notes = by_rule.setdefault(id(impl), ([], []))
+        names.append(_name(f))
+        notes.append(registry.NOTES.get(f, ""))
+    rows = [(sorted(set(names)), next((n for n in notes if n), "")) for names, notes in by_rule.values()]
+    return sorted(rows)
+
+
+def _code(names):
+    return ", ".join("`%s`" % n for n in names)
+
+
+def _table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    out += ["| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows]
+    return out
+
+
+def scalar_functions():
+    """``[(name, math names, domain, modes, note)]`` for ``deltaad``'s functions on scalars:
+    the elementwise table, then the piecewise functions."""
+    rows = [(e.name, ", ".join(e.math), str(e.domain), BOTH, e.chosen)
+            for e in sorted(elementwise.TABLE, key=lambda e: e.name)]
+    for name, (modes, note) in sorted(functions.CHOSEN.items()):
+        rows.append((name, "", "all reals", modes, note))
+    return rows
+
+
+def ufuncs():
+    """``(differentiable, constant)``: ``[(names, note)]`` and ``[name]`` for numpy ufuncs."""
+    return _grouped(registry.UFUNCS), sorted(_name(u) for u in registry.CONSTANT_UFUNCS)
+
+
+def ufunc_methods():
+    return sorted("%s.%s" % (_name(u), method) for (u, method) in registry.METHODS)
+
+
+def numpy_functions():
+    """``(differentiable, constant)``: ``[(names, note)]`` and ``[name]`` for numpy functions
+    with a rule (``__array_function__``)."""
+    diff = {f: impl for f, impl in registry.FUNCTIONS.items() if not getattr(impl, "constant", False)}
+    const = sorted(_name(f) for f, impl in registry.FUNCTIONS.items() if getattr(impl, "constant", False))
+    return _grouped(diff), const
+
+
+def scipy_functions():
+    """``[name]`` of the scipy.special ufuncs with a rule (used once scipy is imported)."""
+    return sorted(registry.LATE)
+
+
+def support_table():
+    """The supported functions as Markdown (headings, tables), read from the rules."""
+    modes_note = ("*Modes*: `rev` is reverse mode (`grad`, `vjp`, `jacrev`), `fwd` forward mode "
+                  "(`jvp`, `jacfwd`); every differentiable rule works in both and nests to any "
+                  "order (`hessian`, reverse-over-reverse, ...). *Constant* functions return "
+                  "plain values: their derivative is zero where it exists.")
+    out = ["## Scalar functions", "",
+           "`deltaad.<name>` on floats and scalar duals (and, through numpy, on arrays), with "
+           "`math`'s values and domain errors; numpy's ufunc of the same name works on scalar "
+           "duals too, with numpy's values.", "", modes_note, ""]
+    out += _table(["function", "`math` name", "domain", "modes", "at non-differentiable points"],
+                  [["`%s`" % n, m, dom, modes, note] for n, m, dom, modes, note in scalar_functions()])
+    out += ["", "Constants: `deltaad.pi`, `deltaad.e`.", ""]
+
+    out += ["## numpy ufuncs", "",
+            "Elementwise, with broadcasting; on array duals, scalar duals and mixtures with "
+            "plain arrays. The operators `+ - * / ** @ // % abs -x` map to these.", ""]
+    diff, const = ufuncs()
+    out += _table(["ufunc", "modes", "at non-differentiable points"],
+                  [[_code(names), BOTH, note] for names, note in diff])
+    out += ["", "Constant ufuncs (comparisons, predicates, rounding; a plain result): "
+            + _code(const) + ".", ""]
+    out += ["### ufunc methods", ""]
+    out += _table(["method", "modes"], [["`%s`" % n, BOTH] for n in ufunc_methods()])
+
+    diff, const = numpy_functions()
+    top = [(n, note) for n, note in diff if not n[0].startswith("linalg.")]
+    linalg = [(n, note) for n, note in diff if n[0].startswith("linalg.")]
+    out += ["", "## numpy functions", "",
+            "Reached through numpy's `__array_function__` protocol: call them as usual "
+            "(`np.sum(x, axis=0)`).", ""]
+    out += _table(["function", "modes", "notes"], [[_code(n), BOTH, note] for n, note in top])
+    out += ["", "### numpy.linalg", ""]
+    out += _table(["function", "modes", "notes"], [[_code(n), BOTH, note] for n, note in linalg])
+    out += ["", "### Functions whose result carries no derivative", "",
+            "These accept duals and return plain values (indices, booleans, shapes, rounded "
+            "numbers): " + _code(const) + ".", ""]
+
+    out += ["## scipy", "",
+            "scipy is optional. Once the program has imported `scipy.special`, these ufuncs "
+            "work on duals: " + _code(scipy_functions()) + ". Other scipy functions convert "
+            "their arguments with `np.asarray`, which raises `TypeError` on a dual rather "
+            "than drop its derivative: differentiate the numpy code around them, or give "
+            "them a rule with `deltaad.defvjp` / `deltaad.custom_vjp`. `scipy.optimize` and "
+            "`scipy.integrate` *call* your functions with plain arrays: hand them deltaad's "
+            "gradients as `jac=` / `hess=` (see the examples).", ""]
+    return "\n".join(out) + "\n"
