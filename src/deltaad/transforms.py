@@ -7,9 +7,11 @@ and reads the outputs back (``lookup``/``delta``). Written once against the back
 """
 
 import collections
+import collections.abc
 import functools
 import numbers
 import operator
+import types
 
 import numpy as np
 
@@ -94,53 +96,135 @@ def _tangent_value(t):
 _FLOAT64 = np.dtype(np.float64)
 
 
-def _holds_dual(items, trace):
-    """True if the plain container ``items`` holds (in nested lists, tuples and object arrays) a
-    dual of ``trace`` or of a finished trace: one whose derivative reading it as a leaf loses."""
+def _holds_dual(items, trace, seen=None):
+    """True if ``items`` holds -- in nested containers, object arrays, dict views, sets and the
+    attributes of plain objects -- a dual of ``trace`` or of a finished trace: one whose
+    derivative reading it as a constant leaf would lose."""
+    if seen is None:
+        seen = set()
     for e in items:
         if is_dual(e):
             t = e.trace
             if t is trace or t.closed:
                 return True
-        elif type(e) is list or type(e) is tuple:
-            if _holds_dual(e, trace):
-                return True
-        elif type(e) is np.ndarray and e.dtype.kind == "O":
-            if _holds_dual(e.ravel().tolist(), trace):
-                return True
+            continue
+        te = type(e)
+        if te is float or te is int or te is bool or te is str or e is None:
+            continue
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        inner = _contents(e)
+        if inner is not None and _holds_dual(inner, trace, seen):
+            return True
     return False
 
 
-_PLAIN_CONTAINERS = (list, tuple, dict, set, frozenset, collections.deque)
+def _contents(x):
+    """What a value that is not a pytree node may hold, read without changing it: a
+    container's items, an object array's elements, a plain object's attributes, a closure's
+    cells; None for numbers, strings, plain arrays, types and modules."""
+    if isinstance(x, np.ndarray):
+        return x.ravel().tolist() if x.dtype.kind == "O" else None
+    if isinstance(x, dict):
+        return list(x.values())
+    if isinstance(x, (list, tuple, set, frozenset, collections.deque, type({}.values()),
+                      type({}.keys()), type({}.items()))):
+        return list(x)
+    if isinstance(x, (numbers.Number, str, bytes, bytearray, type, types.ModuleType, np.generic)):
+        return None
+    if isinstance(x, types.FunctionType):
+        return [c.cell_contents for c in (x.__closure__ or ()) if _cell_full(c)]
+    items = []
+    d = getattr(x, "__dict__", None)
+    if isinstance(d, dict):
+        items.extend(d.values())
+    for cls in type(x).__mro__:
+        for name in cls.__dict__.get("__slots__", ()):
+            if isinstance(name, str) and name not in ("__dict__", "__weakref__"):
+                try:
+                    items.append(getattr(x, name))
+                except AttributeError:
+                    pass
+    return items
+
+
+def _cell_full(c):
+    try:
+        c.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def _is_iterator(x):
+    return isinstance(x, collections.abc.Iterator)
 
 
 def _check_constant_output(x, trace, who):
-    """Raise if the output leaf ``x`` (not a dual of ``trace``) hides duals of ``trace`` in a
-    container deltaad does not look inside (their derivative would silently be zero). Only
-    cheap cases are checked: numpy object arrays and subclasses of the plain containers."""
+    """Raise if the output leaf ``x`` (not a dual of ``trace``) may hide duals of ``trace``
+    where deltaad does not look (their derivative would silently be zero): in a container that
+    is not a pytree node (a subclass of list or dict, a set, a dict view), in a plain object's
+    attributes, or in an iterator or generator, which cannot be looked into without consuming
+    it."""
     tx = type(x)
     if tx is float or tx is int or tx is bool or tx is str or x is None:
         return
-    if isinstance(x, np.ndarray):
-        if x.dtype.kind == "O" and _holds_dual(x.ravel().tolist(), trace):
-            raise TypeError(
-                "%s: the function's output holds a numpy object array of deltaad duals (as "
-                "np.array([x, y]) makes from duals); deltaad does not look inside object arrays, "
-                "so its derivative would be silently lost. Build the array with "
-                "deltaad.stack([...]) or deltaad.asarray(...), or return a tuple or list of the "
-                "duals instead." % who
-            )
+    if isinstance(x, np.ndarray) and x.dtype.kind != "O":
         return
-    if isinstance(x, _PLAIN_CONTAINERS):
-        items = x.values() if isinstance(x, dict) else x
-        if _holds_dual(items, trace):
-            raise TypeError(
-                "%s: the function's output holds deltaad duals inside a %s, which is not a "
-                "pytree container (those are tuple, list, dict, OrderedDict, defaultdict, "
-                "namedtuple, dataclass and None -- the types themselves, not subclasses), so "
-                "it is a constant leaf and its derivative would be silently lost. Return a "
-                "tuple, list or dict instead (e.g. list(x) or dict(x))." % (who, tx.__name__)
-            )
+    if _is_iterator(x):
+        raise TypeError(
+            "%s: the function's output holds a %s, an iterator: deltaad cannot look inside it "
+            "without consuming it, and the deltaad duals it may yield would silently get a zero "
+            "derivative. Return list(...) or tuple(...) of it instead." % (who, tx.__name__)
+        )
+    inner = _contents(x)
+    if inner is None or not _holds_dual(inner, trace, {id(x)}):
+        return
+    if isinstance(x, np.ndarray):
+        raise TypeError(
+            "%s: the function's output holds a numpy object array of deltaad duals that could "
+            "not be read as an array (it holds duals of a finished differentiation, or items "
+            "that are not numbers), so its derivative would be silently lost. Build the array "
+            "with deltaad.stack([...]) or deltaad.asarray(...), or return a tuple or list of the "
+            "duals instead." % who
+        )
+    raise TypeError(
+        "%s: the function's output holds deltaad duals inside a %s, which is not a pytree "
+        "container (those are tuple, list, dict, OrderedDict, defaultdict, namedtuple, dataclass "
+        "and None -- the types themselves, not subclasses), so it is a constant leaf and its "
+        "derivative would be silently lost. Return a tuple, list or dict instead (e.g. list(x) "
+        "or dict(x)), or make the class a dataclass." % (who, tx.__name__)
+    )
+
+
+def _pack_outputs(out, trace):
+    """``out`` with each numpy object array that holds duals (``np.array([x, y])``,
+    ``np.r_[...]``, what numpy's object arithmetic returns) replaced by the array dual of
+    those duals, recorded on ``trace`` while it is still open."""
+    tx = type(out)
+    if tx is Dual or tx is float:
+        return out
+    leaves, d = tree_flatten(out)
+    changed = False
+    for k, x in enumerate(leaves):
+        if type(x) is np.ndarray and x.dtype.kind == "O":
+            flat = x.ravel().tolist()
+            if _holds_dual(flat, trace) and all(
+                    is_dual(e) or isinstance(e, numbers.Real) for e in flat):
+                top = _top(flat)
+                if top is not None and not top.closed:
+                    leaves[k] = asarray(x)
+                    changed = True
+    return tree_unflatten(d, leaves) if changed else out
+
+
+def _top(items):
+    top = None
+    for e in items:
+        if is_dual(e) and (top is None or e.trace.level > top.level):
+            top = e.trace
+    return top
 
 
 def _primal(x, trace):
@@ -394,6 +478,8 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise TypeError("%s(has_aux=True): the function must return a pair (output, aux); got %r" % (who, type(out)))
             out, aux = out
+        if type(out) is not Dual:
+            out = _pack_outputs(out, tape)
     pb = _Pullback()
     pb.tape = tape
     pb.in_def = in_def
@@ -510,6 +596,8 @@ def jvp(fun, primals, tangents):
         duals, kinds = _dualise(level, leaves, t_leaves, floats=all_floats(leaves))
         _check_has_float(kinds, "jvp")
         out = fun(*tree_unflatten(in_def, duals))
+        if type(out) is not Dual:
+            out = _pack_outputs(out, level)
     if type(out) is Dual and out.trace is level:  # one real output, the commonest
         return out.value, out.tangent
     ps, ts, out_def = _read_forward(out, level, "jvp")
@@ -729,7 +817,7 @@ def _jvp_static(f, in_leaves, in_def, t_leaves, who):
     as flat lists ``(primals, tangents, treedef)``."""
     with opened(B.ForwardLevel) as level:
         duals, kinds = _dualise(level, in_leaves, t_leaves)
-        out = f(*tree_unflatten(in_def, duals))
+        out = _pack_outputs(f(*tree_unflatten(in_def, duals)), level)
     return _read_forward(out, level, who)
 
 
@@ -754,7 +842,7 @@ def make_delta(fun, *primals):
         _check_has_float(kinds, "make_delta")
         if any(k == "array" for k in kinds):
             raise TypeError("make_delta shows the Delta of scalar programs; pass floats, not arrays")
-        out = fun(*tree_unflatten(in_def, duals))
+        out = _pack_outputs(fun(*tree_unflatten(in_def, duals)), tape)
     d = _on_trace(out, tape)
     if d is None:
         _check_constant_output(out, tape, "make_delta")
