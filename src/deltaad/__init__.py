@@ -21,7 +21,7 @@ from .custom import custom_jvp, custom_vjp, primitive
 from .support import support_table
 from .trace import open_traces
 from .transforms import (
-    grad, hessian, jacfwd, jacobian, jacrev, jvp, make_delta, value_and_grad, vjp,
+    grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, make_delta, value_and_grad, vjp,
 )
 
 Dual = _B.Dual
@@ -30,7 +30,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "backend", "Dual", "EscapedDualError", "delta", "math",
-    "grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacobian", "jacfwd", "hessian", "make_delta",
+    "grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacobian", "jacfwd", "hessian", "hvp",
+    "make_delta",
     "open_traces", "tree_flatten", "tree_unflatten", "tree_map",
     "ArrayDual", "asarray", "stack", "at", "logsumexp",
     "custom_vjp", "custom_jvp", "primitive", "defvjp", "defjvp", "defconst", "support_table",

@@ -553,6 +553,8 @@ def value_and_grad(fun, argnums=0, has_aux=False):
             )
         g = pb(1.0 if type(out) is Dual or not isinstance(out, np.ndarray) and not is_dual(out) else np.ones(()))
         g = g[0] if single else g
+        if type(out) is np.ndarray:  # np.sum(x) of an array dual: numpy's scalar, as numpy gives
+            out = out[()]
         return ((out, aux), g) if has_aux else (out, g)
 
     return value_and_grad_f
@@ -824,6 +826,18 @@ def _jvp_static(f, in_leaves, in_def, t_leaves, who):
 def hessian(fun, argnums=0):
     """Second derivatives: forward over reverse (``jacfwd(jacrev(fun))``), as JAX does."""
     return _jacfwd(jacrev(fun, argnums), argnums, "hessian")
+
+
+def hvp(fun, primals, tangents, argnums=0):
+    """The Hessian-vector product ``H @ v`` of a real-valued ``fun`` at ``primals``, without
+    the Hessian: forward over reverse (``jvp(grad(fun), primals, tangents)``, JAX's recipe),
+    so time and memory are a small multiple of one gradient's. ``tangents`` has the structure
+    of ``primals`` (one tangent per argument); the result has the structure of the
+    argument(s) ``argnums`` -- ``hessp`` for ``scipy.optimize.minimize`` is
+    ``lambda x, p: deltaad.hvp(f, (x,), (p,))``."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("hvp: primals and tangents must be tuples (one entry per argument)")
+    return jvp(grad(fun, argnums), tuple(primals), tuple(tangents))[1]
 
 
 # --------------------------------------------------------------------------------------------
