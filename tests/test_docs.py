@@ -34,6 +34,9 @@ def _blocks():
 
 @pytest.mark.parametrize("code", list(_blocks()))
 def test_code_block_runs(code, capsys, restore_registry):
+    # a block that starts with ``# needs: module`` runs only where that optional module is
+    for module in re.findall(r"^# needs: ([\w.]+)", code, re.M):
+        pytest.importorskip(module, reason="the block needs the optional %s" % module)
     exec(compile(code, "<docs>", "exec"), {"__name__": "__docs__"})
 
 

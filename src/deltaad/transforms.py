@@ -538,26 +538,75 @@ def _is_scalar_output(x):
     return False
 
 
+class Transformed:
+    """A differentiated function: what ``grad``, ``value_and_grad``, ``jacrev``, ``jacfwd`` and
+    ``hessian`` return. It carries the function it differentiates (``__wrapped__``, its name
+    and docstring, as ``functools.wraps`` gives) and pickles as the call that made it --
+    ``grad(f, argnums)`` -- so ``f`` travels by reference when it is importable and by value
+    through cloudpickle for a lambda or closure: ``ProcessPoolExecutor.map(grad(f), xs)`` and
+    Dask work. As an attribute of a class it binds like a function (a method)."""
+
+    __slots__ = ("fun", "argnums", "has_aux", "who", "recipe", "__dict__", "__weakref__")
+
+    def __init__(self, fun, argnums, has_aux, who, recipe):
+        self.fun = fun
+        self.argnums = argnums
+        self.has_aux = has_aux
+        self.who = who
+        self.recipe = recipe  # (public maker, its arguments)
+        try:
+            functools.update_wrapper(self, recipe[1][0])  # the user's function
+        except AttributeError:  # pragma: no cover -- an object that refuses attribute reads
+            pass
+
+    def __reduce__(self):
+        return self.recipe
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __repr__(self):
+        return "<deltaad.%s of %r>" % (self.who, self.recipe[1][0])
+
+
+class _ValueAndGrad(Transformed):
+    __slots__ = ()
+
+    def __call__(self, *args, **kwargs):
+        return _value_and_grad(self, args, kwargs)
+
+
+class _Grad(Transformed):
+    __slots__ = ()
+
+    def __call__(self, *args, **kwargs):
+        (out, g) = _value_and_grad(self, args, kwargs)
+        if self.has_aux:
+            return g, out[1]
+        return g
+
+
+def _value_and_grad(self, args, kwargs):
+    single, nums = _argnums_tuple(self.argnums, len(args), "grad")
+    has_aux = self.has_aux
+    out, pb, aux = _vjp(self.fun, args, kwargs, nums, has_aux, "grad")
+    if not _is_scalar_output(out):
+        raise TypeError(
+            "grad requires a function returning one real number; got %s. Use "
+            "deltaad.jacrev/jacobian or deltaad.vjp for other outputs, or has_aux=True to "
+            "return extra data beside the number." % (_describe(out),)
+        )
+    g = pb(1.0 if type(out) is Dual or not isinstance(out, np.ndarray) and not is_dual(out) else np.ones(()))
+    g = g[0] if single else g
+    if type(out) is np.ndarray:  # np.sum(x) of an array dual: numpy's scalar, as numpy gives
+        out = out[()]
+    return ((out, aux), g) if has_aux else (out, g)
+
+
 def value_and_grad(fun, argnums=0, has_aux=False):
     """``f(*args) -> (value, gradient)``; gradient has the structure of the argument(s)."""
-
-    @functools.wraps(fun)
-    def value_and_grad_f(*args, **kwargs):
-        single, nums = _argnums_tuple(argnums, len(args), "grad")
-        out, pb, aux = _vjp(fun, args, kwargs, nums, has_aux, "grad")
-        if not _is_scalar_output(out):
-            raise TypeError(
-                "grad requires a function returning one real number; got %s. Use "
-                "deltaad.jacrev/jacobian or deltaad.vjp for other outputs, or has_aux=True to "
-                "return extra data beside the number." % (_describe(out),)
-            )
-        g = pb(1.0 if type(out) is Dual or not isinstance(out, np.ndarray) and not is_dual(out) else np.ones(()))
-        g = g[0] if single else g
-        if type(out) is np.ndarray:  # np.sum(x) of an array dual: numpy's scalar, as numpy gives
-            out = out[()]
-        return ((out, aux), g) if has_aux else (out, g)
-
-    return value_and_grad_f
+    return _ValueAndGrad(fun, argnums, has_aux, "value_and_grad",
+                         (value_and_grad, (fun, argnums, has_aux)))
 
 
 def _describe(x):
@@ -570,16 +619,7 @@ def _describe(x):
 
 def grad(fun, argnums=0, has_aux=False):
     """The gradient of a real-valued ``fun`` with respect to the argument(s) ``argnums``."""
-    vg = value_and_grad(fun, argnums, has_aux)
-
-    @functools.wraps(fun)
-    def grad_f(*args, **kwargs):
-        (out, g) = vg(*args, **kwargs)
-        if has_aux:
-            return g, out[1]
-        return g
-
-    return grad_f
+    return _Grad(fun, argnums, has_aux, "grad", (grad, (fun, argnums, has_aux)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -745,13 +785,12 @@ def _assemble(J, out_leaves, out_def, out_tree, in_leaves, in_def, in_tree, sing
     return tree_unflatten(out_def, result_leaves)
 
 
-def jacrev(fun, argnums=0):
-    """The Jacobian by reverse mode: one tape, one backward sweep per output component."""
+class _JacRev(Transformed):
+    __slots__ = ()
 
-    @functools.wraps(fun)
-    def jacrev_f(*args, **kwargs):
-        single, nums = _argnums_tuple(argnums, len(args), "jacrev")
-        out, pb, _ = _vjp(fun, args, kwargs, nums, False, "jacrev")
+    def __call__(self, *args, **kwargs):
+        single, nums = _argnums_tuple(self.argnums, len(args), "jacrev")
+        out, pb, _ = _vjp(self.fun, args, kwargs, nums, False, "jacrev")
         if pb.out_leaves is None:
             out_leaves, out_def = [out], LEAF
         else:
@@ -774,7 +813,11 @@ def jacrev(fun, argnums=0):
         in_tree = tuple(args[n] for n in nums)
         return _assemble(J, out_leaves, out_def, out, in_leaves, pb.in_def, in_tree, single)
 
-    return jacrev_f
+
+
+def jacrev(fun, argnums=0):
+    """The Jacobian by reverse mode: one tape, one backward sweep per output component."""
+    return _JacRev(fun, argnums, False, "jacrev", (jacrev, (fun, argnums)))
 
 
 jacobian = jacrev
@@ -782,13 +825,16 @@ jacobian = jacrev
 
 def jacfwd(fun, argnums=0):
     """The Jacobian by forward mode: one ``jvp`` per input component."""
-    return _jacfwd(fun, argnums, "jacfwd")
+    return _JacFwd(fun, argnums, False, "jacfwd", (jacfwd, (fun, argnums)))
 
 
-def _jacfwd(fun, argnums, who):
-    @functools.wraps(fun)
-    def jacfwd_f(*args, **kwargs):
-        single, nums = _argnums_tuple(argnums, len(args), who)
+class _JacFwd(Transformed):
+    __slots__ = ()
+
+    def __call__(self, *args, **kwargs):
+        who = self.who
+        fun = self.fun
+        single, nums = _argnums_tuple(self.argnums, len(args), who)
         in_tree = tuple(args[n] for n in nums)
         in_leaves, in_def = tree_flatten(in_tree)
         in_comps = _components(in_leaves)
@@ -811,8 +857,6 @@ def _jacfwd(fun, argnums, who):
         out = tree_unflatten(out_def, ps)
         return _assemble(J, ps, out_def, out, in_leaves, in_def, in_tree, single)
 
-    return jacfwd_f
-
 
 def _jvp_static(f, in_leaves, in_def, t_leaves, who):
     """``jvp`` where static leaves carry ``None`` tangents (they are not dualised); the output
@@ -825,7 +869,7 @@ def _jvp_static(f, in_leaves, in_def, t_leaves, who):
 
 def hessian(fun, argnums=0):
     """Second derivatives: forward over reverse (``jacfwd(jacrev(fun))``), as JAX does."""
-    return _jacfwd(jacrev(fun, argnums), argnums, "hessian")
+    return _JacFwd(jacrev(fun, argnums), argnums, False, "hessian", (hessian, (fun, argnums)))
 
 
 def hvp(fun, primals, tangents, argnums=0):
