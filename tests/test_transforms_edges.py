@@ -603,3 +603,46 @@ def test_nested_array_dual_tangent_and_cotangent():
     for f in (via_jvp, via_vjp):
         assert grad(f)(1.0) == 4.0
         assert deltaad.jvp(f, (1.0,), (1.0,)) == (4.0, 4.0)
+
+
+class _Box:
+    def __init__(self, v):
+        self.v = v
+
+
+class _Slotted:
+    __slots__ = ("v",)
+
+    def __init__(self, v):
+        self.v = v
+
+
+HIDDEN = {
+    "dict.values": lambda x: {"a": x * 2.0}.values(),
+    "dict.items": lambda x: {"a": x * 2.0}.items(),
+    "generator": lambda x: (x * k for k in range(2)),
+    "map": lambda x: map(lambda k: x * k, range(2)),
+    "zip": lambda x: zip([x], [1.0]),
+    "iter": lambda x: iter([x]),
+    "object attribute": lambda x: _Box(x * 3.0),
+    "object slot": lambda x: _Slotted([x * 3.0]),
+    "closure": lambda x: (lambda: x * 3.0),
+    "nested in tuple": lambda x: (1.0, _Box({"k": [x]})),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HIDDEN))
+def test_outputs_that_hide_duals_raise_in_every_operator(name):
+    """Never a silent None or zero derivative for duals the output hides."""
+    make = HIDDEN[name]
+    for run in (lambda: deltaad.vjp(make, 2.0), lambda: deltaad.jvp(make, (2.0,), (1.0,)),
+                lambda: deltaad.jacrev(make)(2.0), lambda: deltaad.jacfwd(make)(2.0)):
+        with pytest.raises(TypeError, match="(not a pytree container|an iterator)"):
+            run()
+    assert deltaad.open_traces() == []
+
+
+def test_constant_objects_in_outputs_are_fine():
+    out = deltaad.jvp(lambda x: (x * 2.0, _Box("label"), {1.0}.union({2.0})), (1.0,), (1.0,))
+    assert out[0][0] == 2.0 and out[1][0] == 2.0 and out[1][1] is None
+    assert deltaad.jacrev(lambda x: (x, _Box(None)))(1.0)[1] is None
