@@ -32,6 +32,9 @@ from ..trace import value as strip
 from . import registry
 
 Dual = B.Dual
+_new = object.__new__
+_UFUNCS = registry.UFUNCS
+_CONSTANT_UFUNCS = registry.CONSTANT_UFUNCS
 
 
 class Primitive:
@@ -126,7 +129,7 @@ def apply(prim, args, params=_EMPTY):
     if inner:
         out = apply(prim, vals, params)
     else:
-        out = prim.impl(*vals, **params)
+        out = prim.impl(*vals, **params) if params else prim.impl(*vals)
         if type(out) is not np.ndarray and type(out) is not float:
             out = np.asarray(out)
     if forward:
@@ -141,9 +144,16 @@ def apply(prim, args, params=_EMPTY):
                 isinstance(t, (np.ndarray, np.floating)) and t.dtype != out.dtype:
             t = np.asarray(t, dtype=out.dtype)  # a tangent has its primal's dtype (float32 stays)
         return wrap(out, top, -1, t)
-    rule = prim.vjp(out, vals, on, **params)
+    rule = prim.vjp(out, vals, on, **params) if params else prim.vjp(out, vals, on)
     if scalar is not None or len(keep) != k:
         rule = _select(rule, keep, scalar)
+    if type(out) is np.ndarray:  # wrap(), inlined for the commonest result
+        r = _new(ArrayDual)
+        r.value = out
+        r.trace = top
+        r.id = top.push_linear(ids, rule)
+        r.tangent = None
+        return r
     return wrap(out, top, top.push_linear(ids, rule), None)
 
 
@@ -694,7 +704,7 @@ def reshape_scalar(x):
 
 def unbroadcast(g, shape):
     """Sum ``g`` down to ``shape`` (the transpose of broadcasting ``shape`` to ``g``'s shape)."""
-    gs = shape_of(g)
+    gs = g.shape if type(g) is np.ndarray else shape_of(g)
     if gs == shape:
         return g
     nd = len(gs) - len(shape)
@@ -766,6 +776,17 @@ class ArrayDual:
 
     # -- numpy protocols --
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and not kwargs:  # ufunc_dispatch's fast path, inlined
+            rule = _UFUNCS.get(ufunc)
+            if rule is not None and ufunc not in _CONSTANT_UFUNCS:
+                if len(inputs) == 1:
+                    return rule(self)
+                if len(inputs) == 2:
+                    a, b = inputs
+                    ta = type(a)
+                    tb = type(b)
+                    if (ta is ArrayDual or ta is float) and (tb is ArrayDual or tb is float):
+                        return rule(a, b)
         return ufunc_dispatch(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
@@ -842,27 +863,47 @@ class ArrayDual:
 
     # -- arithmetic --
     def __add__(self, other):
+        to = type(other)
+        if to is ArrayDual or to is float:
+            return _UFUNCS[np.add](self, other)
         return _binop(np.add, self, other)
 
     def __radd__(self, other):
+        if type(other) is float:
+            return _UFUNCS[np.add](other, self)
         return _binop(np.add, other, self)
 
     def __sub__(self, other):
+        to = type(other)
+        if to is ArrayDual or to is float:
+            return _UFUNCS[np.subtract](self, other)
         return _binop(np.subtract, self, other)
 
     def __rsub__(self, other):
+        if type(other) is float:
+            return _UFUNCS[np.subtract](other, self)
         return _binop(np.subtract, other, self)
 
     def __mul__(self, other):
+        to = type(other)
+        if to is ArrayDual or to is float:
+            return _UFUNCS[np.multiply](self, other)
         return _binop(np.multiply, self, other)
 
     def __rmul__(self, other):
+        if type(other) is float:
+            return _UFUNCS[np.multiply](other, self)
         return _binop(np.multiply, other, self)
 
     def __truediv__(self, other):
+        to = type(other)
+        if to is ArrayDual or to is float:
+            return _UFUNCS[np.true_divide](self, other)
         return _binop(np.true_divide, self, other)
 
     def __rtruediv__(self, other):
+        if type(other) is float:
+            return _UFUNCS[np.true_divide](other, self)
         return _binop(np.true_divide, other, self)
 
     def __floordiv__(self, other):
@@ -1028,6 +1069,12 @@ del _name, _func
 
 
 def _binop(ufunc, a, b):
+    ta = type(a)
+    tb = type(b)
+    if (ta is ArrayDual or ta is float) and (tb is ArrayDual or tb is float):
+        rule = registry.UFUNCS.get(ufunc)  # (None for // : piecewise constant, below)
+        if rule is not None and ufunc not in registry.CONSTANT_UFUNCS:
+            return rule(a, b)
     oa = operand(a)
     ob = operand(b)
     if oa is None or ob is None:
@@ -1072,6 +1119,19 @@ def _obj0(x):
 
 def ufunc_dispatch(ufunc, method, inputs, kwargs):
     """numpy's ``__array_ufunc__`` for array duals and for scalar duals meeting arrays."""
+    if method == "__call__" and not kwargs:  # the commonest calls, straight to the rule
+        rule = registry.UFUNCS.get(ufunc)
+        if rule is not None and ufunc not in registry.CONSTANT_UFUNCS:
+            if len(inputs) == 1:
+                if type(inputs[0]) is ArrayDual:
+                    return rule(inputs[0])
+            elif len(inputs) == 2:
+                a, b = inputs
+                ta = type(a)
+                tb = type(b)
+                if (ta is ArrayDual and (tb is ArrayDual or tb is float)) or \
+                        (tb is ArrayDual and ta is float):
+                    return rule(a, b)
     extra = {}
     if kwargs:
         if method == "__call__" and "axis" in kwargs and ufunc is getattr(np, "vecdot", None):
