@@ -198,24 +198,23 @@ def conversion_message(what, array=False, dtype=None, site=None):
 
 
 def _text(what, dual, plain, value, site):
-    at = ""
     if site.kind == "store":
         target = site.target or "a[i]"
         base, _, idx = target.partition("[")
         idx = idx[:-1] if idx.endswith("]") else "i"
         return (
-            "storing %s into a float array (%s = ...)%s would silently drop its derivative: a "
+            "storing %s into a float array (%s = ...) would silently drop its derivative: a "
             "numpy float array holds plain numbers. Arrays are immutable under differentiation: "
             "write %s = %s.at[%s].set(value) when %s is a deltaad array (deltaad.at(%s)[%s].set("
             "value) for a plain numpy array), or collect the values in a list or an object array "
             "(np.zeros(n, dtype=object)) and build the array with np.stack or deltaad.asarray."
-            % (dual, target, at, base, base, idx, base, base, idx)
+            % (dual, target, base, base, idx, base, base, idx)
         )
     if site.kind == "format":
         return (
-            "formatting %s with %% ('%%f' %% x)%s converts it to %s, which would silently drop "
+            "formatting %s with %% ('%%f' %% x) converts it to %s, which would silently drop "
             "its derivative. Use format(x, '.6f') or an f-string (f'{x:.6f}'), which work on "
-            "duals, or %s." % (dual, at, plain, value)
+            "duals, or %s." % (dual, plain, value)
         )
     if site.kind == "call":
         func, callee = site.func, site.callee
@@ -231,49 +230,49 @@ def _text(what, dual, plain, value, site):
         if func is float or func is int or func is complex:
             if what == "complex" or func is complex:
                 return (
-                    "%s(x) on %s%s would silently drop its derivative: deltaad differentiates "
+                    "%s(x) on %s would silently drop its derivative: deltaad differentiates "
                     "real functions. Keep a complex quantity as its real and imaginary parts (two "
-                    "real numbers, each differentiable), or use %s." % (callee, dual, at, value)
+                    "real numbers, each differentiable), or use %s." % (callee, dual, value)
                 )
             if func is int:
                 return (
-                    "%s(x) on %s%s would drop its derivative (an integer has none). Write "
+                    "%s(x) on %s would drop its derivative (an integer has none). Write "
                     "int(deltaad.value(x)) to say so, or use round(x), math.floor(x) or "
-                    "math.ceil(x), which give plain integers from duals." % (callee, dual, at)
+                    "math.ceil(x), which give plain integers from duals." % (callee, dual)
                 )
             return (
-                "%s(x) on %s%s would silently drop its derivative. Keep x as it is (a dual "
+                "%s(x) on %s would silently drop its derivative. Keep x as it is (a dual "
                 "works wherever a float does in arithmetic, and deltaad.math / numpy functions "
-                "take it), or use %s." % (callee, dual, at, value)
+                "take it), or use %s." % (callee, dual, value)
             )
         if mod in _MODULE_FIX:
             return (
-                "%s(x) converts its argument to %s%s, which would silently drop the derivative "
-                "of %s. Use %s." % (callee, plain, at, dual, _MODULE_FIX[mod].format(name=name))
+                "%s(x) converts its argument to %s, which would silently drop the derivative "
+                "of %s. Use %s." % (callee, plain, dual, _MODULE_FIX[mod].format(name=name))
             )
         if mod == "numpy" or mod.startswith("numpy.") or name in ("astype", "asarray", "array"):
             return (
-                "%s(...) converts %s to %s%s, which would silently drop its derivative. Leave "
+                "%s(...) converts %s to %s, which would silently drop its derivative. Leave "
                 "out the float dtype (np.asarray and np.array of duals give an object array of "
                 "scalar duals, which keeps the derivative), build arrays with deltaad.asarray "
-                "or np.stack, or use %s." % (callee, dual, plain, at, value)
+                "or np.stack, or use %s." % (callee, dual, plain, value)
             )
         return (
-            "%s(...) converts %s to %s%s, which would silently drop its derivative. If %s is "
+            "%s(...) converts %s to %s, which would silently drop its derivative. If %s is "
             "code you can change, let the dual through (Python arithmetic, deltaad.math, "
             "numpy); otherwise give it a derivative rule (deltaad.custom_vjp, deltaad.defvjp), "
-            "or pass it %s." % (callee, dual, plain, at, callee, value)
+            "or pass it %s." % (callee, dual, plain, callee, value)
         )
     if what == "array":
         return (
-            "converting %s to %s%s would silently drop its derivative. Leave out the float dtype "
+            "converting %s to %s would silently drop its derivative. Leave out the float dtype "
             "(np.asarray of an array dual gives an object array of its scalar duals, which "
             "keeps the derivative), use numpy functions on the dual directly, or use %s."
-            % (dual, plain, at, value)
+            % (dual, plain, value)
         )
     return (
-        "converting %s to %s%s would silently drop its derivative. Use deltaad's functions "
-        "(deltaad.math, numpy) on it, or %s." % (dual, plain, at, value)
+        "converting %s to %s would silently drop its derivative. Use deltaad's functions "
+        "(deltaad.math, numpy) on it, or %s." % (dual, plain, value)
     )
 
 
