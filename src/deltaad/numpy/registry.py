@@ -99,13 +99,18 @@ def qualified_name(f):
     return "%s.%s" % (mod, name)
 
 
-def not_implemented(f, method=None):
-    """The error for a function (or ufunc method) without a rule."""
+def not_implemented(f, method=None, cause=None):
+    """The error for a function (or ufunc method) without a rule; ``cause``: the error numpy's
+    own code gave on the object arrays of scalar duals."""
     name = qualified_name(f)
     if method is not None:
         name = "%s.%s" % (name, method)
+    tried = ""
+    if cause is not None:
+        tried = (", and numpy's own code for it failed on the object array of scalar duals "
+                 "(%s: %s)" % (type(cause).__name__, str(cause).split("\n")[0]))
     return NotImplementedError(
-        "deltaad has no derivative rule for %s on dual numbers. Use a supported function, or "
+        "deltaad has no derivative rule for %s on dual numbers%s. Use a supported function, or "
         "give it one with deltaad.defvjp / deltaad.defjvp (or deltaad.custom_vjp for your own "
-        "function); the supported list is in deltaad's documentation." % name
+        "function); the supported list is in deltaad's documentation." % (name, tried)
     )
