@@ -1370,6 +1370,7 @@ for _e in _table.TABLE:
     for _u in _e.ufuncs:
         if not isinstance(_u, str):
             _methods[_u.__name__] = globals()[_e.name]
+_methods.update(_rules.SCALAR_ATTRIBUTES)  # shape, ndim, size, dtype, as numpy's scalars
 if None in _GENERIC:  # the C copy names a function the table does not have
     raise ImportError("deltaad._core: C fast paths without a table entry: %s"
                       % [n for n, g in zip(_UNARY_NAMES, _GENERIC) if g is None])

@@ -9,6 +9,7 @@ exception by type and message.
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -491,6 +492,24 @@ def test_same_interface():
     for B in BACKENDS:
         assert B.Tape.is_forward is False or B.Tape(1).is_forward is False
         assert B.ForwardLevel(1).is_forward is True
+
+
+@pytest.mark.parametrize("B", BACKENDS, ids=["pure", "core"])
+def test_scalar_dual_answers_like_a_numpy_scalar(B):
+    """``shape``, ``ndim``, ``size`` and ``dtype`` of a scalar dual are a float64 scalar's, on
+    a tape, on a forward level and nested, and they do not record anything."""
+    ref = np.float64(1.5)
+    T = B.Tape(1)
+    F = B.ForwardLevel(2)
+    x = T.input(1.5)
+    y = F.input(x, 1.0)
+    n = T.nbindings
+    for d in (x, y, x * 2.0):
+        assert (d.shape, d.ndim, d.size, d.dtype) == (ref.shape, ref.ndim, ref.size, ref.dtype)
+        assert type(d.shape) is tuple and type(d.ndim) is int and type(d.size) is int
+    assert T.nbindings == n + 1  # only x * 2.0
+    with pytest.raises(AttributeError):
+        x.shape = (1,)
 
 
 def test_escaped_error_same_message():

@@ -1081,5 +1081,8 @@ for _e in _table.TABLE:
         if not isinstance(_u, str):
             setattr(Dual, _u.__name__, _fn)
 del _e, _fn, _u
+for _k, _v in _rules.SCALAR_ATTRIBUTES.items():  # shape, ndim, size, dtype as numpy scalars
+    setattr(Dual, _k, _v)
+del _k, _v
 
 _ipow, _pow_da = _rules.pow_rules(strip, lift)

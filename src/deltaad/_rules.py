@@ -11,6 +11,8 @@ same bits.
 import math
 from types import SimpleNamespace
 
+import numpy as np
+
 INF = math.inf
 NAN = math.nan
 
@@ -95,3 +97,16 @@ def pow_rules(strip, lift):
         return b * ipow(a, b - 1.0)
 
     return ipow, pow_da
+
+
+_FLOAT64 = np.dtype(np.float64)
+
+# What a scalar dual answers like a numpy scalar (``np.float64(1.0).shape == ()``), so code
+# that asks ``x.shape`` or ``x.dtype`` of an element works on duals too. Both backends add
+# these to their ``Dual`` type (the core through its type dictionary, off the hot path).
+SCALAR_ATTRIBUTES = {
+    "shape": property(lambda self: (), doc="``()``: a scalar, as numpy's scalars."),
+    "ndim": property(lambda self: 0, doc="0: a scalar, as numpy's scalars."),
+    "size": property(lambda self: 1, doc="1: a scalar, as numpy's scalars."),
+    "dtype": property(lambda self: _FLOAT64, doc="float64, the dtype of the value."),
+}
