@@ -1361,7 +1361,7 @@ _methods = {}
 _GENERIC.extend([None] * U_COUNT)
 _C_CODES = {_name: _code for _code, _name in enumerate(_UNARY_NAMES)}
 for _e in _table.TABLE:
-    _fn = (lift1 if _e.arity == 1 else lift2)(_e.name, _e.float, _e.derivative)
+    _fn = _table.lift(_e, lift1, lift2, _fallback, Dual)
     if _e.name in _C_CODES:
         _GENERIC[_C_CODES[_e.name]] = _fn
     else:

@@ -1074,7 +1074,7 @@ def lift(operands, f, partials):
 # The derivative namespace, the table's functions and the Dual methods numpy object arrays call
 NS = _rules.namespace(strip, lift)
 for _e in _table.TABLE:
-    _fn = (lift1 if _e.arity == 1 else lift2)(_e.name, _e.float, _e.derivative)
+    _fn = _table.lift(_e, lift1, lift2, _fallback, Dual)
     globals()[_e.name] = _fn
     setattr(NS, _e.name, _fn)
     for _u in _e.ufuncs:

@@ -202,38 +202,121 @@ def _binary_fn(prim):
 SCALAR_NS = SimpleNamespace(rdiv=B.NS.rdiv, sign=B.NS.sign, value=B.NS.value, where=B.NS.where)
 
 
-def _numpy_valued(e):
-    """The entry's scalar function with numpy's value (what ``np.<name>`` gives on a float)."""
-    f = e.array
+def _ordered_primitive(name, impl, derivative, edges):
+    """The array primitive of an entry with an integer order ``n`` (``polygamma(n, x)``): ``n``
+    is a static parameter (an int or an integer array broadcast with ``x``)."""
+
+    def vjp(out, vals, on, n):
+        d = derivative(NS, n, vals[0], out)
+        s = shape_of(vals[0])
+        exact = edges and _nonfinite(d)
+
+        def rule(ct):
+            return (unbroadcast(_times(ct, d, exact), s),)
+
+        return rule
+
+    def jvp(out, vals, tans, n):
+        return broadcast(_times(tans[0], derivative(NS, n, vals[0], out), edges), shape_of(out))
+
+    return Primitive(name, lambda v, n: impl(n, v), vjp, jvp)
+
+
+def _array_fn(e, impl):
+    """The function of entry ``e`` on arrays (and array duals), with ``impl``'s values."""
+    if e.orders:
+        prim = _ordered_primitive(e.name, impl, e.derivative, e.edges)
+
+        def fn(n, x):
+            if type(n) is ArrayDual or type(n) is Dual:
+                table.order_of(e.name, n)  # raises: the order is not differentiable
+            return apply(prim, (x,), {"n": n})
+
+        fn.__name__ = e.name
+        fn.primitive = prim
+        return fn
     if e.arity == 1:
-        fn = B.lift1(e.name, lambda x: float(f(x)), e.derivative, SCALAR_NS)
-    else:
-        fn = B.lift2(e.name, lambda a, b: float(f(a, b)), e.derivative, SCALAR_NS)
-    setattr(SCALAR_NS, e.name, fn)
-    return fn
+        prim = elementwise_primitive(
+            e.name, impl, (lambda x, y, d=e.derivative: d(NS, x, y),), with_out=True,
+            edges=e.edges)
+        return _unary_fn(prim)
+
+    def p(k, d=e.derivative):
+        return lambda a, b, y: d(NS, a, b, y)[k]
+
+    return _binary_fn(elementwise_primitive(e.name, impl, (p(0), p(1)), with_out=True,
+                                            edges=e.edges))
+
+
+def _scalar_fn(e, impl, array_fn):
+    """The function of entry ``e`` on floats and scalar duals with ``impl``'s values (what
+    ``np.<name>`` gives on a float): the derivative evaluated with numpy's functions too, as
+    the array path does (``math``'s would raise at a point where numpy gives nan)."""
+    if e.orders:
+        by_order = {}
+
+        def fn(n, x):
+            k = table.order_of(e.name, n)
+            if k is None:
+                return array_fn(n, x)
+            f = by_order.get(k)
+            if f is None:
+                f = by_order[k] = B.lift1(e.name, lambda v: float(impl(k, v)),
+                                          lambda ns, v, y: e.derivative(ns, k, v, y), SCALAR_NS)
+            return f(x)
+
+        return fn
+    if e.arity == 1:
+        return B.lift1(e.name, lambda x: float(impl(x)), e.derivative, SCALAR_NS)
+    return B.lift2(e.name, lambda a, b: float(impl(a, b)), e.derivative, SCALAR_NS)
+
+
+def _late_rules(e):
+    """The factory of the rules for a function of an optional module (``scipy.special.<name>``),
+    made from that function itself: its values are its own."""
+
+    def factory(f):
+        array_fn = _array_fn(e, f)
+        scalar_fn = _scalar_fn(e, f, array_fn)
+        if isinstance(f, np.ufunc):
+            return array_fn, scalar_fn, e.chosen
+        return _scalar_or_array(scalar_fn, array_fn, e.arity + e.orders)
+
+    return factory
+
+
+def _scalar_or_array(scalar_fn, array_fn, nargs):
+    """A table function's implementation on duals for a plain Python function of scipy (not a
+    ufunc): the scalar function on scalars, the array function otherwise."""
+
+    def impl(*args):
+        if len(args) != nargs:
+            raise TypeError("%s takes %d arguments" % (array_fn.__name__, nargs))
+        if all(type(a) is Dual or type(a) is float or type(a) is int for a in args):
+            return scalar_fn(*args)
+        return array_fn(*[operand_or_raise(a) for a in args])
+
+    return impl
 
 
 def _lift_table():
     for e in table.TABLE:
-        if e.arity == 1:
-            prim = elementwise_primitive(
-                e.name, e.array, (lambda x, y, d=e.derivative: d(NS, x, y),), with_out=True,
-                edges=e.edges)
-            fn = _unary_fn(prim)
-        else:
-            def p(k, d=e.derivative):
-                return lambda a, b, y: d(NS, a, b, y)[k]
-            prim = elementwise_primitive(e.name, e.array, (p(0), p(1)), with_out=True,
-                                         edges=e.edges)
-            fn = _binary_fn(prim)
+        fn = _array_fn(e, e.array)
         registry.ELEMENTARY[e.name] = fn
         # in derivatives: numpy's ufunc itself where there is one (plain arrays go straight to
         # numpy; array duals come back here through numpy's dispatch)
         ufunc = next((u for u in e.ufuncs if isinstance(u, np.ufunc)), None)
         setattr(NS, e.name, fn if ufunc is None else ufunc)
-        scalar = _numpy_valued(e)
+        scalar = _scalar_fn(e, e.array, fn)
+        setattr(SCALAR_NS, e.name, scalar)
         for u in e.ufuncs:
-            registry.register_ufunc(u, fn, scalar, e.chosen)
+            if isinstance(u, str):  # a function of scipy: its rules are made from it
+                registry.register_late(u, _late_rules(e), e.chosen)
+            elif u is e.array:
+                registry.register_ufunc(u, fn, scalar, e.chosen)
+            else:  # another ufunc of the same function (np.fabs): its own values
+                a = _array_fn(e, u)
+                registry.register_ufunc(u, a, _scalar_fn(e, u, a), e.chosen)
 
 
 _lift_table()
