@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 import deltaad
 from deltaad.elementwise import TABLE
 from helpers import (
-    assert_close, fd, fd_partial, ref_logaddexp, ref_sigmoid, ref_softplus, scaled, step_for,
+    assert_close, fd, fd_partial, function, ref_logaddexp, ref_sigmoid, ref_softplus, scaled,
+    step_for, unary_entries,
 )
 
 Dual = deltaad.Dual
@@ -65,10 +66,40 @@ REFS = {"sigmoid": ref_sigmoid, "softplus": ref_softplus, "square": lambda x: x 
 SAMPLES = {"tan": floats(-1.4, 1.4), "absolute": away_from_zero(0.05, 100),
            "cbrt": away_from_zero(0.05, 100), "reciprocal": away_from_zero(0.05, 100)}
 
+# scipy.special's functions: the reference value is scipy's own (deltaad's value is scipy's by
+# definition: bit for bit where the entry ``needs`` scipy, to rounding where deltaad has a
+# formula of its own); derivatives are held to finite differences of scipy's function.
+try:
+    from scipy import special as _special
+except ImportError:  # scipy is optional: its functions are then not tested here
+    _special = None
+
+
+def _scipy_ref(name, n=None):
+    f = getattr(_special, name)
+    if n is None:
+        return lambda *a: float(f(*a))
+    return lambda x: float(f(n, x))
+
+
+SCIPY_EXACT = set()
+if _special is not None:
+    for _e in unary_entries(TABLE):
+        _base = getattr(_e, "entry", _e)
+        if _base.ufuncs and any(u == "scipy.special." + _base.name for u in _base.ufuncs) \
+                and not _base.math and _e.name not in REFS:
+            REFS[_e.name] = _scipy_ref(_base.name, getattr(_e, "n", None))
+            if _base.needs == "scipy":
+                SCIPY_EXACT.add(_e.name)
+_GAMMA = floats(0.1, 10) | floats(-2.9, -2.1) | floats(-0.9, -0.1)
+SAMPLES.update({"gammaln": _GAMMA, "gamma": _GAMMA, "digamma": _GAMMA,
+                "i0e": away_from_zero(0.05, 10), "i1e": away_from_zero(0.05, 10)})
+SAMPLES.update({"polygamma[%d]" % n: _GAMMA for n in range(4)})
+
 
 def _reference(e):
     if e.name in REFS:
-        return REFS[e.name], False
+        return REFS[e.name], e.name in SCIPY_EXACT
     return getattr(math, e.math[0]), True
 
 
@@ -80,10 +111,16 @@ def _sample(e):
     return floats(lo, hi)
 
 
+ENTRIES = {e.name: e for e in unary_entries(TABLE)}
 UNARY = [(e.name,) + _reference(e)[:1] + (_sample(e), _reference(e)[1])
-         for e in TABLE if e.arity == 1 and (e.math or e.name in REFS)]
+         for e in ENTRIES.values() if e.math or e.name in REFS]
 UNARY.append(("abs", abs, away_from_zero(0.05, 100), True))
 UNARY_IDS = [u[0] for u in UNARY]
+
+
+def fn_of(name):
+    """deltaad's function ``name`` (``polygamma[2]`` is ``polygamma(2, .)``)."""
+    return function(ENTRIES[name], deltaad) if name in ENTRIES else getattr(deltaad, name)
 
 
 def check_value(got, want, exact, what):
@@ -96,7 +133,7 @@ def check_value(got, want, exact, what):
 
 @pytest.mark.parametrize("name,ref,dom,exact", UNARY, ids=UNARY_IDS)
 def test_unary_value(name, ref, dom, exact):
-    f = getattr(deltaad, name)
+    f = fn_of(name)
 
     @scaled(0.6)
     @given(dom)
@@ -114,7 +151,7 @@ def test_unary_value(name, ref, dom, exact):
 
 @pytest.mark.parametrize("name,ref,dom,exact", UNARY, ids=UNARY_IDS)
 def test_unary_derivative_vs_fd_and_forward(name, ref, dom, exact):
-    f = getattr(deltaad, name)
+    f = fn_of(name)
 
     @scaled(0.6)
     @given(dom)
@@ -137,7 +174,7 @@ def test_unary_derivative_vs_fd_and_forward(name, ref, dom, exact):
 
 @pytest.mark.parametrize("name,ref,dom,exact", UNARY, ids=UNARY_IDS)
 def test_unary_second_derivative(name, ref, dom, exact):
-    f = getattr(deltaad, name)
+    f = fn_of(name)
     df = D(f)
 
     @scaled(0.6)
@@ -161,7 +198,8 @@ def test_unary_second_derivative(name, ref, dom, exact):
 
 
 def test_every_entry_has_a_reference():
-    missing = [e.name for e in TABLE if e.arity == 1 and not e.math and e.name not in REFS]
+    missing = [e.name for e in ENTRIES.values() if not e.math and e.name not in REFS
+               and not (e.needs == "scipy" and _special is None)]
     assert not missing, "add an independent reference to REFS for %s" % missing
 
 
@@ -469,11 +507,19 @@ BINARY = [
     ("fmax", max, _apart(-5, 5, 0.01), True),
     ("fmin", min, _apart(-5, 5, 0.01), True),
 ]
+if _special is not None:
+    _pos = st.tuples(floats(0.1, 5), floats(0.1, 5))
+    BINARY += [
+        ("beta", _scipy_ref("beta"), _pos, True), ("betaln", _scipy_ref("betaln"), _pos, True),
+        ("xlogy", _scipy_ref("xlogy"), st.tuples(floats(-5, 5), floats(0.1, 5)), False),
+        ("xlog1py", _scipy_ref("xlog1py"), st.tuples(floats(-5, 5), floats(-0.9, 5)), False),
+    ]
 BINARY_IDS = [b[0] for b in BINARY]
 
 
 def test_every_binary_entry_is_tested():
-    missing = [e.name for e in TABLE if e.arity == 2 and e.name not in BINARY_IDS]
+    missing = [e.name for e in TABLE if e.arity == 2 and e.name not in BINARY_IDS
+               and not (e.name in ("beta", "betaln", "xlogy", "xlog1py") and _special is None)]
     assert not missing, "add %s with an independent reference to BINARY" % missing
 
 

@@ -453,24 +453,37 @@ def _guard_pos(ns, x, f, at_zero):
     return ns.where(pos, f(ns.where(pos, x, 1.0)), ns.where(xv == 0.0, at_zero, NAN))
 
 
-def _over_x(ns, x, y, g, at_zero):
-    """``g(xs) - y / xs`` with ``xs = x``, and ``at_zero`` at 0 (the limit of an odd Bessel
-    function's derivative, where ``y / x`` is 0/0)."""
-    zero = ns.value(x) == 0.0
-    xs = ns.where(zero, 1.0, x)
-    return ns.where(zero, at_zero, g(xs))
+_RATIO_SERIES = [0.5 / (4.0 ** k * math.factorial(k) * math.factorial(k + 1)) for k in range(10)]
+
+
+def _bessel_ratio(ns, x, y, alternating, scaled=False):
+    """``y / x`` for ``y = I1(x)`` or ``J1(x)`` (``alternating``), times ``exp(-|x|)`` when
+    ``scaled`` (``i1e``): for ``|x| < 1`` the power series ``sum (+-x^2/4)^k / (2 k! (k+1)!)``
+    (to rounding: ten terms), where the quotient's own derivative ``y'/x - y/x^2`` would cancel
+    (catastrophically near 0); 1/2 at 0."""
+    small = abs(ns.value(x)) < 1.0
+    u = x * x
+    series = 0.0
+    for k in range(len(_RATIO_SERIES) - 1, -1, -1):
+        c = -_RATIO_SERIES[k] if alternating and k % 2 else _RATIO_SERIES[k]
+        series = c + u * series if k < len(_RATIO_SERIES) - 1 else c
+    if scaled:
+        series = series * ns.exp(-ns.absolute(x))
+    return ns.where(small, series, y / ns.where(small, 1.0, x))
 
 
 def _xlogy_partials(ns, x, y, v):
-    dx = _guard_pos(ns, y, ns.log, -INF)
-    return dx, ns.where(ns.value(x) == 0.0, 0.0, ns.rdiv(x, y))
+    # d/dy x / y is 0/0 at the origin only; xlogy(0, y) is 0 for every y: choose 0 there
+    origin = (ns.value(x) == 0.0) & (ns.value(y) == 0.0)
+    return _guard_pos(ns, y, ns.log, -INF), ns.where(origin, 0.0, ns.rdiv(x, y))
 
 
 def _xlog1py_partials(ns, x, y, v):
     yv = ns.value(y)
     ok = yv > -1.0
     dx = ns.where(ok, ns.log1p(ns.where(ok, y, 0.0)), ns.where(yv == -1.0, -INF, NAN))
-    return dx, ns.where(ns.value(x) == 0.0, 0.0, ns.rdiv(x, 1.0 + y))
+    origin = (ns.value(x) == 0.0) & (yv == -1.0)
+    return dx, ns.where(origin, 0.0, ns.rdiv(x, 1.0 + y))
 
 
 def _beta_partials(ns, a, b, y):
@@ -520,10 +533,10 @@ unary("log_expit", log_expit_float, _scipy_or("log_expit", log_expit_float),
       lambda ns, x, y: ns.sigmoid(-x), ufuncs=_sp("log_expit"))
 binary("xlogy", xlogy_float, _scipy_or("xlogy", xlogy_float), _xlogy_partials,
        ufuncs=_sp("xlogy"), edges=True,
-       chosen="d/dy 0 where x = 0 (xlogy(0, y) is 0 for every y); d/dx log(y), -inf at y = 0")
+       chosen="d/dy 0 at (0, 0) (xlogy(0, y) is 0 for every y); d/dx log(y), -inf at y = 0")
 binary("xlog1py", xlog1py_float, _scipy_or("xlog1py", xlog1py_float), _xlog1py_partials,
        ufuncs=_sp("xlog1py"), edges=True,
-       chosen="d/dy 0 where x = 0 (xlog1py(0, y) is 0 for every y); d/dx log1p(y), -inf at "
+       chosen="d/dy 0 at (0, -1) (xlog1py(0, y) is 0 for every y); d/dx log1p(y), -inf at "
               "y = -1")
 unary("entr", entr_float, _scipy_or("entr", entr_float),
       lambda ns, x, y: _guard_pos(ns, x, lambda u: -(ns.log(u) + 1.0), INF), ufuncs=_sp("entr"),
@@ -536,16 +549,14 @@ unary("i0e", _scipy_float("i0e"), _scipy_array("i0e"),
       lambda ns, x, y: ns.i1e(x) - ns.sign(x) * y, ufuncs=_sp("i0e"),
       chosen="0 at 0 (the mean of the one-sided derivatives -1 and 1)", needs=SCIPY)
 unary("i1", _scipy_float("i1", True), _scipy_array("i1"),
-      lambda ns, x, y: _over_x(ns, x, y, lambda xs: ns.i0(x) - y / xs, 0.5), ufuncs=_sp("i1"),
-      needs=SCIPY)
+      lambda ns, x, y: ns.i0(x) - _bessel_ratio(ns, x, y, False), ufuncs=_sp("i1"), needs=SCIPY)
 unary("i1e", _scipy_float("i1e"), _scipy_array("i1e"),
-      lambda ns, x, y: _over_x(ns, x, y, lambda xs: ns.i0e(x) - y * (ns.sign(x) + 1.0 / xs),
-                               0.5), ufuncs=_sp("i1e"), needs=SCIPY)
+      lambda ns, x, y: ns.i0e(x) - ns.sign(x) * y - _bessel_ratio(ns, x, y, False, True),
+      ufuncs=_sp("i1e"), needs=SCIPY)
 unary("j0", _scipy_float("j0"), _scipy_array("j0"), lambda ns, x, y: -ns.j1(x),
       ufuncs=_sp("j0"), needs=SCIPY)
 unary("j1", _scipy_float("j1"), _scipy_array("j1"),
-      lambda ns, x, y: _over_x(ns, x, y, lambda xs: ns.j0(x) - y / xs, 0.5), ufuncs=_sp("j1"),
-      needs=SCIPY)
+      lambda ns, x, y: ns.j0(x) - _bessel_ratio(ns, x, y, True), ufuncs=_sp("j1"), needs=SCIPY)
 unary("y0", _scipy_float("y0"), _scipy_array("y0"), lambda ns, x, y: -ns.y1(x),
       ufuncs=_sp("y0"), domain=Domain(0.0), needs=SCIPY)
 unary("y1", _scipy_float("y1"), _scipy_array("y1"), lambda ns, x, y: ns.y0(x) - ns.rdiv(y, x),
