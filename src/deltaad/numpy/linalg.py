@@ -42,7 +42,7 @@ from .args import (
     as_array, expand_shape, ndim, no_out, normalize_axis_tuple, np_fn, swap, unsupported,
 )
 from .array import Primitive, apply, broadcast, getitem, reshape, shape_of, unbroadcast
-from .define import _transpose_jvp, defconst, register
+from .define import defconst, jvp_primitive, register
 from .elementwise import absolute, elementwise_primitive, power, where
 from .products import matmul
 from .reductions import amax, amin, sum_
@@ -370,32 +370,6 @@ register(np_fn("matmul", np.linalg))(lambda x1, x2, /: matmul(as_array(x1), as_a
 
 # --------------------------------------------------------------------------------------------
 # Decompositions: a jvp each; the vjp is its transpose
-
-
-def jvp_primitive(name, impl, jvp):
-    """A primitive given by its ``impl`` and its ``jvp`` alone: the vjp of each operand is the
-    transpose of the jvp in that operand (linear in its tangent), taken on an inner tape."""
-
-    def vjp(out, vals, on, **params):
-        maps = []
-        for k, (v, o) in enumerate(zip(vals, on)):
-            if not o:
-                maps.append(None)
-                continue
-
-            def jk(t, k=k):
-                tans = [None] * len(vals)
-                tans[k] = t
-                return jvp(out, vals, tans, **params)
-
-            maps.append(_transpose_jvp(jk, v, out))
-
-        def rule(ct):
-            return tuple(None if m is None else m(ct) for m in maps)
-
-        return rule
-
-    return Primitive(name, impl, vjp, jvp)
 
 
 def _pack(parts, batch):
