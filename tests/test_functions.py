@@ -62,7 +62,8 @@ def check_fd(g, f, x, rtol=1e-5, what=""):
 # _reference``. Points are drawn a safe margin inside the domain, away from poles and kinks.
 
 REFS = {"sigmoid": ref_sigmoid, "softplus": ref_softplus, "square": lambda x: x * x,
-        "reciprocal": lambda x: 1.0 / x}
+        "reciprocal": lambda x: 1.0 / x,
+        "sinc": lambda x: math.sin(math.pi * x) / (math.pi * x) if x else 1.0}
 SAMPLES = {"tan": floats(-1.4, 1.4), "absolute": away_from_zero(0.05, 100),
            "cbrt": away_from_zero(0.05, 100), "reciprocal": away_from_zero(0.05, 100)}
 
@@ -506,6 +507,10 @@ BINARY = [
     ("power", lambda a, b: a ** b, st.tuples(floats(0.1, 10), floats(-3, 3)), True),
     ("fmax", max, _apart(-5, 5, 0.01), True),
     ("fmin", min, _apart(-5, 5, 0.01), True),
+    ("copysign", math.copysign, st.tuples(away_from_zero(0.05, 5), away_from_zero(0.05, 5)), True),
+    # (away from the jump; the derivative in h0 where x = 0 is tested apart)
+    ("heaviside", lambda x, h: 0.0 if x < 0 else 1.0,
+     st.tuples(away_from_zero(0.05, 5), floats(-5, 5)), True),
 ]
 if _special is not None:
     _pos = st.tuples(floats(0.1, 5), floats(0.1, 5))
@@ -561,6 +566,22 @@ def test_binary_function(name, ref, dom, exact):
                      what="symmetry")
 
     prop()
+
+
+def test_heaviside_at_the_jump():
+    """heaviside(0, h0) is h0: derivative 1 in h0 there (0 elsewhere), 0 in x."""
+    assert deltaad.grad(deltaad.heaviside, argnums=(0, 1))(0.0, 0.3) == (0.0, 1.0)
+    assert deltaad.grad(deltaad.heaviside, argnums=(0, 1))(2.0, 0.3) == (0.0, 0.0)
+    assert deltaad.grad(lambda h: np.heaviside(0.0, h))(0.7) == 1.0
+
+
+def test_sinc_at_zero():
+    """sinc'(0) = 0 and sinc''(0) = -pi^2 / 3, from the power series near 0."""
+    assert deltaad.grad(deltaad.sinc)(0.0) == 0.0
+    assert_close(deltaad.grad(deltaad.grad(deltaad.sinc))(0.0), -math.pi ** 2 / 3, rtol=1e-14,
+                 atol=0)
+    assert_close(deltaad.hessian(lambda x: np.sinc(x).sum())(np.array([0.0]))[0, 0],
+                 -math.pi ** 2 / 3, rtol=1e-14, atol=0)
 
 
 def test_binary_functions_with_int_constants():

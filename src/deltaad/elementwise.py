@@ -425,6 +425,42 @@ def _hypot_partials(ns, a, b, h):
     return ns.where(origin, 0.0, a / hs), ns.where(origin, 0.0, b / hs)
 
 
+def heaviside_float(x, h0):
+    """numpy's heaviside: 0 below 0, ``h0`` at 0, 1 above (nan at nan)."""
+    if x != x:
+        return x
+    return 0.0 if x < 0.0 else (h0 if x == 0.0 else 1.0)
+
+
+def sinc_float(x):
+    """numpy's formula: sin(y) / y with y = pi x (pi 1e-20 at 0)."""
+    y = math.pi * (1.0e-20 if x == 0.0 else x)
+    return math.sin(y) / y
+
+
+_SINC_SERIES = [(-1) ** k * 2 * k * math.pi ** (2 * k) / math.factorial(2 * k + 1)
+                for k in range(1, 12)]
+
+
+def _sinc_derivative(ns, x, y):
+    """(cos(pi x) - sinc(x)) / x; for |x| < 1/4 its power series (the quotient cancels, and
+    its own derivative more so), 0 at 0."""
+    small = abs(ns.value(x)) < 0.25
+    u = x * x
+    series = _SINC_SERIES[-1]
+    for c in reversed(_SINC_SERIES[:-1]):
+        series = c + u * series
+    return ns.where(small, x * series,
+                    (ns.cos(math.pi * x) - y) / ns.where(small, 1.0, x))
+
+
+unary("sinc", sinc_float, np.sinc, _sinc_derivative, ufuncs=[np.sinc])
+binary("copysign", math.copysign, np.copysign,
+       lambda ns, a, b, y: (ns.sign(a) * ns.sign(y), 0.0), math=["copysign"],
+       chosen="d/da 0 at a = 0 (as abs); d/db 0 (b gives only a sign)")
+binary("heaviside", heaviside_float, np.heaviside,
+       lambda ns, x, h0, y: (0.0, ns.where(ns.value(x) == 0.0, 1.0, 0.0)),
+       chosen="d/dx 0 (also at the jump); d/dh0 1 where x = 0, else 0")
 binary("arctan2", math.atan2, np.arctan2, _arctan2_partials, math=["atan2"],
        chosen="nan at (0, 0)")
 binary("hypot", math.hypot, np.hypot, _hypot_partials, math=["hypot"], chosen="(0, 0) at (0, 0)")

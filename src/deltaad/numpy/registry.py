@@ -70,6 +70,8 @@ def register_ufunc(ufunc, rule, scalar_rule=None, note=""):
     UFUNCS[ufunc] = rule
     if scalar_rule is not None:
         SCALAR_UFUNCS[ufunc] = scalar_rule
+    else:  # a new rule replaces the old one on scalars too
+        SCALAR_UFUNCS.pop(ufunc, None)
     if note:
         NOTES[ufunc] = note
 
