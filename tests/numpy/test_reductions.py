@@ -8,6 +8,7 @@ differences of the gradient. Non-smooth functions are sampled away from their ki
 """
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -110,7 +111,156 @@ def _lse(draw):
     return draw(st.sampled_from([f, softmax_xent])), [distinct(rng, s)]
 
 
+# --------------------------------------------------------------------------------------------
+# nan-ignoring reductions, average, quantiles
+
+
+def _with_nans(rng, s):
+    """Distinct values with a nan at the first and the last position: every slice of a side of
+    4 keeps two numbers (nanvar with ddof=1 needs two)."""
+    x = distinct(rng, s)
+    if x.size:
+        x[(0,) * len(s)] = np.nan
+        x[(-1,) * len(s)] = np.nan
+    return x
+
+
+def _nan_reduction(fn, **kw):
+    @st.composite
+    def strat(draw):
+        rng = np.random.default_rng(draw(seeds))
+        s = draw(shapes(min_dims=1, max_dims=2, min_side=4))
+        axis = draw(axis_args(len(s)).filter(lambda a: a != ()))  # (a nan alone is nan)
+        kd = {"keepdims": True} if draw(st.booleans()) else {}
+        return (lambda x: fn(x, axis=axis, **kd, **kw)), [_with_nans(rng, s)]
+
+    return strat
+
+
+op("nansum")(_nan_reduction(np.nansum))
+op("nanmean")(_nan_reduction(np.nanmean))
+op("nanmax")(_nan_reduction(np.nanmax))
+op("nanmin")(_nan_reduction(np.nanmin))
+op("nanprod")(_nan_reduction(lambda x, **kw: np.nanprod(x * 0.3, **kw)))
+op("nanvar")(_nan_reduction(np.nanvar, ddof=1))
+op("nanstd")(_nan_reduction(np.nanstd))
+op("nanmedian")(_nan_reduction(np.nanmedian))
+op("nanquantile")(_nan_reduction(lambda x, **kw: np.nanquantile(x, [0.2, 0.65], **kw)))
+op("nanpercentile")(_nan_reduction(lambda x, **kw: np.nanpercentile(x, 40.0, **kw)))
+
+
+@op("average")
+@st.composite
+def _average(draw):
+    rng = np.random.default_rng(draw(seeds))
+    s = draw(shapes(min_dims=1, min_side=1))
+    axis = draw(axis_args(len(s), none=True))
+    ax = None if axis is None else tuple(np.atleast_1d(axis))
+    kd = draw(st.booleans())
+    kind = draw(st.sampled_from(["none", "full", "axis"] if ax else ["none", "full"]))
+    if kind == "none":
+        return (lambda x: np.average(x, axis=axis, keepdims=kd)), [uniform(rng, s)]
+    wshape = s if kind == "full" else tuple(s[i] for i in ax)
+    ret = draw(st.booleans())
+    return ((lambda x, w: np.average(x, axis=axis, weights=w, returned=ret, keepdims=kd)),
+            [uniform(rng, s), uniform(rng, wshape, 0.5, 1.5)])
+
+
+@op("median/quantile/percentile")
+@st.composite
+def _quantiles(draw):
+    rng = np.random.default_rng(draw(seeds))
+    s = draw(shapes(min_dims=1, min_side=1))
+    axis = draw(axis_args(len(s)))
+    kd = draw(st.booleans())
+    method = draw(st.sampled_from(["linear", "lower", "higher", "nearest", "midpoint"]))
+    q = draw(st.sampled_from([0.5, 0.0, 1.0, 0.37, [0.1, 0.9], [[0.25], [0.75]]]))
+    f = draw(st.sampled_from([
+        lambda x: np.median(x, axis=axis, keepdims=kd),
+        lambda x: np.quantile(x, q, axis=axis, keepdims=kd, method=method),
+        lambda x: np.percentile(x, np.multiply(q, 100.0), axis=axis, keepdims=kd, method=method),
+    ]))
+    return f, [distinct(rng, s)]
+
+
+try:
+    from scipy import special as _special
+except ImportError:  # scipy is optional: its functions are tested when it is installed
+    _special = None
+
+if _special is not None:
+    @op("scipy.special.logsumexp/softmax/log_softmax")
+    @st.composite
+    def _scipy_lse(draw):
+        rng = np.random.default_rng(draw(seeds))
+        s = draw(shapes(min_dims=1, min_side=1))
+        axis = draw(axis_args(len(s)))
+        kd = draw(st.booleans())
+        f = draw(st.sampled_from([
+            lambda x: _special.logsumexp(x, axis=axis, keepdims=kd),
+            lambda x: _special.softmax(x, axis=axis),
+            lambda x: _special.log_softmax(x, axis=axis),
+            lambda x: _special.logsumexp(x, axis=axis, b=0.5 + x * x, keepdims=kd),
+            lambda x: _special.logsumexp(x, axis=axis, b=np.cos(x), return_sign=True)[0],
+        ]))
+        return f, [uniform(rng, s)]
+
+
 test_first_order, test_second_order = family.tests()
+
+
+def _bits_equal(f, *args):
+    out, _ = d.vjp(f, *args)
+    want = f(*args)
+    for a, b in zip(d.tree_flatten(out)[0], d.tree_flatten(want)[0]):
+        assert np.array_equal(np.asarray(d.value(a)), np.asarray(b), equal_nan=True), (a, b)
+
+
+@given(seeds)
+def test_values_are_numpys(seed):
+    rng = np.random.default_rng(seed)
+    x = _with_nans(rng, (3, 4))
+    for f in (np.nansum, np.nanmean, np.nanmax, np.nanmin, np.nanprod, np.nanvar, np.nanstd,
+              np.nanmedian, lambda v: np.nanquantile(v, 0.3, axis=0),
+              lambda v: np.nanpercentile(v, [10, 60], axis=1)):
+        _bits_equal(f, x)
+    y = rng.standard_normal((3, 5))
+    w = rng.uniform(0.5, 2, (3, 5))
+    for f in (np.median, lambda v: np.quantile(v, [0.1, 0.5], axis=1),
+              lambda v: np.percentile(v, 33, axis=0, method="nearest"),
+              lambda v: np.average(v, axis=1), lambda v: np.average(v, weights=w)):
+        _bits_equal(f, y)
+    _bits_equal(lambda v, u: np.average(v, axis=1, weights=u[0], returned=True), y, w)
+
+
+def test_all_nan_slice_has_gradient_zero():
+    x = np.array([[np.nan, np.nan], [1.0, 2.0]])
+    with np.errstate(all="ignore"):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            g = d.grad(lambda v: np.nansum(np.nanmean(v, axis=1)))(x)
+    assert np.array_equal(g, np.array([[0.0, 0.0], [0.5, 0.5]]))
+
+
+def test_quantile_in_q_is_refused():
+    with pytest.raises(TypeError, match="quantile q is a dual"):
+        d.grad(lambda q: np.quantile(np.arange(3.0), q))(0.5)
+
+
+@pytest.mark.skipif(_special is None, reason="scipy is optional")
+def test_scipy_functions_called_unchanged():
+    """scipy.special's Python functions differentiate when called as the user wrote them, with
+    scipy's values; plain calls are scipy's own."""
+    from scipy.special import logsumexp, softmax
+
+    x = np.array([[0.3, -1.2, 2.0], [0.1, 0.4, -0.7]])
+    v, g = d.value_and_grad(lambda t: logsumexp(t))(x)
+    assert v == logsumexp(x)
+    assert np.allclose(g, softmax(x))
+    assert logsumexp.__wrapped__ is not logsumexp and logsumexp(x) == logsumexp.__wrapped__(x)
+    with pytest.raises(NotImplementedError, match=r"scipy\.special\.erfcx\b"):
+        d.grad(lambda t: _special.erfcx(t).sum())(x)
 
 
 def test_std_at_zero_spread_has_gradient_zero():

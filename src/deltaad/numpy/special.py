@@ -24,8 +24,9 @@ from .array import Primitive, apply, broadcast, reshape, shape_of, unbroadcast
 
 
 def _lse_impl(a, b=None, *, axes, keepdims, sign, original):
-    r = original(a, axis=axes, b=b, keepdims=keepdims, return_sign=sign)
-    return r[0] if sign else r
+    signed = sign is not None
+    r = original(a, axis=axes, b=b, keepdims=keepdims, return_sign=signed)
+    return r[0] if signed else r
 
 
 def _lse_weights(vals, out, axes, keepdims, sign, with_b):
