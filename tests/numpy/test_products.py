@@ -134,6 +134,8 @@ def _polyval(draw):
         return np.kron, [uniform(rng, draw(shapes(max_dims=2))), uniform(rng, draw(shapes(max_dims=3)))]
     da, db = draw(st.sampled_from([(3, 3), (2, 3), (3, 2), (2, 2)]))
     sa, sb = bshapes(draw)
+    if da == db == 3 and draw(st.booleans()):
+        return np.linalg.cross, [uniform(rng, sa + (3,)), uniform(rng, sb + (3,))]
     return ((lambda a, b: np.cross(a, b)), [uniform(rng, sa + (da,)), uniform(rng, sb + (db,))])
 
 

@@ -149,6 +149,32 @@ op("nanquantile")(_nan_reduction(lambda x, **kw: np.nanquantile(x, [0.2, 0.65], 
 op("nanpercentile")(_nan_reduction(lambda x, **kw: np.nanpercentile(x, 40.0, **kw)))
 
 
+@op("nancumsum/nancumprod")
+@st.composite
+def _nancum(draw):
+    rng = np.random.default_rng(draw(seeds))
+    s = draw(shapes(min_dims=1, max_dims=2, min_side=1))
+    x = rng.uniform(0.5, 1.5, s)
+    x[(0,) * len(s)] = np.nan
+    axis = draw(st.sampled_from([None] + list(range(len(s)))))
+    f = draw(st.sampled_from([np.nancumsum, np.nancumprod]))
+    return (lambda t: f(t, axis=axis)), [x]
+
+
+@op("trapezoid")
+@st.composite
+def _trapezoid(draw):
+    rng = np.random.default_rng(draw(seeds))
+    s = draw(shapes(min_dims=1, min_side=1))
+    ax = draw(st.integers(-len(s), len(s) - 1))
+    kind = draw(st.sampled_from(["dx", "x1d", "xnd"]))
+    y = uniform(rng, s)
+    if kind == "dx":
+        return (lambda t, h: np.trapezoid(t, dx=h, axis=ax)), [y, 0.7]
+    xs = (s[ax],) if kind == "x1d" else s
+    return (lambda t, x: np.trapezoid(t, x, axis=ax)), [y, uniform(rng, xs)]
+
+
 @op("average")
 @st.composite
 def _average(draw):
@@ -201,7 +227,8 @@ if _special is not None:
             lambda x: _special.softmax(x, axis=axis),
             lambda x: _special.log_softmax(x, axis=axis),
             lambda x: _special.logsumexp(x, axis=axis, b=0.5 + x * x, keepdims=kd),
-            lambda x: _special.logsumexp(x, axis=axis, b=np.cos(x), return_sign=True)[0],
+            # (a negative sum, away from 0: log|sum| is well conditioned)
+            lambda x: _special.logsumexp(x, axis=axis, b=-0.5 - x * x, return_sign=True)[0],
         ]))
         return f, [uniform(rng, s)]
 

@@ -384,6 +384,17 @@ def _block(draw):
     return f, [a, b]
 
 
+@op("diagflat/ediff1d")
+@st.composite
+def _diagflat(draw):
+    rng = np.random.default_rng(draw(seeds))
+    s = draw(shapes(max_dims=2))
+    k = draw(st.integers(-2, 2))
+    f = draw(st.sampled_from([lambda t, u: np.diagflat(t, k), lambda t, u: np.ediff1d(t),
+                              lambda t, u: np.ediff1d(t, to_end=u, to_begin=[1.0, u])]))
+    return f, [uniform(rng, s), 0.3]
+
+
 @op("partition")
 @st.composite
 def _partition(draw):

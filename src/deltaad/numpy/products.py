@@ -406,6 +406,10 @@ def kron(a, b):
     return reshape(r, tuple(i * j for i, j in zip(as_, bs)))
 
 
+if hasattr(np.linalg, "cross"):
+    register(np.linalg.cross)(lambda x1, x2, /, *, axis=-1: cross(x1, x2, axis=axis))
+
+
 @register(np.cross)
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     """numpy's products and differences (``a1 b2 - a2 b1``, ...)."""

@@ -710,3 +710,54 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=NoValue):
     return _quantile("nanmedian", np.nanmedian, a, None, axis, out, overwrite_input, "linear",
                      keepdims is True, None, 1.0, True)
+
+
+# ============================================================================================
+# nancumsum, nancumprod, trapezoid: numpy's own arithmetic
+
+
+@register(np.nancumsum, note=_NAN)
+def nancumsum(a, axis=None, dtype=None, out=None):
+    x = operand_or_raise(a)
+    return cumsum(_replace_nan(x, 0.0), axis, dtype, out)
+
+
+@register(np.nancumprod, note=_NAN + "; exact where a factor is 0")
+def nancumprod(a, axis=None, dtype=None, out=None):
+    x = operand_or_raise(a)
+    return cumprod(_replace_nan(x, 1.0), axis, dtype, out)
+
+
+def _replace_nan(x, v):
+    from .elementwise import where
+
+    nan = np.isnan(np.asarray(strip(x)))
+    return where(nan, v, x) if nan.any() else x
+
+
+if hasattr(np, "trapezoid"):
+    @register(np.trapezoid)
+    def trapezoid(y, x=None, dx=1.0, axis=-1):
+        """numpy's formula: ``sum(d * (y[1:] + y[:-1]) / 2)`` (differentiable in y, x, dx)."""
+        from .shape import diff
+
+        y = operand_or_raise(y)
+        nd = ndim(y)
+        ax = normalize_axis_index(axis, nd)
+        if x is None:
+            d = dx
+        else:
+            x = operand_or_raise(x)
+            if ndim(x) == 1:
+                d = diff(x)
+                shape = [1] * nd
+                shape[ax] = shape_of(d)[0]
+                d = reshape(d, tuple(shape))
+            else:
+                d = diff(x, axis=ax)
+        pre = (slice(None),) * ax
+        from .array import getitem
+
+        hi = getitem(y, pre + (slice(1, None),), True)
+        lo = getitem(y, pre + (slice(None, -1),), True)
+        return sum_(d * (hi + lo) / 2.0, ax)

@@ -936,3 +936,20 @@ def gradient(f, *varargs, axis=None, edge_order=1):
         outs.append(concatenate([first, mid, end], axis=ax) if last > 2 else
                     concatenate([first, end], axis=ax))
     return outs[0] if len(axes) == 1 else tuple(outs)
+
+
+@register(np.diagflat)
+def diagflat(v, k=0):
+    return diag(ravel(v), k)
+
+
+@register(np.ediff1d)
+def ediff1d(ary, to_end=None, to_begin=None):
+    x = ravel(ary)
+    parts = []
+    if to_begin is not None:
+        parts.append(ravel(to_begin))
+    parts.append(getitem(x, (slice(1, None),), True) - getitem(x, (slice(None, -1),), True))
+    if to_end is not None:
+        parts.append(ravel(to_end))
+    return concatenate(parts) if len(parts) > 1 else parts[0]
