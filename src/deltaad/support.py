@@ -55,8 +55,7 @@ def scalar_functions():
         note = e.chosen
         if e.needs:
             note = "values from %s; %s" % (e.needs, note) if note else "values from " + e.needs
-        name = e.name + ("(n, x)" if e.orders else "")
-        rows.append((name, ", ".join(e.math), str(e.domain), BOTH, note))
+        rows.append((e.name, ", ".join(e.math), str(e.domain), BOTH, note))
     for name, (modes, note) in sorted(functions.CHOSEN.items()):
         rows.append((name, "", "all reals", modes, note))
     return rows

@@ -309,3 +309,25 @@ def test_var_and_std_values_are_numpys(shape, seed, ddof, data):
             continue
         v, _ = d.value_and_grad(lambda t: f(t, axis=axis, ddof=ddof).sum())(x)
         np.testing.assert_array_equal(v, np.sum(f(x, axis=axis, ddof=ddof)))
+
+
+@pytest.mark.skipif(_special is None, reason="scipy is optional")
+def test_scipy_is_never_imported_and_later_imports_get_the_rules():
+    """deltaad does not import scipy; a scipy.special imported after deltaad (the usual
+    ``from scipy.special import logsumexp``) gets the dispatching versions."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np, deltaad as d\n"
+        "assert not any(m.startswith('scipy') for m in sys.modules)\n"
+        "from scipy.special import logsumexp, polygamma, zeta\n"
+        "assert logsumexp.deltaad_original is not None\n"
+        "assert d.grad(lambda x: logsumexp(x))(np.zeros(2)).tolist() == [0.5, 0.5]\n"
+        "assert d.grad(lambda x: polygamma(0, x))(1.0) == polygamma(1, 1.0)\n"
+        "try:\n"
+        "    d.grad(lambda x: zeta(x, 1.0))(2.0)\n"
+        "except NotImplementedError as e:\n"
+        "    assert 'scipy.special._ufuncs._zeta' in str(e), e\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -214,6 +214,10 @@ def qualified_name(f):
         special = sys.modules.get("scipy.special")
         if special is not None and getattr(special, name, None) is f:
             return "scipy.special." + name
+        private = sys.modules.get("scipy.special._ufuncs")
+        if private is not None and getattr(private, name, None) is f:
+            # a private ufunc that a scipy.special Python function calls (zeta calls _zeta)
+            return "scipy.special._ufuncs.%s (called by a scipy.special function)" % name
         return "ufunc " + name
     orig = getattr(f, "deltaad_original", f)
     mod = getattr(orig, "__module__", None) or "numpy"
