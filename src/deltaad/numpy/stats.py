@@ -20,7 +20,7 @@ import numpy as np
 
 from ..trace import value as strip
 from . import registry
-from .array import asarray, getitem
+from .array import asarray, at, getitem
 from .registry import holds_dual
 
 _INF = float("inf")
@@ -61,15 +61,25 @@ def _flat(operands):
     return [np.ravel(np.broadcast_to(o, shape)) for o in operands], shape
 
 
-def _finish(dist, r, cond, bad, fills):
-    """``r`` where ``cond``; the constant ``fills`` (a list of (mask, value)) elsewhere; scipy's
-    ``badvalue`` where ``bad``. 0-d results are scalars, as scipy returns them."""
-    out = r
-    if not np.all(cond):
-        for mask, fill in fills:
-            out = np.where(mask, fill, out)
-    if np.any(bad):
-        out = np.where(bad, dist.badvalue, out)
+def _take(operands, idx, n):
+    """The operands at the indices ``idx`` (all of them when ``idx`` is every index)."""
+    if len(idx) == n:
+        return operands
+    return [o[idx] for o in operands]
+
+
+def _assemble(n, shape, base, pieces):
+    """A result of ``shape``: the plain constants ``base`` (flat), with ``values`` at ``idx``
+    for each ``(idx, values)`` of ``pieces`` -- each piece computed only where it applies, as
+    scipy does, so that nothing computed outside its domain (a ``nan`` partial) can reach a
+    derivative. 0-d results are scalars, as scipy returns them."""
+    out = base
+    for idx, v in pieces:
+        if len(idx) == n:
+            out = v
+        elif len(idx):
+            out = at(out)[idx].set(v)
+    out = np.reshape(out, shape)
     if np.ndim(strip(out)) == 0:
         return getitem(asarray(out), ())
     return out
@@ -85,22 +95,22 @@ def _continuous(method):
         with np.errstate(all="ignore"):
             (y, scale, *args), shape = _flat([(x - loc) / scale, scale, *args])
             vargs = [_values(a) for a in args]
-            b = dist._get_support(*vargs)[1]
             yv, sv = _values(y), _values(scale)
+            n = yv.size
+            b = dist._get_support(*vargs)[1]
             cond0 = _bool(dist._argcheck(*vargs)) & (sv > 0)
             mask = dist._support_mask if support == "closed" else dist._open_support_mask
             cond = cond0 & _bool(mask(yv, *vargs))
+            base = np.where(yv >= b, above, below) * np.ones(n)
+            base[~cond0 | np.isnan(yv)] = dist.badvalue
+            idx = np.flatnonzero(cond)
+            y, scale, *args = _take([y, scale, *args], idx, n)
             r = getattr(dist, private)(y, *args)
             if scaled == "divide":
                 r = r / scale
             elif scaled == "log":
                 r = r - np.log(scale)
-            r = np.reshape(r, shape)
-            above_b = np.broadcast_to(yv >= b, yv.shape).reshape(shape)
-            cond, cond0, yv = cond.reshape(shape), cond0.reshape(shape), yv.reshape(shape)
-        fills = [(~cond, below), (~cond & above_b, above)]
-        bad = ~cond0 | np.isnan(yv)
-        return _finish(dist, r, cond, bad, fills)
+        return _assemble(n, shape, base, [(idx, r)])
 
     return evaluate
 
@@ -115,28 +125,24 @@ def _quantile(method):
         with np.errstate(all="ignore"):
             (q, scale, loc, *args), shape = _flat([q, scale, loc, *args])
             vargs = [_values(a) for a in args]
+            qv, sv, lv = _values(q), _values(scale), _values(loc)
+            n = qv.size
             a, b = dist._get_support(*vargs)
             if method == "isf":
                 a, b = b, a
-            qv, sv, lv = _values(q), _values(scale), _values(loc)
             cond0 = _bool(dist._argcheck(*vargs)) & (sv > 0) & (lv == lv)
-            cond = cond0 & (0 < qv) & (qv < 1)
-            r = getattr(dist, private)(q, *args) * scale + loc
-            fills = [(cond0 & (qv == 0), a * scale + loc), (cond0 & (qv == 1), b * scale + loc)]
-            r = np.reshape(r, shape)
-            cond = cond.reshape(shape)
-            fills = [(m.reshape(shape), np.reshape(f, shape)) for m, f in fills]
-        bad = ~(cond | fills[0][0] | fills[1][0])
-        out = r
-        if not np.all(cond):
-            for m, fill in fills:
-                if np.any(m):
-                    out = np.where(m, fill, out)
-        if np.any(bad):
-            out = np.where(bad, dist.badvalue, out)
-        if np.ndim(strip(out)) == 0:
-            return getitem(asarray(out), ())
-        return out
+            pieces = []
+            for where, bound in (((0 < qv) & (qv < 1), None), (qv == 0, a), (qv == 1, b)):
+                idx = np.flatnonzero(cond0 & where)
+                if not len(idx):
+                    continue
+                sc, lc, qc, *ac = _take([scale, loc, q, *args], idx, n)
+                if bound is None:
+                    pieces.append((idx, getattr(dist, private)(qc, *ac) * sc + lc))
+                else:
+                    bc = np.broadcast_to(bound, (n,))[idx]
+                    pieces.append((idx, bc * sc + lc))
+        return _assemble(n, shape, np.full(n, dist.badvalue), pieces)
 
     return evaluate
 
@@ -157,16 +163,18 @@ def _discrete(method):
         with np.errstate(all="ignore"):
             (k, *args), shape = _flat([k, *args])
             vargs = [_values(a) for a in args]
+            n = k.size
             a, b = dist._get_support(*vargs)
             cond0 = _bool(dist._argcheck(*vargs))
             cond = cond0 & (k >= a) & (k <= b) & _bool(dist._nonzero(k, *vargs))
+            base = np.full(n, below)
+            base[~cond0 | np.isnan(k)] = dist.badvalue
+            idx = np.flatnonzero(cond)
+            k, *args = _take([k, *args], idx, n)
             r = getattr(dist, private)(k, *args)
             if method == "pmf":
                 r = np.clip(r, 0, 1)
-            r = np.reshape(r, shape)
-            cond, cond0, k = cond.reshape(shape), cond0.reshape(shape), k.reshape(shape)
-        bad = ~cond0 | np.isnan(k)
-        return _finish(dist, r, cond, bad, [(~cond, below)])
+        return _assemble(n, shape, base, [(idx, r)])
 
     return evaluate
 
@@ -210,6 +218,47 @@ def _patch(cls, name, impl):
     setattr(cls, name, _dispatching(original, impl))
 
 
+def _apply_where(original):
+    """scipy's ``apply_where(cond, args, f1, f2, fill_value=)`` evaluates ``f1`` only where
+    ``cond`` holds by placing results into a float array. On duals: ``f1`` on the elements
+    where ``cond`` holds, ``f2`` (or the fill) on the others, assembled functionally."""
+
+    def apply_where(cond, args, f1, f2=None, /, *, fill_value=None, xp=None):
+        many = isinstance(args, tuple)
+        if not (holds_dual(list(args) if many else args) or holds_dual(fill_value)):
+            return original(cond, args, f1, f2, fill_value=fill_value, xp=xp)
+        if (f2 is None) == (fill_value is None):
+            raise TypeError("Exactly one of `fill_value` or `f2` must be given.")
+        c = np.asarray(strip(cond), dtype=bool)
+        operands = [asarray(a) for a in (args if many else (args,))]
+        with np.errstate(all="ignore"):
+            if f2 is None:
+                operands.append(asarray(fill_value))
+            (c, *operands), shape = _flat([c, *operands])
+            n = c.size
+            taken, other = np.flatnonzero(c), np.flatnonzero(~c)
+            pieces = []
+            if len(taken):
+                pieces.append((taken, f1(*_take(operands[:len(operands) - (f2 is None)], taken, n))))
+            if len(other):
+                pieces.append((other, f2(*_take(operands, other, n)) if f2 is not None
+                               else _take(operands[-1:], other, n)[0]))
+            dtype = np.result_type(*[_values(v) for _, v in pieces]) if pieces else float
+            out = _assemble(n, shape, np.zeros(n, dtype), pieces)
+        return out if shape else asarray(out)
+
+    apply_where.__doc__ = original.__doc__
+    apply_where.deltaad_original = original
+    return apply_where
+
+
+def install_apply_where(module):
+    f = getattr(module, "apply_where", None)
+    if f is not None and not hasattr(f, "deltaad_original"):
+        module.apply_where = _apply_where(f)
+
+
 MODULE = "scipy.stats._distn_infrastructure"
 METHODS = tuple(CONTINUOUS) + tuple(QUANTILES) + tuple(DISCRETE)
 registry.watch(MODULE, install)
+registry.watch("scipy._lib.array_api_extra", install_apply_where)
