@@ -337,7 +337,7 @@ cdef class Tape(Trace):
             if _recorder is not None and not self.linear and _recorded_floats(sl, self.ocoef):
                 # The float sweep would have run: its adjoints start at 0.0, so a sum of -0.0
                 # terms ends +0.0 there. Record that addition too (same bits as the float path).
-                out = [_pyadd(0.0, o) if type(o) is _recorder else o for o in out]
+                out = [_pyadd(0.0, o) if type(o) is _recorder or type(o) is float else o for o in out]
             return out
         global _spare_adj, _spare_adj_n
         cdef Py_ssize_t n = self.n

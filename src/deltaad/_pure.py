@@ -286,7 +286,7 @@ class Tape(Trace):
         if _recorder is not None and not linear and _recorded_floats(seeds, bs):
             # The float sweep would have run: its adjoints start at 0.0, so a sum of -0.0
             # terms ends +0.0 there. Record that addition too (same bits as the float path).
-            out = [0.0 + a if type(a) is _recorder else a for a in out]
+            out = [0.0 + a if type(a) is _recorder or type(a) is float else a for a in out]
         return out
 
 
