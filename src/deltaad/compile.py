@@ -20,6 +20,8 @@ from ._backend import B
 from ._backend import name as _backend_name
 from ._replay_pure import Recorder, Recording, Unrecordable
 from .pytrees import tree_flatten, tree_unflatten
+
+all_floats = B.all_floats
 from .trace import is_dual, register_recorder_type
 
 if _backend_name == "c":
@@ -127,7 +129,13 @@ class Compiled:
     # -- calling --------------------------------------------------------------------------
 
     def __call__(self, *args, **kwargs):
-        key, treedef, floats = self._split(args, kwargs)
+        key = None
+        if not kwargs and not self.static_argnums:
+            key, floats = _flat_key(args)
+        if key is not None:
+            treedef = key
+        else:
+            key, treedef, floats = self._split(args, kwargs)
         if key is None:
             if floats:  # warn: a reason worth saying
                 self._warn(treedef)
@@ -158,9 +166,9 @@ class Compiled:
     def _record(self, key, treedef, floats, args, kwargs):
         rec = Recording()
         ins = iter([rec.input(v) for v in floats])
-        leaves, _ = tree_flatten((self._dynamic(args), kwargs))
+        leaves, tdef = tree_flatten((self._dynamic(args), kwargs))
         leaves = [next(ins) if type(x) is float else x for x in leaves]
-        dargs, dkwargs = tree_unflatten(treedef, leaves)
+        dargs, dkwargs = tree_unflatten(tdef, leaves)
         dargs = self._restore_static(dargs, args)
         try:
             out = self.fun(*dargs, **dkwargs)
@@ -226,6 +234,24 @@ class Compiled:
         return sum(len(e[1]) for es in self._cache.values() for e in es)
 
 
+def _flat_key(args):
+    """The key of the commonest calls without walking a pytree: every argument a float or a
+    flat list or tuple of floats. ``(None, None)`` for anything else."""
+    sig = []
+    floats = []
+    for a in args:
+        ta = type(a)
+        if ta is float:
+            sig.append(ta)
+            floats.append(a)
+        elif (ta is list or ta is tuple) and all_floats(a):
+            sig.append((ta, len(a)))
+            floats += a
+        else:
+            return None, None
+    return ("flat", tuple(sig)), floats
+
+
 def _finish(rec, out):
     """The Program of a finished recording whose function returned ``out``, and the result
     of this call (the recorded values)."""
@@ -253,25 +279,51 @@ def _finish(rec, out):
 class _Replay:
     """A program and how its output slots fill the result's pytree."""
 
-    __slots__ = ("prog", "out_def", "consts", "fill", "single")
+    __slots__ = ("prog", "out_def", "consts", "fill", "direct", "make")
 
     def __init__(self, prog, out_def, spec, leaves):
         self.prog = prog
         self.out_def = out_def
         self.consts = [x if j < 0 else None for x, j in zip(leaves, spec)]
         self.fill = [(pos, j) for pos, j in enumerate(spec) if j >= 0]
-        self.single = len(spec) == 1 and spec[0] == 0 and out_def.kind == "leaf"
+        self.direct = spec == list(range(len(spec)))  # every leaf a slot, in order
+        self.make = _builder(out_def, 0)[0]
 
     def build(self, res):
-        if self.single:
-            return res[0]
+        if self.direct:
+            return self.make(res)
         leaves = list(self.consts)
         for pos, j in self.fill:
             leaves[pos] = res[j]
-        return tree_unflatten(self.out_def, leaves)
+        return self.make(leaves)
+
+
+def _builder(td, start):
+    """``(make, end)``: ``make(leaves)`` rebuilds the subtree ``td`` whose leaves are
+    ``leaves[start:end]`` -- the result's pytree without walking its definition per call."""
+    kind = td.kind
+    if kind == "leaf":
+        return (lambda L: L[start]), start + 1
+    end = start + td.nleaves
+    if kind in ("list", "tuple"):
+        kids = td.children
+        if all(c.kind == "leaf" for c in kids):
+            if kind == "list":
+                return (lambda L: L[start:end]), end
+            return (lambda L: tuple(L[start:end])), end
+        makes = []
+        pos = start
+        for c in kids:
+            m, pos = _builder(c, pos)
+            makes.append(m)
+        if kind == "list":
+            return (lambda L: [m(L) for m in makes]), end
+        return (lambda L: tuple([m(L) for m in makes])), end
+    return (lambda L: tree_unflatten(td, L[start:end])), end
 
 
 def _same(a, b):
+    """Same pytree, same leaf types, floats the same bit for bit."""
     la, da = tree_flatten(a)
     lb, db = tree_flatten(b)
     if not da == db or len(la) != len(lb):
