@@ -392,3 +392,25 @@ def test_sweep_sign_of_zero_as_float_sweep():
     # +0.0, as the float sweep's sums starting at 0.0 do
     g = d.value_and_grad(lambda x, y: d.absolute(d.arctan2(x, x) * x - 0.3), argnums=(0, 1))
     run_both(g, [(0.0, 0.0), (0.0, 0.0), (-0.0, 0.0)])
+
+
+def test_unrecordable_caught_by_the_function_still_falls_back():
+    def f(x):
+        try:
+            y = np.exp(x)  # not recordable; the error is swallowed here
+        except Exception:  # noqa: BLE001
+            y = None
+        return x * float(y)
+
+    cg = d.compile(f)
+    with pytest.warns(CompileWarning):
+        assert cg(0.5) == f(0.5)
+    assert cg.recordings_made == 0
+
+
+def test_pure_and_compiled_recorders_agree_with_nested_compile():
+    inner = d.compile(lambda x: x * d.sin(x))
+    outer = d.compile(d.grad(lambda x: inner(x) * 2.0))
+    assert same(outer(0.7), d.grad(lambda x: x * d.sin(x) * 2.0)(0.7))
+    assert same(outer(0.9), d.grad(lambda x: x * d.sin(x) * 2.0)(0.9))
+    assert outer.recordings_made == 1

@@ -157,24 +157,51 @@ _new = object.__new__
 
 
 def _bin(op, pyop):
+    # ``Recording.operand`` and ``emit`` inlined for the commonest operands (a Recorder of
+    # the same recording, a float): this is the recording's hot path.
     def f(self, other):
         rec = self._rec
         if rec.closed:
             raise _escaped()
-        s = rec.operand(other)
-        if s is None:
-            return NotImplemented
-        ov = other.v if type(other) is Recorder else float(other)
-        return rec.emit(op, self.slot, s, 0, pyop(self.v, ov))
+        to = type(other)
+        if to is Recorder and other._rec is rec:
+            s = other.slot
+            ov = other.v
+        elif to is float:
+            s = rec.const(other)
+            ov = other
+        else:
+            s = rec.operand(other)
+            if s is None:
+                return NotImplemented
+            ov = other.v if to is Recorder else float(other)
+        r = _new(Recorder)
+        r.v = pyop(self.v, ov)  # raises as floats do, before anything is recorded
+        r._rec = rec
+        code = rec.code
+        r.slot = len(code)
+        code.append((op, self.slot, s, 0, 0.0))
+        return r
 
     def r(self, other):
         rec = self._rec
         if rec.closed:
             raise _escaped()
-        s = rec.operand(other)
-        if s is None:
-            return NotImplemented
-        return rec.emit(op, s, self.slot, 0, pyop(float(other), self.v))
+        if type(other) is float:
+            s = rec.const(other)
+            ov = other
+        else:
+            s = rec.operand(other)
+            if s is None:
+                return NotImplemented
+            ov = float(other)
+        r = _new(Recorder)
+        r.v = pyop(ov, self.v)
+        r._rec = rec
+        code = rec.code
+        r.slot = len(code)
+        code.append((op, s, self.slot, 0, 0.0))
+        return r
     return f, r
 
 

@@ -18,7 +18,7 @@ import warnings
 from . import _replay_pure
 from ._backend import B
 from ._backend import name as _backend_name
-from ._replay_pure import Recorder, Recording, Unrecordable
+from ._replay_pure import Recorder, Recording
 from .pytrees import tree_flatten, tree_unflatten
 
 all_floats = B.all_floats
@@ -131,7 +131,11 @@ class Compiled:
     def __call__(self, *args, **kwargs):
         key = None
         if not kwargs and not self.static_argnums:
-            key, floats = _flat_key(args)
+            if all_floats(args):  # the commonest call: floats only
+                key = len(args)
+                floats = list(args)
+            else:
+                key, floats = _flat_key(args)
         if key is not None:
             treedef = key
         else:
@@ -174,8 +178,11 @@ class Compiled:
             out = self.fun(*dargs, **dkwargs)
             if rec.failed is None:
                 prog, result = _finish(rec, out)
-        except Unrecordable:
-            pass
+        except BaseException:
+            # an error after something unrecordable (which the function may have caught) is
+            # no verdict on the function: it runs uncompiled below
+            if rec.failed is None:
+                raise
         finally:
             rec.closed = True
         if rec.failed is not None:

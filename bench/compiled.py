@@ -1,0 +1,125 @@
+"""``python -m bench.compiled``: deltaad.compile's first-call and per-call costs.
+
+For each scalar program at one size (about ``--ops`` operations): the uncompiled ``grad``,
+the first call of ``compile(value_and_grad(f))`` (the recording), a replayed call, and the
+plain-float ``f``, all in this process, each the median of ``--reps`` runs (the first call:
+a fresh compiled function each run). Also the bytes per recorded instruction and the per-call
+time of a compiled 10-operation function. Ratios, not absolute times, are what to compare on a
+shared machine.
+"""
+
+import argparse
+import statistics
+import time
+
+from .modes import deltaad_ns
+from .programs import FLOAT_NS, PROGRAMS, make_input
+
+
+def _median(fn, reps):
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def _size(program, ops):
+    n = 1
+    while program.ops(n * 2) <= ops and n * 2 <= program.n_max:
+        n *= 2
+    return n
+
+
+def measure(names, ops, reps):
+    import deltaad as ad
+
+    ns = deltaad_ns(ad)
+    rows = []
+    for name in names:
+        p = PROGRAMS[name]
+        n = _size(p, ops)
+        xs = make_input(p, n, 0)
+
+        def f(xs, fn=p.fn, n=n):
+            return fn(ns, n, xs)
+
+        def plain(fn=p.fn, n=n, xs=xs):
+            return fn(FLOAT_NS, n, xs)
+
+        vg = ad.value_and_grad(f)
+        t_float = _median(plain, reps)
+        t_grad = _median(lambda: vg(xs), reps)
+        firsts = []
+        for _ in range(max(1, reps // 2)):
+            c = ad.compile(vg)
+            t0 = time.perf_counter()
+            out = c(xs)
+            firsts.append(time.perf_counter() - t0)
+        t_first = statistics.median(firsts)
+        assert c(xs) == out == vg(xs), name  # the replay is the uncompiled result, bit for bit
+        t_replay = _median(lambda: c(xs), reps)
+        assert c.recordings_made == 1, name
+        prog = c._cache[next(iter(c._cache))][0][1][0].prog
+        rows.append(dict(program=name, n=n, ops=p.ops(n), instructions=prog.n,
+                         bytes_per_instruction=prog.nbytes / prog.n,
+                         instructions_per_op=prog.n / p.ops(n),
+                         first_over_grad=t_first / t_grad, replay_over_float=t_replay / t_float,
+                         grad_over_float=t_grad / t_float,
+                         replay_ns_per_op=1e9 * t_replay / p.ops(n)))
+    return rows
+
+
+def overhead_10ops(reps):
+    """Per-call time of a compiled 10-operation function, and of the function itself."""
+    import deltaad as ad
+
+    def f(x, y):
+        a = x * y
+        b = a + x
+        c = b * b
+        d = c - y
+        e = d / 3.0
+        g = e * x
+        h = g + 1.0
+        i = h * y
+        j = i - a
+        return j * 0.5
+
+    c = ad.compile(f)
+    c(1.0, 2.0)
+    loops = 2000
+
+    def many(fn):
+        def run():
+            for _ in range(loops):
+                fn(1.25, 0.75)
+        return run
+    return _median(many(c), reps) / loops, _median(many(f), reps) / loops
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--programs", default="taylor,letchain,rosenbrock,quaternion,ode")
+    ap.add_argument("--ops", type=int, default=100_000, help="operations per program (about)")
+    ap.add_argument("--reps", type=int, default=7)
+    args = ap.parse_args(argv)
+    import deltaad as ad
+
+    print("deltaad backend:", ad.backend)
+    rows = measure(args.programs.split(","), args.ops, args.reps)
+    print("| program | ops | instr/op | B/instr | first call / grad | replay / float f "
+          "| grad / float f | replay ns/op |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        print("| %(program)s | %(ops)d | %(instructions_per_op).2f | %(bytes_per_instruction).0f "
+              "| %(first_over_grad).1f | %(replay_over_float).2f | %(grad_over_float).2f "
+              "| %(replay_ns_per_op).1f |" % r)
+    t_c, t_f = overhead_10ops(args.reps)
+    print("\n10-operation function: compiled call %.2f us, plain call %.2f us"
+          % (t_c * 1e6, t_f * 1e6))
+
+
+if __name__ == "__main__":
+    main()
