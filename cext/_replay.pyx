@@ -171,6 +171,7 @@ cdef class Program:
                 PyMem_Free(v)
 
     cdef bint _run(self, double* v, list ins) except -1:
+        # one chain of ``op == constant`` tests: Cython makes it a C switch
         cdef Py_ssize_t i
         cdef Instr* p
         cdef double x, r
@@ -182,6 +183,9 @@ cdef class Program:
                 v[i] = v[p.a] * v[p.b]
             elif op == ADD:
                 v[i] = v[p.a] + v[p.b]
+            elif op == G_EQ:
+                if (v[p.a] == v[p.b]) != p.k:
+                    return False
             elif op == SUB:
                 v[i] = v[p.a] - v[p.b]
             elif op == DIV:
@@ -195,7 +199,45 @@ cdef class Program:
                 v[i] = PyFloat_AS_DOUBLE(ins[p.a])
             elif op == CONST:
                 v[i] = p.c
-            elif op >= FIRST_LIBM and op < G_LT:
+            elif op == CALL1 or op == CALL2:
+                if not self._call(v, i, p):
+                    return False
+            elif op == G_LT:
+                if (v[p.a] < v[p.b]) != p.k:
+                    return False
+            elif op == G_LE:
+                if (v[p.a] <= v[p.b]) != p.k:
+                    return False
+            elif op == G_GT:
+                if (v[p.a] > v[p.b]) != p.k:
+                    return False
+            elif op == G_GE:
+                if (v[p.a] >= v[p.b]) != p.k:
+                    return False
+            elif op == G_NE:
+                if (v[p.a] != v[p.b]) != p.k:
+                    return False
+            elif op == G_BITS:
+                x = v[p.a]
+                if memcmp(&x, &p.c, sizeof(double)) != 0:
+                    return False
+            elif op == G_FLOOR:
+                x = v[p.a]
+                if not cm.isfinite(x) or cm.floor(x) != p.c:
+                    return False
+            elif op == G_CEIL:
+                x = v[p.a]
+                if not cm.isfinite(x) or cm.ceil(x) != p.c:
+                    return False
+            elif op == G_TRUNC:
+                x = v[p.a]
+                if not cm.isfinite(x) or cm.trunc(x) != p.c:
+                    return False
+            elif op == G_ROUND:
+                x = v[p.a]
+                if not cm.isfinite(x) or _round_half_even(x) != p.c:
+                    return False
+            else:  # a libm function (checked when the program was made)
                 x = v[p.a]
                 r = _libm(op - FIRST_LIBM, x)
                 if (cm.isnan(r) and not cm.isnan(x)) or (cm.isinf(r) and cm.isfinite(x)):
@@ -204,42 +246,6 @@ cdef class Program:
                         return False
                 else:
                     v[i] = r
-            elif op == CALL1 or op == CALL2:
-                if not self._call(v, i, p):
-                    return False
-            elif op <= G_NE:
-                if op == G_LT:
-                    r = v[p.a] < v[p.b]
-                elif op == G_LE:
-                    r = v[p.a] <= v[p.b]
-                elif op == G_GT:
-                    r = v[p.a] > v[p.b]
-                elif op == G_GE:
-                    r = v[p.a] >= v[p.b]
-                elif op == G_EQ:
-                    r = v[p.a] == v[p.b]
-                else:
-                    r = v[p.a] != v[p.b]
-                if <int>r != p.k:
-                    return False
-            else:
-                x = v[p.a]
-                if op == G_BITS:
-                    if memcmp(&x, &p.c, sizeof(double)) != 0:
-                        return False
-                elif not cm.isfinite(x):
-                    return False
-                elif op == G_FLOOR:
-                    if cm.floor(x) != p.c:
-                        return False
-                elif op == G_CEIL:
-                    if cm.ceil(x) != p.c:
-                        return False
-                elif op == G_TRUNC:
-                    if cm.trunc(x) != p.c:
-                        return False
-                elif _round_half_even(x) != p.c:
-                    return False
         return True
 
     cdef bint _call(self, double* v, Py_ssize_t i, Instr* p) except -1:
