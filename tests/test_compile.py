@@ -439,3 +439,14 @@ def test_custom_vjp_inside_is_recorded_and_forward_falls_back():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CompileWarning)  # custom_vjp under jvp goes through numpy
         run_both(d.jacfwd(h, argnums=(0, 1)), pts)
+
+
+def test_tangents_and_cotangents_as_inputs():
+    def f(x, y):
+        return d.sin(x * y) + x / (1.5 + d.cos(y))
+
+    fj = lambda x, y, u, v: d.jvp(f, (x, y), (u, v))  # noqa: E731
+    fv = lambda x, y, ct: d.vjp(f, x, y)[1](ct)  # noqa: E731
+    run_both(fj, [(0.3, 0.5, 1.0, 0.0), (0.3, 0.5, 0.0, 1.0), (1.1, -0.2, 0.5, -2.0),
+                  (0.3, 0.5, 0.0, 0.0)])
+    run_both(fv, [(0.3, 0.5, 1.0), (1.1, -0.2, -2.5), (0.3, 0.5, 0.0)])

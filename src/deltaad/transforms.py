@@ -430,7 +430,7 @@ def _cotangent(ct, out, k, n):
     if kind == "scalar":
         if tc is np.ndarray:
             return float(ct)
-        if tc is not float and tc is not Dual:  # a 0-d array dual: its scalar dual
+        if tc is not float and tc is not Dual and tc not in _recorders:  # a 0-d array dual
             return ct[()]
     elif tc is float:
         return np.array(ct, dtype=_dtype_of(out))
