@@ -191,6 +191,26 @@ register(DeltaadForward("python", hidden=True))  # on request: --modes ...,delta
 register(DeltaadReverse(None, name="deltaad-wrong", scale=1.1, hidden=True))
 
 
+class DeltaadCompiled(DeltaadReverse):
+    """``deltaad.compile(value_and_grad(f))``: the first call (the reference check) records,
+    the timed calls replay the recording in C."""
+
+    def __init__(self):
+        DeltaadReverse.__init__(self, "c", "deltaad-compiled")
+        self.kinds = ("scalar",)
+        self.description = "deltaad.compile(value_and_grad(f)) replayed, compiled core"
+
+    def runner(self, program, n, direction):
+        cg = self.dd.compile(self.dd.value_and_grad(self._f(program, n)))
+
+        def run(xs):
+            return cg(xs)[1]
+        return run
+
+
+register(DeltaadCompiled())
+
+
 # --------------------------------------------------------------------------------------------
 # ablations (bench/ablations.py)
 

@@ -23,6 +23,7 @@ cdef extern from "Python.h":
 
 import math as _math
 import numbers as _numbers
+from operator import add as _pyadd  # 0.0 + o as Python adds it (never through float(o))
 from operator import index as _index
 
 from deltaad import _rules
@@ -36,6 +37,17 @@ cdef double LN10 = _table.LN10
 cdef double TWO_OVER_SQRT_PI = _table.TWO_OVER_SQRT_PI
 
 _hooks = {"fallback": None, "array_ufunc": None, "array_function": None}
+
+# The recording value type of ``deltaad.compile`` (None until it is imported): a number below
+# every dual that records the float operations done on it. Three places treat it as a float:
+# a constant operand, the zero test (a recorded comparison), and the sweep's result.
+cdef object _recorder = None
+
+
+def set_recorder_type(cls):
+    """Declare ``cls`` the recording number type (see ``deltaad._replay_pure``)."""
+    global _recorder
+    _recorder = cls
 
 
 def set_hooks(fallback, array_ufunc, array_function=None):
@@ -320,8 +332,13 @@ cdef class Tape(Trace):
                 wl.append(sid)
             nw = len(wl)
         if not (float_seeds and not self.general and not self.linear):
-            return self._eval_general(sl, wl if wl is not None
-                                      else [r0 + m * rstep for m in range(nw)])
+            out = self._eval_general(sl, wl if wl is not None
+                                     else [r0 + m * rstep for m in range(nw)])
+            if _recorder is not None and not self.linear and _recorded_floats(sl, self.ocoef):
+                # The float sweep would have run: its adjoints start at 0.0, so a sum of -0.0
+                # terms ends +0.0 there. Record that addition too (same bits as the float path).
+                out = [_pyadd(0.0, o) if type(o) is _recorder or type(o) is float else o for o in out]
+            return out
         global _spare_adj, _spare_adj_n
         cdef Py_ssize_t n = self.n
         cdef Binding* b = self.b
@@ -414,6 +431,19 @@ cdef class Tape(Trace):
         return [adj[w] for w in wanted]
 
 
+cdef bint _recorded_floats(list seeds, dict ocoef) except -1:
+    """True when every seed and coefficient is a float or a recorded number: without recording
+    this tape would have taken the float sweep."""
+    for _, ct in seeds:
+        if type(ct) is not float and type(ct) is not _recorder:
+            return False
+    for pair in ocoef.values():
+        for c in pair:
+            if type(c) is not float and type(c) is not _recorder:
+                return False
+    return True
+
+
 cdef tuple _check_parents(object parents, Py_ssize_t n):
     """``parents`` as a tuple of ints, each an earlier binding (``0 <= p < n``): the general
     sweep indexes its adjoint list by them without a bounds check."""
@@ -434,6 +464,8 @@ cdef bint _is_zero(object a) except -1:
     while True:
         if type(a) is float:
             return <double>a == 0.0
+        if type(a) is _recorder and _recorder is not None:
+            return bool(a == 0.0)  # a recorded comparison: the replay checks it
         if type(a) is not Dual or not (<Dual>a).tr.is_forward:
             return False
         d = <Dual>a
@@ -944,7 +976,7 @@ def strip(x):
 cdef object _const(object x):
     """``x`` as a constant operand: a float, a lower-level dual, or None if not a real number."""
     tx = type(x)
-    if tx is float or tx is Dual:
+    if tx is float or tx is Dual or (tx is _recorder and _recorder is not None):
         return x
     if tx is int or tx is bool or isinstance(x, _numbers.Real):
         return float(x)

@@ -18,6 +18,7 @@ from .functions import stop_gradient, value  # (named for readers and the API pa
 from .numpy import ArrayDual, asarray, at, defconst, defjvp, defvjp, logsumexp, stack
 from .pytrees import tree_flatten, tree_map, tree_unflatten
 from .custom import custom_jvp, custom_vjp, primitive
+from .compile import CompileWarning, ReplayMismatch, compile
 from .support import support_table
 from .trace import open_traces
 from .transforms import (
@@ -34,5 +35,5 @@ __all__ = [
     "make_delta",
     "open_traces", "tree_flatten", "tree_unflatten", "tree_map",
     "ArrayDual", "asarray", "stack", "at", "logsumexp",
-    "custom_vjp", "custom_jvp", "primitive", "defvjp", "defjvp", "defconst", "support_table",
+    "custom_vjp", "custom_jvp", "primitive", "compile", "CompileWarning", "ReplayMismatch", "defvjp", "defjvp", "defconst", "support_table",
 ] + list(_functions)

@@ -37,6 +37,17 @@ _new = object.__new__
 # function, and how a scalar dual answers numpy's __array_ufunc__ protocol.
 _hooks = {"fallback": None, "array_ufunc": None, "array_function": None}
 
+# The recording value type of ``deltaad.compile`` (None until it is imported): a number below
+# every dual that records the float operations done on it. Three places treat it as a float:
+# a constant operand, the zero test (a recorded comparison), and the sweep's result.
+_recorder = None
+
+
+def set_recorder_type(cls):
+    """Declare ``cls`` the recording number type (see ``deltaad._replay_pure``)."""
+    global _recorder
+    _recorder = cls
+
 
 def set_hooks(fallback, array_ufunc, array_function=None):
     """Install the numpy glue: ``fallback(name, *args)``, ``array_ufunc(ufunc, method, inputs,
@@ -271,7 +282,25 @@ class Tape(Trace):
                     _accumulate(adj, k, c2 * a)
             if i not in keep:
                 adj[i] = None  # free array adjoints as soon as they are spent
-        return [adj[w] for w in wanted]
+        out = [adj[w] for w in wanted]
+        if _recorder is not None and not linear and _recorded_floats(seeds, bs):
+            # The float sweep would have run: its adjoints start at 0.0, so a sum of -0.0
+            # terms ends +0.0 there. Record that addition too (same bits as the float path).
+            out = [0.0 + a if type(a) is _recorder or type(a) is float else a for a in out]
+        return out
+
+
+def _recorded_floats(seeds, bs):
+    """True when every seed and coefficient is a float or a recorded number: without recording
+    this tape would have taken the float sweep."""
+    for _, ct in seeds:
+        if type(ct) is not float and type(ct) is not _recorder:
+            return False
+    for k in range(1, len(bs), 2):
+        c = bs[k]
+        if type(c) is not float and type(c) is not _recorder:
+            return False
+    return True
 
 
 def _accumulate(adj, i, x):
@@ -307,6 +336,8 @@ def _is_zero(a):
     while True:
         if type(a) is float:
             return a == 0.0
+        if type(a) is _recorder and _recorder is not None:
+            return bool(a == 0.0)  # a recorded comparison: the replay checks it
         if type(a) is not Dual or not a.trace.is_forward:
             return False
         if not _is_zero(a.tangent):
@@ -386,7 +417,7 @@ class ForwardLevel(Trace):
 def _const(x):
     """``x`` as a constant operand: a float, a lower-level dual, or None if not a real number."""
     tx = type(x)
-    if tx is float or tx is Dual:
+    if tx is float or tx is Dual or (tx is _recorder and _recorder is not None):
         return x
     if tx is int or tx is bool or isinstance(x, numbers.Real):
         return float(x)

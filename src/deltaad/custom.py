@@ -28,7 +28,7 @@ from .numpy import array as A
 from .numpy.array import ArrayDual, Dual
 from .numpy.elementwise import elementwise_primitive
 from .pytrees import tree_flatten, tree_unflatten
-from .trace import dtype_of, is_dual, leaf_kind, opened, top_trace
+from .trace import dtype_of, is_dual, leaf_kind, opened, recorders, top_trace
 from .trace import value as strip
 
 __all__ = ["custom_vjp", "custom_jvp", "primitive"]
@@ -221,7 +221,7 @@ def _fit(ct, kind, like, who, what="cotangent"):
     if ct is None:
         return None
     t = type(ct)
-    if t is float or t is Dual:
+    if t is float or t is Dual or (t in recorders and kind == "scalar"):
         if kind == "scalar":
             return ct
         ct = A.reshape_scalar(ct) if t is Dual else np.asarray(ct)

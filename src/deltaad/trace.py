@@ -36,6 +36,18 @@ def register_dual_type(cls):
     return cls
 
 
+# Recording number types (``deltaad.compile``'s): below every dual, scalar leaves to a
+# differentiation, and the elementary functions dispatch to ``recorders[type](name, *args)``.
+recorders = {}
+
+
+def register_recorder_type(cls, dispatch):
+    """Declare ``cls`` a recording number type; ``dispatch(name, *args)`` applies the table's
+    function ``name`` to arguments of which one is a ``cls``."""
+    recorders[cls] = dispatch
+    return cls
+
+
 def open_traces():
     """The traces open in this thread, outermost first (empty outside any differentiation)."""
     return list(getattr(_local, "stack", ()))
@@ -126,6 +138,8 @@ def leaf_kind(x):
         raise complex_error(x)
     if tx in _dual_types:
         return "array"
+    if tx in recorders:
+        return "scalar"
     return None
 
 

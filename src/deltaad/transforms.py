@@ -23,6 +23,7 @@ from .trace import dtype_of as _dtype_of
 from .trace import is_dual, opened
 from .trace import leaf_kind as _leaf_kind
 from .trace import on_trace as _on_trace
+from .trace import recorders as _recorders
 
 Dual = B.Dual
 
@@ -32,7 +33,7 @@ Dual = B.Dual
 
 
 def _scalar_value(x):
-    return x if type(x) is float or type(x) is Dual else float(x)
+    return x if type(x) is float or type(x) is Dual or type(x) in _recorders else float(x)
 
 
 def _dualise(trace, leaves, tangents=None, floats=False):
@@ -64,7 +65,7 @@ def _dualise(trace, leaves, tangents=None, floats=False):
 def _tangent_value(t):
     """The tangent of a scalar (float) primal, checked: a real number (a 0-d real array or a
     numpy scalar becomes a float, so both backends return the same types) or a scalar dual."""
-    if type(t) is float or type(t) is Dual:
+    if type(t) is float or type(t) is Dual or type(t) in _recorders:
         return t
     if isinstance(t, (complex, np.complexfloating)):
         raise TypeError(
@@ -168,7 +169,7 @@ def _check_constant_output(x, trace, who):
     attributes, or in an iterator or generator, which cannot be looked into without consuming
     it."""
     tx = type(x)
-    if tx is float or tx is int or tx is bool or tx is str or x is None:
+    if tx is float or tx is int or tx is bool or tx is str or x is None or tx in _recorders:
         return
     if isinstance(x, np.ndarray) and x.dtype.kind != "O":
         return
@@ -394,7 +395,7 @@ def _cotangent(ct, out, k, n):
         return None
     where = "" if n == 1 else " for output leaf %d" % k
     tc = type(ct)
-    if tc is float or tc is Dual:
+    if tc is float or tc is Dual or tc in _recorders:
         shape = ()
     elif isinstance(ct, (complex, np.complexfloating)):
         raise TypeError(
@@ -429,7 +430,7 @@ def _cotangent(ct, out, k, n):
     if kind == "scalar":
         if tc is np.ndarray:
             return float(ct)
-        if tc is not float and tc is not Dual:  # a 0-d array dual: its scalar dual
+        if tc is not float and tc is not Dual and tc not in _recorders:  # a 0-d array dual
             return ct[()]
     elif tc is float:
         return np.array(ct, dtype=_dtype_of(out))
@@ -529,7 +530,7 @@ def vjp(fun, *primals, has_aux=False):
 
 
 def _is_scalar_output(x):
-    if type(x) is float or type(x) is Dual:
+    if type(x) is float or type(x) is Dual or type(x) in _recorders:
         return True
     if isinstance(x, (numbers.Real, np.floating)) and not isinstance(x, bool):
         return True

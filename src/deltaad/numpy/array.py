@@ -27,6 +27,7 @@ import numpy as np
 
 from .._backend import B
 from .._errors import EscapedDualError, complex_error, escaped_error, no_float_error
+from .. import trace as _trace
 from ..trace import dtype_of, register_dual_type
 from ..trace import value as strip
 from . import registry
@@ -1287,6 +1288,10 @@ def _mentions_array_dual(args, kwargs):
 def scalar_fallback(name, *args):
     """A deltaad function (``deltaad.sin``...) called on something that is not a scalar: the
     table's function on arrays, registered under its name."""
+    for a in args:
+        rec = _trace.recorders.get(type(a))
+        if rec is not None:  # a recorded number (deltaad.compile)
+            return rec(name, *args)
     fn = registry.ELEMENTARY.get(name)
     if fn is not None:
         ops = [operand(a) for a in args]
