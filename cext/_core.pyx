@@ -192,10 +192,14 @@ cdef Py_ssize_t MAX_BINDINGS = 2147483647
 
 # One spare binding buffer, kept from the last tape that died, so the next tape writes into
 # memory that is already mapped: a fresh 48 MB tape otherwise pays ~12000 page faults, a
-# fifth of its recording time in a gradient loop. Capped: a larger buffer goes back to the OS.
+# fifth of its recording time in a gradient loop (on a small VM a fault costs 2.5-20 us, and
+# a tape of 10^7 bindings, 240 MB, then spends more time faulting than recording). A larger
+# buffer is cut down to the cap and kept: the next big tape starts in mapped memory and
+# faults only past it. The adjoint array of the float sweep is kept likewise.
 cdef Binding* _spare = NULL
 cdef Py_ssize_t _spare_cap = 0
-cdef Py_ssize_t SPARE_MAX_BYTES = 256 * 1024 * 1024
+cdef Py_ssize_t SPARE_MAX_BYTES = 1024 * 1024 * 1024
+cdef Py_ssize_t SPARE_ADJ_MAX_BYTES = 512 * 1024 * 1024
 # While tracemalloc traces, keep no spare: a reused buffer allocated before tracing began
 # would be invisible to it, and a kept one would look like a leak. Memory measurements then
 # see exactly what each tape allocates.
@@ -213,6 +217,49 @@ cdef bint _tracing() noexcept:
 
 cdef double* _spare_adj = NULL    # likewise for the adjoint array of the float sweep
 cdef Py_ssize_t _spare_adj_n = 0
+
+
+cdef void _offer_spare(Binding* b, Py_ssize_t cap) noexcept:
+    """Keep the binding buffer ``b`` of ``cap`` bindings as the spare (cut down to the cap) if
+    that is larger than the spare kept; free it otherwise."""
+    global _spare, _spare_cap
+    cdef Py_ssize_t maxcap = SPARE_MAX_BYTES // <Py_ssize_t>sizeof(Binding)
+    cdef Binding* nb
+    if (cap if cap < maxcap else maxcap) <= _spare_cap or _tracing():
+        PyMem_Free(b)
+        return
+    if cap > maxcap:  # shrinking a large (mapped) block gives its tail back, in place
+        nb = <Binding*>PyMem_Realloc(b, maxcap * sizeof(Binding))
+        if nb == NULL:
+            PyMem_Free(b)
+            return
+        b = nb
+        cap = maxcap
+    if _spare != NULL:
+        PyMem_Free(_spare)
+    _spare = b
+    _spare_cap = cap
+
+
+cdef void _offer_spare_adj(double* adj, Py_ssize_t n) noexcept:
+    """``_offer_spare`` for the adjoint array of ``n`` doubles."""
+    global _spare_adj, _spare_adj_n
+    cdef Py_ssize_t maxn = SPARE_ADJ_MAX_BYTES // <Py_ssize_t>sizeof(double)
+    cdef double* na
+    if (n if n < maxn else maxn) <= _spare_adj_n or _tracing():
+        PyMem_Free(adj)
+        return
+    if n > maxn:
+        na = <double*>PyMem_Realloc(adj, maxn * sizeof(double))
+        if na == NULL:
+            PyMem_Free(adj)
+            return
+        adj = na
+        n = maxn
+    if _spare_adj != NULL:
+        PyMem_Free(_spare_adj)
+    _spare_adj = adj
+    _spare_adj_n = n
 
 
 def release_memory():
@@ -257,16 +304,8 @@ cdef class Tape(Trace):
         self.is_forward = False
 
     def __dealloc__(self):
-        global _spare, _spare_cap
         if self.b != NULL:
-            if (self.cap > _spare_cap and self.cap * <Py_ssize_t>sizeof(Binding) <= SPARE_MAX_BYTES
-                    and not _tracing()):
-                if _spare != NULL:
-                    PyMem_Free(_spare)
-                _spare = self.b
-                _spare_cap = self.cap
-            else:
-                PyMem_Free(self.b)
+            _offer_spare(self.b, self.cap)
             self.b = NULL
 
     cdef Py_ssize_t _grow(self) except -1:
@@ -490,14 +529,7 @@ cdef class Tape(Trace):
             return out
         finally:
             self.sweeping -= 1
-            if (adj_n > _spare_adj_n and adj_n * <Py_ssize_t>sizeof(double) <= SPARE_MAX_BYTES
-                    and not _tracing()):
-                if _spare_adj != NULL:
-                    PyMem_Free(_spare_adj)
-                _spare_adj = adj
-                _spare_adj_n = adj_n
-            else:
-                PyMem_Free(adj)
+            _offer_spare_adj(adj, adj_n)
 
     cdef list _eval_general(self, object sids, list seed_cts, list wanted):
         cdef Py_ssize_t n = self.n
@@ -1043,14 +1075,15 @@ cdef inline void _set_tangent(Dual r, object tangent) except *:
 
 
 # Freed duals are kept for reuse ("zombies": reference count 0, type Dual, ov/ot/tr None), up
-# to DFREE_MAX of them (16 MB): making a dual then costs a pop and three stores, where
-# CPython's allocator costs ~150 instructions per dual made and freed. An input list of 10^5
-# floats gets its 10^5 duals back from here on the next call. ``_dual_dealloc`` replaces the
+# to DFREE_MAX of them (64 MB): making a dual then costs a pop and three stores, where
+# CPython's allocator costs ~150 instructions per dual made and freed, and memory that
+# CPython's allocator gave back to the system costs page faults again. An input list of 10^6
+# floats gets its 10^6 duals back from here on the next call. ``_dual_dealloc`` replaces the
 # type's tp_dealloc (set at the end of the module); only this module's code sees zombies.
 # While tracemalloc traces, no dual is kept or reused (see _spare): ``_dfree_on`` is refreshed
 # whenever a trace is made.
 cdef enum:
-    DFREE_MAX = 262144
+    DFREE_MAX = 1048576
 cdef PyObject* _dfree[DFREE_MAX]
 cdef Py_ssize_t _dfree_n = 0
 cdef bint _dfree_on = True
@@ -1114,19 +1147,20 @@ cdef inline Dual _new_dual(object value, Trace tr, Py_ssize_t i):
 
 cdef inline Dual _fast1(Dual a, double v, double ca):
     """Result of a unary step on a float dual: one binding, or one tangent product."""
-    # ``a.tr`` read in place (a local Trace would cost a reference count up and down)
+    # ``a.tr`` read in place (a local Trace would cost a reference count up and down); the
+    # rare cases in functions of their own, so that this one stays small where it is inlined
     if a.tr.closed:
         _raise_escaped(a.tr)
     cdef Dual r = _alloc_dual(a.tr)
     r.v = v
-    if a.tr.is_forward:
-        r.i = -1
-        if a.ot is None:
-            r.t = ca * a.t if a.t != 0.0 else 0.0  # a zero tangent stays 0, even if ca is inf
-        else:
-            _set_tangent(r, _tmul(ca, a.ot))
-    else:
+    if not a.tr.is_forward:
         r.i = (<Tape>a.tr)._push(a.i, ca, -1, 0.0)
+    elif a.ot is None:
+        r.i = -1
+        r.t = ca * a.t if a.t != 0.0 else 0.0  # a zero tangent stays 0, even if ca is inf
+    else:
+        r.i = -1
+        _set_tangent(r, _tmul(ca, a.ot))
     return r
 
 
@@ -1136,15 +1170,22 @@ cdef inline Dual _fast2(Dual a, Dual b, double v, double ca, double cb):
         _raise_escaped(a.tr)
     cdef Dual r = _alloc_dual(a.tr)
     r.v = v
-    if a.tr.is_forward:
-        r.i = -1
-        if a.ot is None and b.ot is None:
-            r.t = (ca * a.t if a.t != 0.0 else 0.0) + (cb * b.t if b.t != 0.0 else 0.0)
-        else:
-            _set_tangent(r, _tmul(ca, a.tangent) + _tmul(cb, b.tangent))
-    else:
+    if not a.tr.is_forward:
         r.i = (<Tape>a.tr)._push(a.i, ca, b.i, cb)
+    elif a.ot is None and b.ot is None:
+        r.i = -1
+        r.t = (ca * a.t if a.t != 0.0 else 0.0) + (cb * b.t if b.t != 0.0 else 0.0)
+    else:
+        _fwd2_objects(r, a, b, ca, cb)
     return r
+
+
+cdef int _fwd2_objects(Dual r, Dual a, Dual b, double ca, double cb) except -1:
+    """The tangent of ``_fast2``'s result when a tangent is not a float (an array, an outer
+    dual)."""
+    r.i = -1
+    _set_tangent(r, _tmul(ca, a.tangent) + _tmul(cb, b.tangent))
+    return 0
 
 
 cdef int _raise_escaped(Trace tr) except -1:
