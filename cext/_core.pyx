@@ -1342,6 +1342,30 @@ cdef object _nb_div(object x, object y):
     return _cy_nb_div(x, y)
 
 
+# The comparison slot of Dual: __richcmp__'s fast path for two float values (a float dual
+# against a float dual or a float), reached without the wrapper Cython generates around
+# __richcmp__ (a counted reference to self, a call, a bool made from an int): ~20
+# instructions less per comparison. Anything else goes to that wrapper, saved here at import.
+# The slot's first argument is always a Dual: the type is final, so CPython calls it as the
+# slot of the left operand, or of the right one with the operator reflected.
+ctypedef object (*richcmp_slot)(object, object, int)
+cdef richcmp_slot _cy_richcmp = NULL
+
+
+cdef object _tp_richcmp(object x, object y, int op):
+    if (<Dual>x).ov is None:
+        if type(y) is Dual:
+            if (<Dual>y).ov is None:
+                if _cmp_doubles((<Dual>x).v, (<Dual>y).v, op):
+                    return True
+                return False
+        elif type(y) is float:
+            if _cmp_doubles((<Dual>x).v, PyFloat_AS_DOUBLE(y), op):
+                return True
+            return False
+    return _cy_richcmp(x, y, op)
+
+
 cdef extern from *:
     """
     /* Swap Dual's number slots for + - * / (see _nb_add); return the ones Cython made. */
@@ -1354,9 +1378,14 @@ cdef extern from *:
         x = nb->nb_multiply; nb->nb_multiply = *mul; *mul = x;
         x = nb->nb_true_divide; nb->nb_true_divide = *div; *div = x;
     }
+    /* Swap Dual's comparison slot (see _tp_richcmp); return the one Cython made. */
+    static void deltaad_swap_richcompare(PyTypeObject *t, richcmpfunc *f) {
+        richcmpfunc x = t->tp_richcompare; t->tp_richcompare = *f; *f = x;
+    }
     """
     void deltaad_swap_number_slots(PyTypeObject* t, binop_slot* add, binop_slot* sub,
                                    binop_slot* mul, binop_slot* div)
+    void deltaad_swap_richcompare(PyTypeObject* t, richcmp_slot* f)
 
 
 cdef enum:
@@ -1802,6 +1831,8 @@ _cy_nb_mul = _nb_mul
 _cy_nb_div = _nb_div
 deltaad_swap_number_slots(<PyTypeObject*>Dual, &_cy_nb_add, &_cy_nb_sub, &_cy_nb_mul,
                           &_cy_nb_div)  # now Dual's slots are ours, _cy_nb_* Cython's
+_cy_richcmp = _tp_richcmp
+deltaad_swap_richcompare(<PyTypeObject*>Dual, &_cy_richcmp)  # likewise the comparison slot
 # The table's functions as methods, for numpy object arrays (a final type cannot be given
 # attributes from Python; this is the same type-dict patch).
 (<dict><object>(<PyTypeObject*>Dual).tp_dict).update(_methods)
