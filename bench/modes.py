@@ -114,6 +114,15 @@ def deltaad_ns(deltaad):
               log=deltaad.log, tanh=deltaad.tanh)
 
 
+def pullback_ones(vjp, f):
+    """Reverse mode of a list-valued ``f`` (``Program.output == "list"``): its ``vjp`` pulled
+    back with a list cotangent of ones, i.e. the gradient of the sum of its outputs."""
+    def run(xs):
+        out, pb = vjp(f, xs)
+        return pb([1.0] * len(out))[0]
+    return run
+
+
 class DeltaadReverse(Mode):
     kind = "reverse"
     kinds = ("scalar", "array")
@@ -141,7 +150,10 @@ class DeltaadReverse(Mode):
         return f
 
     def runner(self, program, n, direction):
-        g = self.dd.grad(self._f(program, n))
+        if program.output == "list":
+            g = pullback_ones(self.dd.vjp, self._f(program, n))
+        else:
+            g = self.dd.grad(self._f(program, n))
         if self.scale == 1.0:
             return g
         scale = self.scale
@@ -152,7 +164,7 @@ class DeltaadReverse(Mode):
 
     def memory(self, program, n, xs, direction):
         out, vjp_fn = self.dd.vjp(self._f(program, n), xs)
-        g = vjp_fn(1.0)[0]
+        g = vjp_fn([1.0] * len(out) if program.output == "list" else 1.0)[0]
         tape = vjp_fn.tape
         extra = {"tape_nbytes": int(tape.nbytes), "tape_nbindings": int(tape.nbindings)}
         del vjp_fn, tape

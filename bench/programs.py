@@ -148,6 +148,39 @@ def ode(ns, n, xs):
     return x + y
 
 
+# per-input and comparison-heavy shapes: little work per input, branches on values
+
+
+def sumsq(ns, n, xs):
+    """Sum of squares of a list of n floats: 2 operations per input, so the cost of making
+    each input's dual and reading its gradient back shows."""
+    s = 0.0
+    for v in xs:
+        s = s + v * v
+    return s
+
+
+def logsumexp(ns, n, xs):
+    """log(sum(exp(v - max))) over n logits, the maximum found by comparisons (``if v > mx``):
+    n comparisons of duals, which record nothing, and 3 operations per logit, plus 2."""
+    mx = xs[0]
+    for v in xs:
+        if v > mx:
+            mx = v
+    s = 0.0
+    for v in xs:
+        s = s + ns.exp(v - mx)
+    return ns.log(s) + mx
+
+
+def elementwise(ns, n, xs):
+    """An elementwise map returning a list of n outputs, ``sin(v) * v``: 2 operations per
+    input. Reverse modes pull back a list cotangent (one seed per output, one sweep): for an
+    elementwise map that gives every Jacobian entry, one per input."""
+    sin = ns.sin
+    return [sin(v) * v for v in xs]
+
+
 # --------------------------------------------------------------------------------------------
 # Inputs
 
@@ -218,6 +251,7 @@ class Program:
     spec_n: object = None        # the size a target refers to (array programs)
     preset_sizes: object = None  # {preset: [n, ...]}: explicit sweeps instead of the defaults
     overhead: bool = False       # reported as µs per operation (small-array overhead table)
+    output: str = "scalar"       # "list": returns a list; reverse modes pull back ones
 
     def n_for_ops(self, target):
         """The smallest n whose operation count reaches ``target``."""
@@ -291,6 +325,22 @@ register(Program(
     ladder=[1, 2, 3, 4, 5, 6, 7, 8],
     description="RK4 of Lotka-Volterra for n steps, gradient w.r.t. parameters and initial state",
     ops_text="54n+1"))
+register(Program(
+    "sumsq", sumsq, lambda n: 2 * n, _uniform(lambda n: n, -1.0, 1.0),
+    n_max=1_000_000, check_n=12, ladder=[2, 4, 8, 16, 32],
+    description="sum of v*v over a list of n floats (per-input cost)", ops_text="2n"))
+register(Program(
+    "logsumexp", logsumexp, lambda n: 3 * n + 2, _uniform(lambda n: n, -3.0, 3.0),
+    n_max=1_000_000, check_n=12, ladder=[2, 4, 8, 16, 32],
+    description="log-sum-exp of n logits, the maximum by comparisons of duals (if v > mx)",
+    ops_text="3n+2"))
+register(Program(
+    "elementwise", elementwise, lambda n: 2 * n, _uniform(lambda n: n, -2.0, 2.0),
+    n_max=1_000_000, check_n=12, output="list",
+    modes=("float", "deltaad-c", "deltaad-python", "deltaad-c-fwd", "deltaad-python-fwd",
+           "deltaad-wrong"),
+    description="[sin(v) * v for v in xs]: a list of n outputs, pulled back with a list "
+                "cotangent of ones (reverse) or pushed forward (jvp)", ops_text="2n"))
 
 
 def make_input(program, n, seed):

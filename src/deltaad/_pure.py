@@ -62,6 +62,59 @@ def all_floats(xs):
     return list(map(type, xs)).count(float) == len(xs)
 
 
+def all_scalars(xs):
+    """True when every item of the list or tuple ``xs`` is a float or a scalar dual (a run of
+    pytree leaves: flattened without a step per item)."""
+    if type(xs) is not list and type(xs) is not tuple:
+        return False
+    types = list(map(type, xs))
+    return types.count(float) + types.count(Dual) == len(xs)
+
+
+def read_outputs(leaves, tape):
+    """``(ids, values)`` of output ``leaves`` when every one is a dual of ``tape`` with a float
+    value, ``ids`` a range when they are evenly spaced; None otherwise (the caller checks
+    leaf by leaf)."""
+    for x in leaves:
+        if type(x) is not Dual or x.trace is not tape or type(x.value) is not float:
+            return None
+    ids = [x.id for x in leaves]
+    m = len(ids)
+    if m:
+        step = ids[1] - ids[0] if m > 1 else 1
+        r = range(ids[0], ids[0] + m * step, step) if step > 0 else None
+        if r is not None and list(r) == ids:
+            ids = r
+    return ids, [x.value for x in leaves]
+
+
+class Seeds:
+    """Seeds for ``Tape.eval`` as two sequences of equal length, ``ids`` and ``cotangents``,
+    instead of ``(id, cotangent)`` pairs (the core reads them without a tuple per seed).
+    Iterating gives the pairs."""
+
+    __slots__ = ("ids", "cotangents")
+
+    def __init__(self, ids, cotangents):
+        if len(ids) != len(cotangents):
+            raise ValueError("Seeds: %d ids but %d cotangents" % (len(ids), len(cotangents)))
+        self.ids = ids
+        self.cotangents = cotangents
+
+    def __iter__(self):
+        return zip(self.ids, self.cotangents)
+
+
+def read_tangents(leaves, level):
+    """``(values, tangents)`` of output ``leaves`` when every one is a dual of the forward
+    ``level`` with a float value and tangent; None otherwise."""
+    for x in leaves:
+        if (type(x) is not Dual or x.trace is not level or type(x.value) is not float
+                or type(x.tangent) is not float):
+            return None
+    return [x.value for x in leaves], [x.tangent for x in leaves]
+
+
 # --------------------------------------------------------------------------------------------
 # Traces
 
@@ -212,18 +265,20 @@ class Tape(Trace):
         """
         # Each id is converted and checked once, and the iterators are consumed, before the
         # bindings are read (the core must: an iterator could record on this tape).
+        # Seeds are kept as two lists (ids, cotangents), not a tuple per seed: n tuples would
+        # each count towards a garbage collection (see the core).
         n0 = self._n
-        sl = []
+        sids = []
+        cts = []
         float_seeds = True
-        for pair in seeds:
-            i, ct = pair
-            sid = _index(i)
+        for i, ct in seeds:
+            sid = i if type(i) is int else _index(i)
             if not 0 <= sid < n0:
                 raise IndexError("seed id %r is not on this tape of %d bindings" % (i, n0))
             if type(ct) is not float:
                 float_seeds = False
-            sl.append((sid, ct))
-        seeds = sl
+            sids.append(sid)
+            cts.append(ct)
         if type(wanted) is range:
             if len(wanted):
                 for w in (wanted[0], wanted[len(wanted) - 1]):  # every id lies between the ends
@@ -242,7 +297,7 @@ class Tape(Trace):
         n = self._n
         if float_seeds and not self._general and not self._linear:
             adj = [0.0] * n
-            for i, ct in seeds:
+            for i, ct in zip(sids, cts):
                 adj[i] += ct
             # One reversed iterator read four items at a time yields each binding newest-first
             # as (c2, p2, c1, p1), cheaper than indexing the flat list; ``reversed(adj)`` reads
@@ -257,7 +312,7 @@ class Tape(Trace):
                         adj[k] += c2 * a
             return [adj[w] for w in wanted]
         adj = [None] * n
-        for i, ct in seeds:
+        for i, ct in zip(sids, cts):
             _accumulate(adj, i, ct)
         keep = set(wanted)
         linear = self._linear
@@ -269,8 +324,7 @@ class Tape(Trace):
             if j == -2:
                 parents, rule = linear[i]
                 if callable(rule):
-                    cts = rule(a)
-                    for p, ct in zip(parents, cts):
+                    for p, ct in zip(parents, rule(a)):
                         if ct is not None:
                             _accumulate(adj, p, ct)
                 else:
@@ -283,17 +337,17 @@ class Tape(Trace):
             if i not in keep:
                 adj[i] = None  # free array adjoints as soon as they are spent
         out = [adj[w] for w in wanted]
-        if _recorder is not None and not linear and _recorded_floats(seeds, bs):
+        if _recorder is not None and not linear and _recorded_floats(cts, bs):
             # The float sweep would have run: its adjoints start at 0.0, so a sum of -0.0
             # terms ends +0.0 there. Record that addition too (same bits as the float path).
             out = [0.0 + a if type(a) is _recorder or type(a) is float else a for a in out]
         return out
 
 
-def _recorded_floats(seeds, bs):
-    """True when every seed and coefficient is a float or a recorded number: without recording
-    this tape would have taken the float sweep."""
-    for _, ct in seeds:
+def _recorded_floats(cts, bs):
+    """True when every seed's cotangent and every coefficient is a float or a recorded number:
+    without recording this tape would have taken the float sweep."""
+    for ct in cts:
         if type(ct) is not float and type(ct) is not _recorder:
             return False
     for k in range(1, len(bs), 2):
@@ -874,25 +928,66 @@ class Dual:
         return absolute(self)
 
     # -- comparisons: on values, returning bool (the branch the value takes) --
+    # The first branch of each is the commonest case (a float value against a float or a
+    # float-valued dual), answered without the calls of the general ``strip``/``_cmp``.
     def __eq__(self, other):
+        v = self.value
+        if type(v) is float:
+            if type(other) is float:
+                return v == other
+            if type(other) is Dual and type(other.value) is float:
+                return v == other.value
         return strip(self) == _cmp(other)
 
     def __ne__(self, other):
+        v = self.value
+        if type(v) is float:
+            if type(other) is float:
+                return v != other
+            if type(other) is Dual and type(other.value) is float:
+                return v != other.value
         return strip(self) != _cmp(other)
 
     def __lt__(self, other):
+        v = self.value
+        if type(v) is float:
+            if type(other) is float:
+                return v < other
+            if type(other) is Dual and type(other.value) is float:
+                return v < other.value
         return strip(self) < _cmp(other)
 
     def __le__(self, other):
+        v = self.value
+        if type(v) is float:
+            if type(other) is float:
+                return v <= other
+            if type(other) is Dual and type(other.value) is float:
+                return v <= other.value
         return strip(self) <= _cmp(other)
 
     def __gt__(self, other):
+        v = self.value
+        if type(v) is float:
+            if type(other) is float:
+                return v > other
+            if type(other) is Dual and type(other.value) is float:
+                return v > other.value
         return strip(self) > _cmp(other)
 
     def __ge__(self, other):
+        v = self.value
+        if type(v) is float:
+            if type(other) is float:
+                return v >= other
+            if type(other) is Dual and type(other.value) is float:
+                return v >= other.value
         return strip(self) >= _cmp(other)
 
     def __bool__(self):
+        v = self.value
+        if type(v) is float:
+            return v != 0.0
         return bool(strip(self))
 
     # -- conversions that would drop the derivative --

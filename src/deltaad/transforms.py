@@ -18,7 +18,7 @@ import numpy as np
 from . import delta as _delta
 from ._backend import B
 from .numpy.array import array_input, asarray
-from .pytrees import LEAF, all_floats, tree_flatten, tree_unflatten
+from .pytrees import LEAF, all_floats, all_scalars, tree_flatten, tree_unflatten, unflatten_owned
 from .trace import dtype_of as _dtype_of
 from .trace import is_dual, opened
 from .trace import leaf_kind as _leaf_kind
@@ -36,15 +36,9 @@ def _scalar_value(x):
     return x if type(x) is float or type(x) is Dual or type(x) in _recorders else float(x)
 
 
-def _dualise(trace, leaves, tangents=None, floats=False):
+def _dualise(trace, leaves, tangents=None):
     """Replace each differentiable leaf by a dual on ``trace``; return (new leaves, kinds).
-
-    ``floats`` says the caller has checked that every leaf is a float (the common case)."""
-    if floats:
-        if tangents is None:
-            return trace.inputs(leaves), ["scalar"] * len(leaves)
-        if all_floats(tangents):
-            return trace.inputs(leaves, tangents), ["scalar"] * len(leaves)
+    (All-float leaves, the common case, take ``trace.inputs`` directly: see ``_vjp``.)"""
     out = []
     kinds = []
     for k, x in enumerate(leaves):
@@ -204,7 +198,7 @@ def _pack_outputs(out, trace):
     ``np.r_[...]``, what numpy's object arithmetic returns) replaced by the array dual of
     those duals, recorded on ``trace`` while it is still open."""
     tx = type(out)
-    if tx is Dual or tx is float:
+    if tx is Dual or tx is float or tx is list and all_scalars(out):  # no array to pack
         return out
     leaves, d = tree_flatten(out)
     changed = False
@@ -336,12 +330,12 @@ class _Pullback:
     """
 
     __slots__ = ("tape", "out_def", "out_ids", "out_leaves", "in_def", "in_ids", "in_leaves",
-                 "wanted", "all_float", "__weakref__")
+                 "wanted", "all_float", "out_float", "__weakref__")
 
     def __call__(self, cotangent):
         tc = type(cotangent)
         if self.out_leaves is None and (tc is float or tc is Dual):  # one real output, a float
-            return tuple(tree_unflatten(self.in_def, self.grads([(self.out_ids[0], cotangent)])))
+            return tuple(unflatten_owned(self.in_def, self.grads([(self.out_ids[0], cotangent)])))
         ct_leaves, ct_def = tree_flatten(cotangent)
         if ct_def is not self.out_def and ct_def != self.out_def:
             ct_leaves = _align_none(ct_def, self.out_def, iter(ct_leaves))
@@ -352,6 +346,10 @@ class _Pullback:
             )
         outs = self.out_leaves
         n = len(self.out_ids)
+        if self.out_float and n and len(ct_leaves) == n and all_floats(ct_leaves):
+            # float outputs, float cotangents: what _cotangent checks holds for every pair
+            # (Seeds: no tuple per output)
+            return tuple(unflatten_owned(self.in_def, self.grads(B.Seeds(self.out_ids, ct_leaves))))
         seeds = []
         for k, (i, ct) in enumerate(zip(self.out_ids, ct_leaves)):
             if ct is None:
@@ -360,7 +358,7 @@ class _Pullback:
             if i is None or ct is None:
                 continue
             seeds.append((i, ct))
-        return tuple(tree_unflatten(self.in_def, self.grads(seeds)))
+        return tuple(unflatten_owned(self.in_def, self.grads(seeds)))
 
     def grads(self, seeds):
         """The input cotangents for ``seeds`` ((output id, checked cotangent) pairs), one per
@@ -466,13 +464,24 @@ def _align_none(ct_def, out_def, ct_iter, acc=None):
 def _vjp(fun, args, kwargs, argnums, has_aux, who):
     """Run ``fun`` on a fresh tape, differentiating the arguments in ``argnums``."""
     leaves, in_def = tree_flatten(tuple([args[n] for n in argnums]))
-    floats = all_floats(leaves)
+    floats = all_floats(leaves) and len(leaves) > 0
+    pb = _Pullback()
     with opened(B.Tape) as tape:
-        duals, kinds = _dualise(tape, leaves, floats=floats)
-        _check_has_float(kinds, who, argnums)
+        if floats:  # float leaves, the common case: consecutive ids, read as a range
+            duals = tape.inputs(leaves)
+            first = duals[0].id
+            pb.in_ids = pb.wanted = range(first, first + len(duals))
+        else:
+            duals, kinds = _dualise(tape, leaves)
+            _check_has_float(kinds, who, argnums)
+            pb.in_ids = [d.id if k is not None else None for d, k in zip(duals, kinds)]
+            pb.wanted = [i for i in pb.in_ids if i is not None]
         new_args = list(args)
-        for n, a in zip(argnums, tree_unflatten(in_def, duals)):
+        # the list of duals itself becomes the argument (the function may change it: ids
+        # were read above)
+        for n, a in zip(argnums, unflatten_owned(in_def, duals)):
             new_args[n] = a
+        duals = None
         out = fun(*new_args, **kwargs)
         aux = None
         if has_aux:
@@ -481,17 +490,11 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
             out, aux = out
         if type(out) is not Dual:
             out = _pack_outputs(out, tape)
-    pb = _Pullback()
     pb.tape = tape
     pb.in_def = in_def
     pb.in_leaves = leaves
     pb.all_float = floats
-    if pb.all_float:  # Tape.inputs gave consecutive ids: a range, read without an int per id
-        first = duals[0].id if duals else 0
-        pb.in_ids = pb.wanted = range(first, first + len(duals))
-    else:
-        pb.in_ids = [d.id if k is not None else None for d, k in zip(duals, kinds)]
-        pb.wanted = [i for i in pb.in_ids if i is not None]
+    pb.out_float = False
     if has_aux:
         aux = _strip_tree(aux, tape)
     if type(out) is Dual and out.trace is tape:  # one real output, the commonest
@@ -500,14 +503,19 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
         pb.out_leaves = None  # means [out.value]: one scalar
         return out.value, pb, aux
     out_leaves, pb.out_def = tree_flatten(out)
-    pb.out_ids = []
-    primals = []
-    for x in out_leaves:
-        d = _on_trace(x, tape)
-        if d is None:
-            _check_constant_output(x, tape, who)
-        pb.out_ids.append(None if d is None else d.id)
-        primals.append(x if d is None else d.value)
+    read = B.read_outputs(out_leaves, tape)  # every leaf a float dual of this tape: one loop
+    if read is not None:
+        pb.out_ids, primals = read
+        pb.out_float = True
+    else:
+        pb.out_ids = []
+        primals = []
+        for x in out_leaves:
+            d = _on_trace(x, tape)
+            if d is None:
+                _check_constant_output(x, tape, who)
+            pb.out_ids.append(None if d is None else d.id)
+            primals.append(x if d is None else d.value)
     pb.out_leaves = primals
     return tree_unflatten(pb.out_def, primals), pb, aux
 
@@ -636,21 +644,27 @@ def jvp(fun, primals, tangents):
     if t_def is not in_def and t_def != in_def:
         raise TypeError("jvp: tangents must have the structure of primals, %r; got %r" % (in_def, t_def))
     with opened(B.ForwardLevel) as level:
-        duals, kinds = _dualise(level, leaves, t_leaves, floats=all_floats(leaves))
-        _check_has_float(kinds, "jvp")
-        out = fun(*tree_unflatten(in_def, duals))
+        if leaves and all_floats(leaves) and all_floats(t_leaves):  # the common case
+            duals = level.inputs(leaves, t_leaves)
+        else:
+            duals, kinds = _dualise(level, leaves, t_leaves)
+            _check_has_float(kinds, "jvp")
+        out = fun(*unflatten_owned(in_def, duals))
         if type(out) is not Dual:
             out = _pack_outputs(out, level)
     if type(out) is Dual and out.trace is level:  # one real output, the commonest
         return out.value, out.tangent
     ps, ts, out_def = _read_forward(out, level, "jvp")
-    return tree_unflatten(out_def, ps), tree_unflatten(out_def, ts)
+    return unflatten_owned(out_def, ps), unflatten_owned(out_def, ts)
 
 
 def _read_forward(out, level, who):
     """The output of a forward trace as flat lists ``(primals, tangents, treedef)``: a zero
     tangent for a real constant, ``None`` for a static leaf."""
     out_leaves, out_def = tree_flatten(out)
+    read = B.read_tangents(out_leaves, level)  # every leaf a float dual of this level
+    if read is not None:
+        return read[0], read[1], out_def
     ps = []
     ts = []
     for x in out_leaves:
