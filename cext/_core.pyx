@@ -35,15 +35,17 @@ cdef double LN2 = _table.LN2
 cdef double LN10 = _table.LN10
 cdef double TWO_OVER_SQRT_PI = _table.TWO_OVER_SQRT_PI
 
-_hooks = {"fallback": None, "array_ufunc": None, "array_function": None}
+_hooks = {"fallback": None, "array_ufunc": None, "array_function": None, "complex": None}
 
 
-def set_hooks(fallback, array_ufunc, array_function=None):
+def set_hooks(fallback, array_ufunc, array_function=None, complex_binop=None):
     """Install the numpy glue: ``fallback(name, *args)``, ``array_ufunc(ufunc, method, inputs,
-    kwargs)`` and ``array_function(dual, func, types, args, kwargs)``."""
+    kwargs)``, ``array_function(dual, func, types, args, kwargs)`` and ``complex_binop(op, a,
+    b)`` (an operator meeting a complex operand; NotImplemented for anything else)."""
     _hooks["fallback"] = fallback
     _hooks["array_ufunc"] = array_ufunc
     _hooks["array_function"] = array_function
+    _hooks["complex"] = complex_binop
 
 
 def all_floats(xs):
@@ -961,6 +963,17 @@ cdef enum:
     OP_POW = 6
 
 
+_OP_NAMES = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow")
+
+
+cdef object _nonreal(object a, object b, int op):
+    """``a op b`` where one operand is not a real number: see ``_pure._nonreal``."""
+    hook = _hooks["complex"]
+    if hook is None:
+        return NotImplemented
+    return hook(_OP_NAMES[op], a, b)
+
+
 cdef object _binop(object a, object b, int op):
     """The general path of a binary operator, step for step as ``_pure``'s ``_split``/``_finish``."""
     cdef Trace t
@@ -990,7 +1003,7 @@ cdef object _binop(object a, object b, int op):
         else:
             vb = _const(b)
             if vb is None:
-                return NotImplemented
+                return _nonreal(a, b, op)
             t = ta
             if t.closed:
                 raise escaped_error(t.level)
@@ -1000,7 +1013,7 @@ cdef object _binop(object a, object b, int op):
     else:
         va = _const(a)
         if va is None:
-            return NotImplemented
+            return _nonreal(a, b, op)
         t = (<Dual>b).tr
         if t.closed:
             raise escaped_error(t.level)

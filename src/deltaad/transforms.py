@@ -15,6 +15,7 @@ import numpy as np
 
 from . import delta as _delta
 from ._backend import B
+from .numpy import complex_array as _complex
 from .numpy.array import array_input, asarray
 from .pytrees import LEAF, all_floats, tree_flatten, tree_unflatten
 from .trace import dtype_of as _dtype_of
@@ -54,6 +55,8 @@ def _dualise(trace, leaves, tangents=None, floats=False):
                 out.append(trace.input(_scalar_value(x)))
             else:
                 out.append(trace.input(_scalar_value(x), _tangent_value(tangents[k])))
+        elif kind == "complex":  # a real input of its (re, im) pairs
+            out.append(_complex.complex_input(trace, x, None if tangents is None else tangents[k]))
         else:
             out.append(array_input(trace, x, None if tangents is None else tangents[k]))
     return out, kinds
@@ -66,8 +69,9 @@ def _tangent_value(t):
         return t
     if isinstance(t, (complex, np.complexfloating)):
         raise TypeError(
-            "jvp: got the complex tangent %r for a real primal; deltaad differentiates real "
-            "functions, so tangents must be real numbers" % (t,)
+            "jvp: got the complex tangent %r for a real primal; a real primal's tangents are "
+            "real (the imaginary part would be dropped). Make the primal complex (x + 0j) to "
+            "push a complex tangent" % (t,)
         )
     if isinstance(t, numbers.Real):
         return float(t)
@@ -75,8 +79,9 @@ def _tangent_value(t):
         kind = _dtype_of(t).kind
         if kind == "c":
             raise TypeError(
-                "jvp: got a complex array tangent for a real primal; deltaad differentiates real "
-                "functions, so tangents must be real"
+                "jvp: got a complex array tangent for a real primal; a real primal's tangents "
+                "are real (the imaginary part would be dropped). Make the primal complex "
+                "(x + 0j) to push a complex tangent"
             )
         if np.shape(t) != ():
             raise ValueError(
@@ -149,8 +154,13 @@ def _primal(x, trace):
 
 
 def _restore_type(g, like):
-    """Give a gradient the type of its input leaf (np.float32 in, np.float32 out)."""
-    if type(g) is Dual or is_dual(g) or type(like) is float:
+    """Give a gradient the type of its input leaf (np.float32 in, np.float32 out); a complex
+    leaf's gradient is JAX's ``x̄ - iȳ`` from the adjoint of its pairs."""
+    if type(like) is float:
+        return g
+    if _complex.is_complex_leaf(like):
+        return _complex.gradient(g, like)
+    if type(g) is Dual or is_dual(g):
         return g
     if isinstance(like, np.floating):
         return type(like)(g)
@@ -165,6 +175,8 @@ def _restore_type(g, like):
 
 
 def _zero_like(x):
+    if _complex.is_complex_leaf(x):
+        return _complex.gradient(None, x)
     if isinstance(x, np.ndarray):
         return np.zeros_like(x)
     if is_dual(x) and type(x) is not Dual:
@@ -302,20 +314,19 @@ def _cotangent(ct, out, k, n):
     """The cotangent ``ct`` for output leaf ``out`` (number ``k`` of ``n``), checked against it:
     real, and of the output's shape (a float output takes a real number or a 0-d array, which
     becomes a float). None for a static output leaf (an int, a string: nothing to seed)."""
-    try:
-        kind = _leaf_kind(out)
-    except TypeError:  # a complex constant output: no derivative flows from it
-        kind = None
+    kind = _leaf_kind(out)
     if kind is None:
         return None
     where = "" if n == 1 else " for output leaf %d" % k
+    if kind == "complex":  # JAX's convention: w seeds the pairs of conj(w)
+        return _complex.cotangent(ct, out, where)
     tc = type(ct)
     if tc is float or tc is Dual:
         shape = ()
     elif isinstance(ct, (complex, np.complexfloating)):
         raise TypeError(
-            "vjp: got the complex cotangent %r%s; deltaad differentiates real functions, so "
-            "cotangents must be real" % (ct, where)
+            "vjp: got the complex cotangent %r%s for a real output; a real output's cotangents "
+            "are real (the imaginary part would be dropped)" % (ct, where)
         )
     elif isinstance(ct, numbers.Real):
         ct = float(ct)
@@ -324,8 +335,8 @@ def _cotangent(ct, out, k, n):
         dk = _dtype_of(ct).kind
         if dk == "c":
             raise TypeError(
-                "vjp: got a complex cotangent array%s; deltaad differentiates real functions, so "
-                "cotangents must be real" % where
+                "vjp: got a complex cotangent array%s for a real output; a real output's "
+                "cotangents are real (the imaginary part would be dropped)" % where
             )
         if dk not in "fiub":
             raise TypeError("vjp: the cotangent%s is an array of dtype %s; it must hold real numbers"
@@ -452,14 +463,53 @@ def _is_scalar_output(x):
     return False
 
 
-def value_and_grad(fun, argnums=0, has_aux=False):
-    """``f(*args) -> (value, gradient)``; gradient has the structure of the argument(s)."""
+def _is_complex_scalar(x):
+    return isinstance(x, (complex, np.complexfloating)) or (
+        _complex.is_complex_leaf(x) and np.shape(x) == ())
+
+
+def _check_holomorphic(leaves, who, what="inputs"):
+    """``holomorphic=True`` promises a complex function of complex inputs (as in JAX)."""
+    for x in leaves:
+        k = _leaf_kind(x)
+        if k is not None and k != "complex":
+            raise TypeError(
+                "%s with holomorphic=True requires %s with complex dtype, but got %s. Make the "
+                "value complex (x + 0j), or drop holomorphic=True to differentiate a real "
+                "function." % (who, what, _dtype_of(x))
+            )
+
+
+def _complex_output_error(who):
+    return TypeError(
+        "%s requires real-valued outputs, but the function returned a complex value. For a "
+        "holomorphic function pass holomorphic=True (the result is then f'(z)); for a real "
+        "quantity of complex values return it (abs(z)**2, z.real, ...); for other complex "
+        "outputs use deltaad.vjp or deltaad.jvp directly (see 'Complex numbers' in the "
+        "documentation)." % who
+    )
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
+    """``f(*args) -> (value, gradient)``; gradient has the structure of the argument(s).
+
+    Complex inputs follow JAX's convention: the gradient of a real function of ``z = x + iy``
+    is ``∂f/∂x - i ∂f/∂y`` (the conjugate of the steepest-ascent direction). With
+    ``holomorphic=True`` the function maps complex inputs to a complex number and the
+    gradient is its complex derivative ``f'(z)``."""
 
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args), "grad")
         out, pb, aux = _vjp(fun, args, kwargs, nums, has_aux, "grad")
-        if not _is_scalar_output(out):
+        if holomorphic:
+            _check_holomorphic(pb.in_leaves, "grad")
+            if not _is_complex_scalar(out):
+                raise TypeError("grad with holomorphic=True requires a function returning one "
+                                "complex number; got %s" % (_describe(out),))
+        elif _is_complex_scalar(out):
+            raise _complex_output_error("grad")
+        elif not _is_scalar_output(out):
             raise TypeError(
                 "grad requires a function returning one real number; got %s. Use "
                 "deltaad.jacrev/jacobian or deltaad.vjp for other outputs, or has_aux=True to "
@@ -480,9 +530,10 @@ def _describe(x):
     return "a value of type %s" % type(x).__name__
 
 
-def grad(fun, argnums=0, has_aux=False):
-    """The gradient of a real-valued ``fun`` with respect to the argument(s) ``argnums``."""
-    vg = value_and_grad(fun, argnums, has_aux)
+def grad(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The gradient of a real-valued ``fun`` with respect to the argument(s) ``argnums``; for
+    complex arguments, JAX's convention (see :func:`value_and_grad`)."""
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic)
 
     @functools.wraps(fun)
     def grad_f(*args, **kwargs):
@@ -545,7 +596,7 @@ def _components(leaves):
         kind = _leaf_kind(x)
         if kind is None:
             continue
-        shape = np.shape(x.value if is_dual(x) and type(x) is not Dual else x) if kind == "array" else ()
+        shape = np.shape(x.value if is_dual(x) and type(x) is not Dual else x) if kind != "scalar" else ()
         size = int(np.prod(shape)) if shape else 1
         for j in range(size):
             comps.append((k, j, shape))
@@ -558,6 +609,9 @@ def _one_hot(leaves, k, j):
         kind = _leaf_kind(x)
         if kind is None:
             out.append(None)
+            continue
+        if kind == "complex":  # the tangent 1 (a holomorphic Jacobian's column)
+            out.append(_complex.basis(x, j if i == k else -1))
             continue
         if kind == "array":
             z = np.zeros(np.shape(x.value if is_dual(x) else x), dtype=float)
@@ -655,8 +709,11 @@ def _assemble(J, out_leaves, out_def, out_tree, in_leaves, in_def, in_tree, sing
     return tree_unflatten(out_def, result_leaves)
 
 
-def jacrev(fun, argnums=0):
-    """The Jacobian by reverse mode: one tape, one backward sweep per output component."""
+def jacrev(fun, argnums=0, holomorphic=False):
+    """The Jacobian by reverse mode: one tape, one backward sweep per output component.
+
+    Complex inputs give rows in JAX's convention (``∂/∂x - i ∂/∂y``); complex outputs need
+    ``holomorphic=True`` (complex inputs and outputs; the entries are then ``f'(z)``)."""
 
     @functools.wraps(fun)
     def jacrev_f(*args, **kwargs):
@@ -667,6 +724,11 @@ def jacrev(fun, argnums=0):
         else:
             out_leaves, out_def = pb.out_leaves, pb.out_def
         in_leaves = pb.in_leaves
+        if holomorphic:
+            _check_holomorphic(in_leaves, "jacrev")
+            _check_holomorphic(out_leaves, "jacrev", "outputs")
+        elif any(_leaf_kind(x) == "complex" for x in out_leaves):
+            raise _complex_output_error("jacrev")
         in_comps = _components(in_leaves)
         J = []
         for k, j, shape in _components(out_leaves):
@@ -674,8 +736,11 @@ def jacrev(fun, argnums=0):
             if i is None:  # a constant output: a row of zeros
                 J.append([0.0] * len(in_comps))
                 continue
-            if _leaf_kind(out_leaves[k]) == "scalar":
+            kind = _leaf_kind(out_leaves[k])
+            if kind == "scalar":
                 seed = 1.0
+            elif kind == "complex":
+                seed = _complex.seed(out_leaves[k], j)
             else:
                 seed = np.zeros(shape)
                 seed.reshape(-1)[j] = 1.0
@@ -690,12 +755,15 @@ def jacrev(fun, argnums=0):
 jacobian = jacrev
 
 
-def jacfwd(fun, argnums=0):
-    """The Jacobian by forward mode: one ``jvp`` per input component."""
-    return _jacfwd(fun, argnums, "jacfwd")
+def jacfwd(fun, argnums=0, holomorphic=False):
+    """The Jacobian by forward mode: one ``jvp`` per input component.
+
+    Complex inputs need ``holomorphic=True`` (complex outputs too; the entries are then
+    ``f'(z)``); a real input may have complex outputs (complex columns)."""
+    return _jacfwd(fun, argnums, "jacfwd", holomorphic)
 
 
-def _jacfwd(fun, argnums, who):
+def _jacfwd(fun, argnums, who, holomorphic=False):
     @functools.wraps(fun)
     def jacfwd_f(*args, **kwargs):
         single, nums = _argnums_tuple(argnums, len(args), who)
@@ -704,6 +772,13 @@ def _jacfwd(fun, argnums, who):
         in_comps = _components(in_leaves)
         kinds = [_leaf_kind(x) for x in in_leaves]
         _check_has_float(kinds, who, nums)
+        if holomorphic:
+            _check_holomorphic(in_leaves, who)
+        elif "complex" in kinds:
+            raise TypeError(
+                "%s requires real-valued inputs, but got a complex one. For a holomorphic "
+                "function pass holomorphic=True; for other functions of complex inputs use "
+                "deltaad.jvp directly, or jacrev (its rows follow JAX's convention)." % who)
 
         def partial(*sel):
             new_args = list(args)
@@ -716,6 +791,8 @@ def _jacfwd(fun, argnums, who):
         for k, j, shape in in_comps or [(-1, 0, ())]:  # (no components: run once for the output)
             ps, ts, out_def = _jvp_static(partial, in_leaves, in_def, _one_hot(in_leaves, k, j), who)
             cols.append(ts)
+        if holomorphic:
+            _check_holomorphic(ps, who, "outputs")
         J = [[_entry(cols[c][ko], jo) for c in range(len(in_comps))]
              for ko, jo, _s in _components(ps)]
         out = tree_unflatten(out_def, ps)
@@ -733,9 +810,9 @@ def _jvp_static(f, in_leaves, in_def, t_leaves, who):
     return _read_forward(out, level, who)
 
 
-def hessian(fun, argnums=0):
+def hessian(fun, argnums=0, holomorphic=False):
     """Second derivatives: forward over reverse (``jacfwd(jacrev(fun))``), as JAX does."""
-    return _jacfwd(jacrev(fun, argnums), argnums, "hessian")
+    return _jacfwd(jacrev(fun, argnums, holomorphic), argnums, "hessian", holomorphic)
 
 
 # --------------------------------------------------------------------------------------------

@@ -19,7 +19,9 @@ silently wrong (derivative-free) result.
 - ``ELEMENTARY[name]``: the elementwise table's function ``name`` on arrays (what
   ``deltaad.sin(array)`` calls);
 - ``LATE``: rules for ufuncs of optional modules (``"scipy.special.erf"``), registered when that
-  module has been imported by the user -- deltaad never imports scipy to find out.
+  module has been imported by the user -- deltaad never imports scipy to find out;
+- ``COMPLEX``: the complex rule family's dispatch (:mod:`deltaad.numpy.complex_array`), to which
+  the real dispatch hands a call with a complex operand; it keeps its own rule tables.
 """
 
 import sys
@@ -34,6 +36,7 @@ FUNCTIONS = {}
 NOTES = {}
 ELEMENTARY = {}
 LATE = {}  # "module.name" -> (array rule, scalar rule or None, note)
+COMPLEX = None  # set when deltaad.numpy.complex_array is imported
 
 
 def register(*funcs, note=""):
