@@ -234,5 +234,6 @@ def eigvals(a):
 for _f, _impl in ((np.linalg.eig, eig), (np.linalg.eigvals, eigvals)):
     FUNCTIONS[_f] = _impl
     registry.FUNCTIONS[_f] = _impl
-    NOTES[_f] = ("eigenvector derivatives are inf/nan at repeated eigenvalues (as JAX); "
-                 "eigenvectors have unit norm and LAPACK's phase")
+    NOTES[_f] = registry.NOTES[_f] = (
+        "eigenvector derivatives are inf/nan at repeated eigenvalues (as JAX); eigenvectors "
+        "have unit norm and LAPACK's phase")

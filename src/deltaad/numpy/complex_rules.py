@@ -139,8 +139,10 @@ BY_NAME = {h.name: h for h in HOLOMORPHIC}
 def holomorphic_primitive(name, impl, derivative):
     """The complex primitive of a holomorphic ``impl`` with ``f'(z) = derivative(z, w)``."""
 
+    # (a real operand is a point of the complex plane: its derivative is the complex one,
+    # e.g. arccosh'(0.5) on the branch cut, not a real function's nan)
     def vjp(out, vals, on):
-        d = np.conj(derivative(vals[0], out))
+        d = np.conj(derivative(_complex(vals[0]), out))
 
         def rule(c):
             return (times(c, d),)
@@ -148,7 +150,7 @@ def holomorphic_primitive(name, impl, derivative):
         return rule
 
     def jvp(out, vals, tans):
-        return times(tans[0], derivative(vals[0], out))
+        return times(tans[0], derivative(_complex(vals[0]), out))
 
     return cprimitive(name, impl, vjp, jvp)
 
@@ -197,7 +199,8 @@ def _safe_div(a, r):
     """``a / r`` for the modulus ``r`` (a real value or dual), 0 where ``r`` is 0."""
     rv = np.asarray(strip(r))
     if not (rv == 0).any():
-        return a / r
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return a / r
     zero = rv == 0
     rs = np.where(zero, 1.0, r) if zero.shape else (1.0 if zero else r)
     return np.where(zero, 0.0, a / rs)
@@ -696,11 +699,6 @@ def imag(val):
     return np.imag(val)
 
 
-@register(np.conjugate, np.conj)
-def conjugate(x, *args, **kwargs):
-    return UFUNCS[np.conjugate](x)
-
-
 @register(np.angle, note="nan at 0 (as arctan2 at the origin)")
 def angle(z, deg=False):
     if type(z) is ComplexDual or is_plain_complex(z):
@@ -877,11 +875,6 @@ def tensordot(a, b, axes=2):
                                                  for x in axes)})
 
 
-@register(np.matmul)
-def matmul(a, b, **kw):
-    return UFUNCS[np.matmul](a, b)
-
-
 @register(np.einsum)
 def einsum(*operands, out=None, optimize=False, **kwargs):
     _no_out("einsum", out)
@@ -944,6 +937,8 @@ def componentwise(func, data, sig=None):
     ``sig`` is a Python function with ``func``'s signature where ``func`` has none."""
     sig = inspect.signature(sig or func)
 
+    var_kw = next((p.name for p in sig.parameters.values() if p.kind == p.VAR_KEYWORD), None)
+
     def impl(*args, **kwargs):
         re = sig.bind(*args, **kwargs)
         im = sig.bind(*args, **kwargs)
@@ -951,6 +946,11 @@ def componentwise(func, data, sig=None):
             if name in re.arguments:
                 re.arguments[name] = _split(re.arguments[name], 0)
                 im.arguments[name] = _split(im.arguments[name], 1)
+            elif var_kw in re.arguments and name in re.arguments[var_kw]:
+                re.arguments[var_kw] = dict(re.arguments[var_kw])
+                im.arguments[var_kw] = dict(im.arguments[var_kw])
+                re.arguments[var_kw][name] = _split(re.arguments[var_kw][name], 0)
+                im.arguments[var_kw][name] = _split(im.arguments[var_kw][name], 1)
         f = registry.FUNCTIONS.get(func, func)
         return _combine(f(*re.args, **re.kwargs), f(*im.args, **im.kwargs))
 
@@ -978,8 +978,8 @@ _COMPONENTWISE = {
 def _register_componentwise():
     for name, data in _COMPONENTWISE.items():
         f = getattr(np, name, None)
-        if f is None or f in FUNCTIONS:
-            continue
+        if f is None or f in FUNCTIONS or f not in registry.FUNCTIONS:
+            continue  # (a function without a real rule has no complex one either)
         try:
             FUNCTIONS[f] = componentwise(f, data)
         except (TypeError, ValueError):  # no signature

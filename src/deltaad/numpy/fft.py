@@ -78,16 +78,16 @@ def _irfft_vjp(out, vals, on, n, axis, norm):
     return lambda g: (_fit(np.fft.rfft(g, n, axis, _SWAP[norm]) * w, axis, m),)
 
 
-def _primitive(name, f, vjp):
+def _primitive(name, f, vjp, real_out=False):
     return cprimitive(name, lambda a, n, axis, norm: f(a, n, axis, norm), vjp,
                       lambda out, vals, tans, n, axis, norm: f(tans[0], n, axis, norm),
-                      real_out=(name == "irfft"))
+                      real_out=real_out)
 
 
 FFT = _primitive("fft.fft", np.fft.fft, _fft_vjp)
 IFFT = _primitive("fft.ifft", np.fft.ifft, _ifft_vjp)
 RFFT = _primitive("fft.rfft", np.fft.rfft, _rfft_vjp)
-IRFFT = _primitive("fft.irfft", np.fft.irfft, _irfft_vjp)
+IRFFT = _primitive("fft.irfft", np.fft.irfft, _irfft_vjp, real_out=True)
 
 
 def _no_out(name, out):
@@ -278,4 +278,4 @@ _NOTE = "linear: the derivative is a transform too, exact for every n/s, axis/ax
 for _f in (np.fft.fft, np.fft.ifft, np.fft.rfft, np.fft.irfft, np.fft.hfft, np.fft.ihfft,
            np.fft.fftn, np.fft.ifftn, np.fft.fft2, np.fft.ifft2, np.fft.rfftn, np.fft.irfftn,
            np.fft.rfft2, np.fft.irfft2):
-    NOTES[_f] = _NOTE
+    NOTES[_f] = registry.NOTES[_f] = _NOTE
