@@ -113,3 +113,30 @@ def test_repeated_eigenvalues_give_infinite_eigenvector_derivatives():
     assert not np.all(np.isfinite(g))
     gw = d.jacfwd(lambda a: np.linalg.eigvals(a + 0j), holomorphic=True)(np.eye(2) + 0j)
     np.testing.assert_allclose(gw.reshape(2, 4), [[1, 0, 0, 0], [0, 0, 0, 1]])
+
+
+_NORMS = [{}, {"ord": "fro"}, {"axis": 0}, {"axis": 1, "ord": 1}, {"ord": np.inf},
+          {"ord": 1}, {"axis": (0, 1)}, {"axis": 0, "ord": 3}, {"keepdims": True},
+          {"axis": 1, "ord": -np.inf}, {"axis": (1, 0), "ord": 1, "keepdims": True}]
+
+
+@pytest.mark.parametrize("kw", _NORMS, ids=str)
+def test_norm_of_complex_values(kw):
+    rng = np.random.default_rng(3)
+    z = crandom(rng, (3, 4))
+    check(lambda z: np.linalg.norm(z, **kw), [z], 3)
+    check(lambda x: np.linalg.norm(x * (1 + 2j), **kw), [rng.uniform(0.5, 1, (3, 4))], 3,
+          second=False)
+
+
+def test_norm_orders_without_a_complex_rule_name_themselves():
+    with pytest.raises(NotImplementedError, match="ord=2"):
+        d.grad(lambda z: np.linalg.norm(z, 2))(np.eye(2) + 1j)
+
+
+@given(seed=seeds, n=st.integers(1, 3))
+@scaled(0.3)
+def test_complex_det(seed, n):
+    rng = np.random.default_rng(seed)
+    check(np.linalg.det, [_matrix(rng, n)], seed)
+    check(lambda a: np.linalg.det(a * (1 + 1j)), [_matrix(rng, n, False)], seed, second=False)

@@ -409,3 +409,23 @@ def test_support_table_lists_every_complex_rule_with_its_choice():
         assert "`%s`" % support._name(f) in section, f
     for f, note in C.NOTES.items():
         assert note.replace("|", "\\|") in section, f
+
+
+@given(seed=seeds, shape=small_shapes(3), data=st.data())
+@scaled(0.3)
+def test_var_and_std(seed, shape, data):
+    rng = np.random.default_rng(seed)
+    z = np.asarray(crandom(rng, shape))
+    nd = len(shape)
+    axis = data.draw(st.one_of(st.none(), st.integers(-nd, nd - 1)) if nd else st.none())
+    ddof = data.draw(st.sampled_from([0, 1])) if z.size > 1 else 0
+    keep = data.draw(st.booleans())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if np.all(np.asarray(np.var(z, axis=axis, ddof=ddof)) > 1e-3):
+            check(lambda z: np.var(z, axis=axis, ddof=ddof, keepdims=keep), [z], seed)
+            check(lambda z: np.std(z, axis=axis, ddof=ddof, keepdims=keep), [z], seed)
+
+
+def test_std_of_no_spread_has_gradient_zero():
+    g = d.grad(lambda z: np.std(z))(np.array([1 + 1j, 1 + 1j]))
+    np.testing.assert_array_equal(g, [0, 0])

@@ -106,6 +106,66 @@ FUNCTIONS[np.linalg.inv] = inv
 FUNCTIONS[np.linalg.solve] = solve
 
 
+# -- det and norm -------------------------------------------------------------------------------
+
+def _det_vjp(out, vals, on):
+    # d det = det tr(A^-1 dA): the cotangent c det^* A^-H
+    g = np.conj(out)[..., None, None] * _h(np.linalg.inv(vals[0]))
+    return lambda c: (np.asarray(c)[..., None, None] * g if type(c) is not ComplexDual
+                      else c[..., None, None] * g,)
+
+
+def _det_jvp(out, vals, tans):
+    t = np.linalg.solve(vals[0], tans[0])
+    return out * np.trace(t, axis1=-2, axis2=-1)
+
+
+DET = cprimitive("linalg.det", np.linalg.det, _det_vjp, _det_jvp)
+
+
+def det(a):
+    return capply(DET, (a,))
+
+
+FUNCTIONS[np.linalg.det] = det
+NOTES[np.linalg.det] = "nan at a singular complex matrix (the inverse does not exist)"
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """numpy's norm of complex values, branch by branch as numpy computes it (so the value is
+    numpy's): the 2-norm and Frobenius norm from the squared moduli, the others from |x|."""
+    real_norm = registry.FUNCTIONS[np.linalg.norm]
+    if type(x) is not ComplexDual and not np.iscomplexobj(strip(x)):
+        return real_norm(x, ord, axis, keepdims)
+    nd = len(shape_of(x))
+    if axis is None and (ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1)):
+        x = np.ravel(x)
+        xr, xi = np.real(x), np.imag(x)
+        ret = np.sqrt(np.dot(xr, xr) + np.dot(xi, xi))
+        return np.reshape(ret, nd * [1]) if keepdims else ret
+    if axis is None:
+        axis = tuple(range(nd))
+    elif not isinstance(axis, tuple):
+        axis = (int(axis),)
+    if len(axis) == 1 and ord in (None, 2):
+        s = np.real(np.conj(x) * x)
+        return np.sqrt(np.sum(s, axis=axis, keepdims=keepdims))
+    if len(axis) == 2 and ord in (None, "fro", "f"):
+        ret = np.sqrt(np.sum(np.real(np.conj(x) * x), axis=axis))
+        if keepdims:
+            shape = list(shape_of(x))
+            shape[axis[0]] = shape[axis[1]] = 1
+            ret = np.reshape(ret, shape)
+        return ret
+    if len(axis) == 2 and ord in (2, -2, "nuc"):
+        raise NotImplementedError("deltaad: numpy.linalg.norm(ord=%r) of a complex matrix needs "
+                                  "its singular values, which have no complex rule yet" % (ord,))
+    return real_norm(np.abs(x), ord, axis, keepdims)  # numpy's other orders use |x| only
+
+
+FUNCTIONS[np.linalg.norm] = norm
+
+
 # -- eig and eigvals --------------------------------------------------------------------------
 
 def _eig_impl(a):

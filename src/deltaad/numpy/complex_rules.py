@@ -818,6 +818,40 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
     return r if dtype is None else astype(r, dtype)
 
 
+def _moment(name, a, axis, dtype, out, ddof, keepdims, where, mean, correction):
+    """numpy's variance of complex values, step by step as numpy computes it (so the value is
+    numpy's): the complex mean, the deviations, their squared moduli re**2 + im**2 summed."""
+    _no_out(name, out)
+    if where is not True or mean is not None:
+        raise NotImplementedError("deltaad: numpy.%s(..., where=/mean=) on complex duals" % name)
+    if correction is not None:
+        ddof = correction
+    axes = _axes(a, axis)
+    s = shape_of(a)
+    n = int(np.prod([s[i] for i in axes], dtype=np.int64))
+    m = sum_(a, axis=axes, keepdims=True) / n
+    x = a - m
+    sq = x.real * x.real + x.imag * x.imag
+    return registry.FUNCTIONS[np.sum](sq, axis=axes, keepdims=keepdims) / max(n - ddof, 0)
+
+
+@register(np.var)
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
+        correction=None):
+    r = _moment("var", a, axis, dtype, out, ddof, keepdims, where, mean, correction)
+    return r if dtype is None else astype(r, dtype)
+
+
+@register(np.std, note="0 where the spread is 0 (as for real values)")
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
+        correction=None):
+    v = _moment("std", a, axis, dtype, out, ddof, keepdims, where, mean, correction)
+    zero = np.asarray(strip(v)) == 0
+    r = np.sqrt(np.where(zero, 1.0, v) if zero.any() else v)  # sqrt(0) = 0: the value is kept
+    r = np.where(zero, 0.0, r) if zero.any() else r
+    return r if dtype is None else astype(r, dtype)
+
+
 @register(np.trace)
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     _no_out("trace", out)
