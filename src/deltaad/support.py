@@ -140,7 +140,8 @@ def support_table():
                   [[_code(names), BOTH, note] for names, note in cu])
     out += ["", "Constant ufuncs on complex numbers (a plain result): " + _code(cc) + ".", ""]
     out += _table(["function", "modes", "notes"], [[_code(n), BOTH, note] for n, note in cf])
-    out += [""]
+    out += ["", "ufunc methods with complex operands: " + _code(sorted(
+        "%s.%s" % (_name(u), m) for (u, m) in complex_array.METHODS)) + ".", ""]
 
     out += ["## scipy", "",
             "scipy is optional. Once the program has imported `scipy.special`, these ufuncs "

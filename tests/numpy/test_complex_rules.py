@@ -400,6 +400,15 @@ def test_scalar_program_with_math_style_code():
     assert v == f(0.3)
 
 
+def test_ufunc_methods():
+    rng = np.random.default_rng(4)
+    z, w = crandom(rng, (2, 3)), crandom(rng, (2,))
+    check(lambda z: np.add.reduce(z, axis=1), [z], 4)
+    check(lambda z: np.add.accumulate(z), [z], 4)
+    for uf in (np.add, np.subtract, np.multiply, np.divide, np.power, np.maximum, np.minimum):
+        check(lambda z, w: uf.outer(z, w), [z, w], 4, second=False)
+
+
 def test_support_table_lists_every_complex_rule_with_its_choice():
     from deltaad import support
 
@@ -407,6 +416,8 @@ def test_support_table_lists_every_complex_rule_with_its_choice():
     section = table[table.index("## Complex numbers"):]
     for f in list(C.UFUNCS) + list(C.FUNCTIONS) + list(C.CONSTANT_UFUNCS):
         assert "`%s`" % support._name(f) in section, f
+    for (u, m) in C.METHODS:
+        assert "`%s.%s`" % (support._name(u), m) in section
     for f, note in C.NOTES.items():
         assert note.replace("|", "\\|") in section, f
 

@@ -642,6 +642,7 @@ def parts(z):
 UFUNCS = {}       # ufunc -> rule(*operands) for operands of which some are complex
 FUNCTIONS = {}    # numpy function -> implementation with its signature
 OPS = {}          # Python's operators on plain values: "add", "mul", ..., "neg", "abs", "conjugate"
+METHODS = {}      # (ufunc, "reduce" / "accumulate" / "outer") -> implementation
 NOTES = {}        # ufunc or function -> what its rule chooses where it is not differentiable
 CONSTANT_UFUNCS = set()
 
@@ -659,7 +660,10 @@ def not_implemented(f, method=None):
 def ufunc_dispatch(ufunc, method, inputs, kwargs):
     """numpy's ``__array_ufunc__`` where an operand is complex."""
     if method != "__call__":
-        raise not_implemented(ufunc, method)
+        rule = METHODS.get((ufunc, method))
+        if rule is None:
+            raise not_implemented(ufunc, method)
+        return rule(*inputs, **kwargs)
     dtype = None
     for k, v in kwargs.items():
         if k == "out":

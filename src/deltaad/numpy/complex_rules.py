@@ -31,7 +31,7 @@ from . import registry
 from .args import axes_of, expand_shape, normalize_axis_index
 from .array import ArrayDual, Dual, reshape, shape_of, unbroadcast
 from .complex_array import (
-    FUNCTIONS, NOTES, OPS, PYOPS, UFUNCS, CONSTANT_UFUNCS, ComplexDual, capply, cgetitem,
+    FUNCTIONS, METHODS, NOTES, OPS, PYOPS, UFUNCS, CONSTANT_UFUNCS, ComplexDual, capply, cgetitem,
     cprimitive, function, is_plain_complex, pair, real_dtype,
 )
 from .elementwise import _choice_weights
@@ -860,6 +860,23 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 if hasattr(np.linalg, "trace"):
     register(np.linalg.trace)(lambda x, /, *, offset=0, dtype=None: trace(x, offset, -2, -1, dtype))
+
+
+def _outer(ufunc):
+    def outer_(a, b, **kw):
+        _no_out(ufunc.__name__ + ".outer", kw.get("out"))
+        sa, sb = shape_of(a), shape_of(b)
+        return UFUNCS[ufunc](function(np.reshape, (a, sa + (1,) * len(sb)), {}), b)
+
+    return outer_
+
+
+for _uf in (np.add, np.subtract, np.multiply, np.divide, np.power, np.maximum, np.minimum):
+    METHODS[(_uf, "outer")] = _outer(_uf)
+METHODS[(np.add, "reduce")] = lambda a, axis=0, dtype=None, out=None, keepdims=False: \
+    sum_(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+METHODS[(np.add, "accumulate")] = lambda a, axis=0, dtype=None, out=None: \
+    function(np.cumsum, (a,), {"axis": axis, "dtype": dtype, "out": out})
 
 
 def _no_out(name, out):
