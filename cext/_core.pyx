@@ -1389,6 +1389,21 @@ if None in _GENERIC:  # the C copy names a function the table does not have
 _ipow, _pow_da = _rules.pow_rules(strip, lift)
 
 
+def _real_part(self):
+    check_open(self)
+    return self
+
+
+def _imag_part(self):
+    check_open(self)
+    return 0.0
+
+
+# a real number's complex parts, as floats have them (complex values are ComplexDuals)
+_methods["real"] = property(_real_part)
+_methods["imag"] = property(_imag_part)
+
+
 def _dual_new(*args, **kwargs):
     raise TypeError("deltaad.Dual.__new__ would make a dual without a trace: create duals with "
                     "Dual(value, trace, id, tangent), Tape.input or ForwardLevel.input")

@@ -234,3 +234,10 @@ def test_random_complex_programs(seed):
         return a
 
     check(f, [z, w, x], seed)
+
+
+def test_real_duals_have_the_complex_parts_floats_have():
+    assert d.grad(lambda x: (x * x).real + (x * x).imag + x.conjugate())(3.0) == 7.0
+    assert d.jvp(lambda x: x.real * x.imag, (2.0,), (1.0,)) == (0.0, 0.0)
+    with pytest.raises(TypeError, match="real primal"):
+        d.jvp(lambda x: x, (np.ones(2),), (np.ones(2) * 1j,))

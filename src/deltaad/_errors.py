@@ -28,9 +28,11 @@ def no_float_error(what):
 
 
 def complex_error(x=None):
-    """deltaad differentiates real functions: a complex value where a real one is needed."""
+    """A complex value reached a rule that takes real values only."""
     what = "a complex array" if getattr(x, "ndim", 0) else "a complex value"
     return TypeError(
-        "deltaad differentiates real functions; got %s. Split it into real and imaginary parts "
-        "(x.real, x.imag) and differentiate with respect to those." % what
+        "deltaad: this operation's derivative rule takes real values, and got %s. The "
+        "functions with complex rules are listed under 'Complex numbers' in deltaad's "
+        "documentation; otherwise split the value into real and imaginary parts (z.real, "
+        "z.imag)." % what
     )

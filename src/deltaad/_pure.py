@@ -922,6 +922,17 @@ class Dual:
     def conjugate(self):
         return self
 
+    # -- a real number's complex parts, as floats have them (complex values: ComplexDual) --
+    @property
+    def real(self):
+        check_open(self)
+        return self
+
+    @property
+    def imag(self):
+        check_open(self)
+        return 0.0
+
     def fmod(self, other):
         return lift([self, other], math.fmod, _fmod_partials)
 

@@ -224,7 +224,10 @@ def array_input(trace, value, tangent):
         else:
             t = np.asarray(tangent)
             if t.dtype.kind == "c":
-                raise TypeError("deltaad differentiates real functions; got a complex tangent")
+                raise TypeError(
+                    "jvp: got a complex tangent for a real primal array; a real primal's "
+                    "tangents are real (the imaginary part would be dropped). Make the primal "
+                    "complex (x + 0j) to push a complex tangent")
             if t.shape != v.shape:
                 raise ValueError(
                     "jvp: tangent of shape %s for a primal of shape %s; tangents must have the "
