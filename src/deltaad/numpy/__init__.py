@@ -16,8 +16,10 @@ scalar duals answer numpy.
 """
 
 from .._backend import B
-from . import constant, elementwise, linalg, products, reductions, shape  # noqa: F401 (rules)
-from . import complex_linalg, complex_rules, fft  # noqa: F401 (rules)
+from . import (  # noqa: F401 (the rule families)
+    constant, elementwise, linalg, products, reductions, registry, shape, special,
+)
+from . import complex_linalg, complex_rules, fft  # noqa: F401 (the complex rule families)
 from .array import (
     ArrayDual, array_input, asarray, at, scalar_array_function, scalar_array_ufunc,
     scalar_fallback, stack,
@@ -32,3 +34,4 @@ __all__ = [
 ]
 
 B.set_hooks(scalar_fallback, scalar_array_ufunc, scalar_array_function, _complex_binop)
+registry.watch_late()  # scipy.special's Python functions, now or when scipy.special is imported
