@@ -1235,8 +1235,8 @@ def asarray_plain(x):
 def function_dispatch(func, args, kwargs):
     """numpy's ``__array_function__`` for array duals (and scalar duals, where installed)."""
     c = registry.COMPLEX
-    if c is not None and c.has(func) and (c.involved(args) or c.involved(kwargs.values())):
-        return c.function(func, args, kwargs)
+    if c is not None and (c.involved(args) or kwargs and c.involved(kwargs.values())):
+        return c.function(func, args, kwargs)  # (a complex rule, or numpy's code on objects)
     impl = registry.FUNCTIONS.get(func)
     if impl is None:
         return object_fallback(func, args, kwargs)

@@ -210,10 +210,16 @@ class ComplexDual:
         return function(func, args, kwargs)
 
     def __array__(self, dtype=None, copy=None):
-        raise TypeError(
-            "converting a deltaad complex dual to a plain numpy array would silently drop its "
-            "derivative (np.asarray/np.array, or storing it into a numpy array). Use numpy "
-            "functions on it directly, or deltaad.value(z) for the plain value.")
+        """``np.asarray(z)``: the object array of ``z``'s scalar complex duals (as for a real
+        array dual), so numpy's own Python code for a function without a complex rule runs on
+        them through numpy's object arithmetic. A numeric ``dtype`` would drop the derivative."""
+        if dtype is not None and np.dtype(dtype).kind != "O":
+            raise TypeError(
+                "converting a deltaad complex dual to a plain numpy array of dtype %s would "
+                "silently drop its derivative (np.asarray/np.array, or storing it into a numpy "
+                "array). Use numpy functions on it directly, or deltaad.value(z) for the plain "
+                "value." % np.dtype(dtype))
+        return object_array(self)
 
     # -- arithmetic: Python's operators on the plain values (numpy's for arrays and numpy
     #    scalars), differentiated --
@@ -538,8 +544,15 @@ def classify(x):
             return "p", x, None
         if k in "fiub":
             return "r", x, None
-        if k == "O":
-            return classify(asarray(x))
+        if k == "O":  # numpy's object arithmetic on scalar duals (see object_fallback)
+            if x.ndim == 0:
+                return classify(x[()])
+            r = repack(x)
+            if type(r) is np.ndarray and r.dtype.kind == "O":
+                r = np.array(r.tolist())  # plain numbers only
+                if r.dtype.kind == "O":
+                    return None
+            return classify(r)
         return None
     if isinstance(x, np.generic) or isinstance(x, numbers.Real):
         return "r", x, None
@@ -647,22 +660,26 @@ NOTES = {}        # ufunc or function -> what its rule chooses where it is not d
 CONSTANT_UFUNCS = set()
 
 
-def not_implemented(f, method=None):
+def not_implemented(f, method=None, cause=None):
     name = registry.qualified_name(f)
     if method is not None:
         name = "%s.%s" % (name, method)
+    tried = ""
+    if cause is not None:
+        tried = (", and numpy's own code for it failed on the object array of scalar duals "
+                 "(%s: %s)" % (type(cause).__name__, str(cause).split("\n")[0]))
     return NotImplementedError(
-        "deltaad has no derivative rule for %s on complex numbers. Use a supported function "
+        "deltaad has no derivative rule for %s on complex numbers%s. Use a supported function "
         "(see 'Complex numbers' in deltaad's documentation), or split the value into its real "
-        "and imaginary parts (z.real, z.imag) and use the real functions." % name)
+        "and imaginary parts (z.real, z.imag) and use the real functions." % (name, tried))
 
 
 def ufunc_dispatch(ufunc, method, inputs, kwargs):
     """numpy's ``__array_ufunc__`` where an operand is complex."""
     if method != "__call__":
         rule = METHODS.get((ufunc, method))
-        if rule is None:
-            raise not_implemented(ufunc, method)
+        if rule is None:  # numpy's object loop over the scalar complex duals
+            return _object_method(ufunc, method, inputs, kwargs)
         return rule(*inputs, **kwargs)
     dtype = None
     for k, v in kwargs.items():
@@ -703,8 +720,83 @@ def function(func, args, kwargs):
     if impl is None:
         impl = registry.FUNCTIONS.get(func)
         if impl is None or not getattr(impl, "constant", False):
-            raise not_implemented(func)
+            return object_fallback(func, args, kwargs)
     return impl(*args, **kwargs)
+
+
+def object_array(z):
+    """A complex dual as the numpy object array of its scalar complex duals (each of numpy's
+    scalar type for the dtype, as iterating over a complex array gives)."""
+    if z.ndim == 0:  # a scalar complex dual is its own element
+        out = np.empty((), dtype=object)
+        out[()] = z
+        return out
+    from .array import object_array as real_object_array
+    pairs = real_object_array(z.packed).reshape(-1, 2).tolist()
+    out = np.empty(z.shape, dtype=object)
+    flavour = np.dtype(z.dtype).type
+    stack = registry.FUNCTIONS[np.stack]
+    flat = out.reshape(-1)
+    for k, (re, im) in enumerate(pairs):  # one by one: a slice assignment would convert them
+        flat[k] = ComplexDual(stack([re, im], axis=0), flavour)
+    return out
+
+
+def object_fallback(func, args, kwargs):
+    """A numpy function without a complex rule: numpy's own Python code run on the values as
+    they are (complex duals convert to object arrays of scalar complex duals), as the real
+    dispatch does for real duals: correct where numpy's code stays in its object arithmetic,
+    and as slow as Python arithmetic on each element. Object arrays of duals in the result
+    become complex (or real) duals again; where numpy's code cannot run on objects, the error
+    names the function."""
+    impl = getattr(func, "_implementation", None)
+    if impl is None:
+        raise not_implemented(func)
+    conv = lambda x: object_array(x) if type(x) is ComplexDual else x  # noqa: E731
+    try:
+        r = impl(*[conv(x) for x in args], **{k: conv(v) for k, v in kwargs.items()})
+    except Exception as exc:
+        if type(exc).__name__ == "EscapedDualError":
+            raise
+        raise not_implemented(func, cause=exc) from exc
+    return repack(r)
+
+
+def _object_method(ufunc, method, inputs, kwargs):
+    """``ufunc.reduce`` / ``accumulate`` / ``reduceat`` / ``outer`` without a complex rule: the
+    method on the object arrays of the scalar duals (Python arithmetic on each element)."""
+    if kwargs.get("out") is not None or kwargs.get("dtype") is not None:
+        raise not_implemented(ufunc, method)
+    from .array import object_array as real_object_array
+    conv = [object_array(x) if type(x) is ComplexDual else
+            real_object_array(x) if type(x) is ArrayDual else x for x in inputs]
+    try:
+        r = getattr(ufunc, method)(*conv, **kwargs)
+    except Exception as exc:
+        if type(exc).__name__ == "EscapedDualError":
+            raise
+        raise not_implemented(ufunc, method, cause=exc) from exc
+    if type(r) is np.ndarray and r.dtype.kind != "O":
+        raise not_implemented(ufunc, method)  # (the derivative would be lost)
+    return repack(r)
+
+
+def repack(r):
+    """``r`` with object arrays holding complex duals (numpy's object arithmetic) turned into
+    complex duals, and those holding real duals only into real array duals."""
+    tr = type(r)
+    if tr is np.ndarray:
+        if r.dtype.kind == "O" and r.size:
+            flat = r.ravel().tolist()
+            if any(type(e) is ComplexDual for e in flat):
+                return asarray(r.tolist()) if r.ndim else flat[0]
+            if any(is_plain_complex(e) for e in flat) and any(type(e) is Dual for e in flat):
+                return asarray(r.tolist()) if r.ndim else flat[0]
+        from .array import repack as real_repack
+        return real_repack(r)
+    if tr is tuple or tr is list:
+        return tr(repack(e) for e in r)
+    return r
 
 
 def binop(op, a, b):
