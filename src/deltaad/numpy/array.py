@@ -1235,8 +1235,15 @@ def asarray_plain(x):
 def function_dispatch(func, args, kwargs):
     """numpy's ``__array_function__`` for array duals (and scalar duals, where installed)."""
     c = registry.COMPLEX
-    if c is not None and (c.involved(args) or kwargs and c.involved(kwargs.values())):
-        return c.function(func, args, kwargs)  # (a complex rule, or numpy's code on objects)
+    if c is not None:
+        for x in args:  # (inline: real array duals, the common arguments, cost no call)
+            tx = type(x)
+            if tx is not ArrayDual and tx is not float and tx is not Dual:
+                if c.involved(args):
+                    return c.function(func, args, kwargs)  # a complex rule, or numpy's code
+                break
+        if kwargs and c.involved(kwargs.values()):
+            return c.function(func, args, kwargs)
     impl = registry.FUNCTIONS.get(func)
     if impl is None:
         return object_fallback(func, args, kwargs)

@@ -821,17 +821,22 @@ def involved(xs):
     number or array, also one level down in lists)."""
     for x in xs:
         tx = type(x)
+        if tx is ArrayDual or tx is Dual or tx is float:  # the real operands: first, and cheap
+            continue
         if tx is ComplexDual or tx is complex:
             return True
         if tx is np.ndarray:
             if x.dtype.kind == "c":
                 return True
-        elif isinstance(x, np.complexfloating):
-            return True
         elif tx is list or tx is tuple:
             for e in x:
-                if type(e) is ComplexDual or is_plain_complex(e):
+                te = type(e)
+                if te is ArrayDual or te is Dual or te is float:
+                    continue
+                if te is ComplexDual or is_plain_complex(e):
                     return True
+        elif isinstance(x, np.complexfloating):
+            return True
     return False
 
 
