@@ -45,7 +45,7 @@ cdef double LN2 = _table.LN2
 cdef double LN10 = _table.LN10
 cdef double TWO_OVER_SQRT_PI = _table.TWO_OVER_SQRT_PI
 
-_hooks = {"fallback": None, "array_ufunc": None, "array_function": None}
+_hooks = {"fallback": None, "array_ufunc": None, "array_function": None, "complex": None}
 
 # The recording value type of ``deltaad.compile`` (None until it is imported): a number below
 # every dual that records the float operations done on it. Three places treat it as a float:
@@ -59,12 +59,14 @@ def set_recorder_type(cls):
     _recorder = cls
 
 
-def set_hooks(fallback, array_ufunc, array_function=None):
+def set_hooks(fallback, array_ufunc, array_function=None, complex_binop=None):
     """Install the numpy glue: ``fallback(name, *args)``, ``array_ufunc(ufunc, method, inputs,
-    kwargs)`` and ``array_function(dual, func, types, args, kwargs)``."""
+    kwargs)``, ``array_function(dual, func, types, args, kwargs)`` and ``complex_binop(op, a,
+    b)`` (an operator meeting a complex operand; NotImplemented for anything else)."""
     _hooks["fallback"] = fallback
     _hooks["array_ufunc"] = array_ufunc
     _hooks["array_function"] = array_function
+    _hooks["complex"] = complex_binop
 
 
 cdef PyObject** _items(object xs, Py_ssize_t* n):
@@ -1430,6 +1432,17 @@ cdef enum:
     OP_POW = 6
 
 
+_OP_NAMES = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow")
+
+
+cdef object _nonreal(object a, object b, int op):
+    """``a op b`` where one operand is not a real number: see ``_pure._nonreal``."""
+    hook = _hooks["complex"]
+    if hook is None:
+        return NotImplemented
+    return hook(_OP_NAMES[op], a, b)
+
+
 cdef object _binop(object a, object b, int op):
     """The general path of a binary operator, step for step as ``_pure``'s ``_split``/``_finish``."""
     cdef Trace t
@@ -1459,7 +1472,7 @@ cdef object _binop(object a, object b, int op):
         else:
             vb = _const(b)
             if vb is None:
-                return NotImplemented
+                return _nonreal(a, b, op)
             t = ta
             if t.closed:
                 raise escaped_error(t.level)
@@ -1469,7 +1482,7 @@ cdef object _binop(object a, object b, int op):
     else:
         va = _const(a)
         if va is None:
-            return NotImplemented
+            return _nonreal(a, b, op)
         t = (<Dual>b).tr
         if t.closed:
             raise escaped_error(t.level)
@@ -1844,6 +1857,21 @@ if None in _GENERIC:  # the C copy names a function the table does not have
     raise ImportError("deltaad._core: C fast paths without a table entry: %s"
                       % [n for n, g in zip(_UNARY_NAMES, _GENERIC) if g is None])
 _ipow, _pow_da = _rules.pow_rules(strip, lift)
+
+
+def _real_part(self):
+    check_open(self)
+    return self
+
+
+def _imag_part(self):
+    check_open(self)
+    return 0.0
+
+
+# a real number's complex parts, as floats have them (complex values are ComplexDuals)
+_methods["real"] = property(_real_part)
+_methods["imag"] = property(_imag_part)
 
 
 def _dual_new(*args, **kwargs):

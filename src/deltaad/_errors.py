@@ -33,11 +33,13 @@ def escaped_error(level):
 
 
 def complex_error(x=None):
-    """deltaad differentiates real functions: a complex value where a real one is needed."""
+    """A complex value reached a rule that takes real values only."""
     what = "a complex array" if getattr(x, "ndim", 0) else "a complex value"
     return TypeError(
-        "deltaad differentiates real functions; got %s. Split it into real and imaginary parts "
-        "(x.real, x.imag) and differentiate with respect to those." % what
+        "deltaad: this operation's derivative rule takes real values, and got %s. The "
+        "functions with complex rules are listed under 'Complex numbers' in deltaad's "
+        "documentation; otherwise split the value into real and imaginary parts (z.real, "
+        "z.imag)." % what
     )
 
 
@@ -46,7 +48,7 @@ def complex_error(x=None):
 
 
 _CONVERSIONS = frozenset(("__float__", "__int__", "__complex__", "__index__", "__array__"))
-_DUNDER_HOMES = frozenset(("deltaad._pure", "deltaad.numpy.array"))
+_DUNDER_HOMES = frozenset(("deltaad._pure", "deltaad.numpy.array", "deltaad.numpy.complex_array"))
 
 
 def _user_frame():
@@ -169,9 +171,8 @@ def conversion_site():
 _MODULE_FIX = {
     "math": "deltaad.math.{name}(x): `from deltaad import math` in place of `import math` makes "
             "every function of the math module take duals",
-    "cmath": "deltaad.math.{name}(x) for a real argument (`from deltaad import math`); "
-             "deltaad differentiates real functions, so keep a complex quantity as its real and "
-             "imaginary parts",
+    "cmath": "deltaad.cmath.{name}(z): `from deltaad import cmath` in place of `import cmath` "
+             "makes every function of the cmath module take duals (real or complex)",
 }
 
 
@@ -230,9 +231,9 @@ def _text(what, dual, plain, value, site):
         if func is float or func is int or func is complex:
             if what == "complex" or func is complex:
                 return (
-                    "%s(x) on %s would silently drop its derivative: deltaad differentiates "
-                    "real functions. Keep a complex quantity as its real and imaginary parts (two "
-                    "real numbers, each differentiable), or use %s." % (callee, dual, value)
+                    "%s(x) on %s would silently drop its derivative. Build a complex number "
+                    "from duals with arithmetic (x + 1j * y, deltaad.cmath.rect(r, phi)), which "
+                    "keeps the derivative, or use %s." % (callee, dual, value)
                 )
             if func is int:
                 return (

@@ -35,7 +35,7 @@ _new = object.__new__
 
 # Hooks the Python layer installs (numpy glue): what to do with a non-scalar argument of a math
 # function, and how a scalar dual answers numpy's __array_ufunc__ protocol.
-_hooks = {"fallback": None, "array_ufunc": None, "array_function": None}
+_hooks = {"fallback": None, "array_ufunc": None, "array_function": None, "complex": None}
 
 # The recording value type of ``deltaad.compile`` (None until it is imported): a number below
 # every dual that records the float operations done on it. Three places treat it as a float:
@@ -49,12 +49,23 @@ def set_recorder_type(cls):
     _recorder = cls
 
 
-def set_hooks(fallback, array_ufunc, array_function=None):
+def set_hooks(fallback, array_ufunc, array_function=None, complex_binop=None):
     """Install the numpy glue: ``fallback(name, *args)``, ``array_ufunc(ufunc, method, inputs,
-    kwargs)`` and ``array_function(dual, func, types, args, kwargs)``."""
+    kwargs)``, ``array_function(dual, func, types, args, kwargs)`` and ``complex_binop(op, a,
+    b)`` (an operator meeting a complex operand; NotImplemented for anything else)."""
     _hooks["fallback"] = fallback
     _hooks["array_ufunc"] = array_ufunc
     _hooks["array_function"] = array_function
+    _hooks["complex"] = complex_binop
+
+
+def _nonreal(a, b, op):
+    """``a op b`` where one operand is not a real number: a complex one goes to the complex
+    hook; anything else is NotImplemented (Python then tries the other operand)."""
+    hook = _hooks["complex"]
+    if hook is None:
+        return NotImplemented
+    return hook(op, a, b)
 
 
 def all_floats(xs):
@@ -539,7 +550,7 @@ def strip(x):
 def _add(a, b):
     s = _split(a, b)
     if s is None:
-        return NotImplemented
+        return _nonreal(a, b, "add")
     t, a_on, b_on, va, vb = s
     return _finish(t, va + vb, a, a_on, 1.0, b, b_on, 1.0)
 
@@ -547,7 +558,7 @@ def _add(a, b):
 def _sub(a, b):
     s = _split(a, b)
     if s is None:
-        return NotImplemented
+        return _nonreal(a, b, "sub")
     t, a_on, b_on, va, vb = s
     return _finish(t, va - vb, a, a_on, 1.0, b, b_on, -1.0)
 
@@ -555,7 +566,7 @@ def _sub(a, b):
 def _mul(a, b):
     s = _split(a, b)
     if s is None:
-        return NotImplemented
+        return _nonreal(a, b, "mul")
     t, a_on, b_on, va, vb = s
     return _finish(t, va * vb, a, a_on, vb, b, b_on, va)
 
@@ -563,7 +574,7 @@ def _mul(a, b):
 def _truediv(a, b):
     s = _split(a, b)
     if s is None:
-        return NotImplemented
+        return _nonreal(a, b, "truediv")
     t, a_on, b_on, va, vb = s
     v = va / vb  # raises ZeroDivisionError like floats do
     ca = 1.0 / vb if a_on else 0.0
@@ -574,7 +585,7 @@ def _truediv(a, b):
 def _floordiv(a, b):
     s = _split(a, b)
     if s is None:
-        return NotImplemented
+        return _nonreal(a, b, "floordiv")
     # Piecewise constant: derivative 0, so the result is a constant (the paper's Zero).
     # Divide the converted operands (a numpy scalar constant is a float by now, as in _mod).
     return strip(s[3]) // strip(s[4])
@@ -583,7 +594,7 @@ def _floordiv(a, b):
 def _mod(a, b):
     s = _split(a, b)
     if s is None:
-        return NotImplemented
+        return _nonreal(a, b, "mod")
     t, a_on, b_on, va, vb = s
     v = va % vb
     # a % b == a - b * floor(a / b): d/da = 1, d/db = -floor(a / b) (0 across the jumps).
@@ -597,7 +608,7 @@ _float_pow = _rules.float_pow
 def _pow(a, b):
     s = _split(a, b)
     if s is None:
-        return NotImplemented
+        return _nonreal(a, b, "pow")
     t, a_on, b_on, va, vb = s
     if type(va) is float and type(vb) is float:
         v = _float_pow(va, vb)
@@ -1036,6 +1047,17 @@ class Dual:
     #    elementary functions' methods are added from the table at the end of this module) --
     def conjugate(self):
         return self
+
+    # -- a real number's complex parts, as floats have them (complex values: ComplexDual) --
+    @property
+    def real(self):
+        check_open(self)
+        return self
+
+    @property
+    def imag(self):
+        check_open(self)
+        return 0.0
 
     def fmod(self, other):
         return lift([self, other], math.fmod, _fmod_partials)

@@ -228,7 +228,7 @@ def _fit(ct, kind, like, who, what="cotangent"):
     elif t is not ArrayDual:
         if t is bool or isinstance(ct, (np.bool_, numbers.Integral)):
             raise _not_float_error(who, what, "bool" if isinstance(ct, (bool, np.bool_)) else "int")
-        if isinstance(ct, (complex, np.complexfloating)):
+        if isinstance(ct, (complex, np.complexfloating)) or leaf_kind(ct) == "complex":
             raise _not_float_error(who, what, "complex")
         if not isinstance(ct, (np.ndarray, numbers.Real, np.floating)):
             raise _not_float_error(who, what, "a value of type %s" % t.__name__)

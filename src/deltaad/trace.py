@@ -17,7 +17,7 @@ import threading
 import numpy as np
 
 from ._backend import B
-from ._errors import complex_error, escaped_error
+from ._errors import escaped_error
 
 Dual = B.Dual
 
@@ -29,10 +29,15 @@ _local = threading.local()
 _dual_types = {Dual}
 
 
-def register_dual_type(cls):
+_complex_types = set()
+
+
+def register_dual_type(cls, complex_valued=False):
     """Declare ``cls`` a dual number type (its instances have ``value``, ``trace``, ``id``,
-    ``tangent``)."""
+    ``tangent``); ``complex_valued``: its values are complex."""
     _dual_types.add(cls)
+    if complex_valued:
+        _complex_types.add(cls)
     return cls
 
 
@@ -108,19 +113,21 @@ def value(x):
 
 
 def dtype_of(x):
-    """The numpy dtype of ``x``'s plain value (float64 for a Python float)."""
+    """The numpy dtype of ``x``'s plain value (float64 for a Python float, complex128 for a
+    Python complex)."""
     v = value(x)
     try:
         return v.dtype
     except AttributeError:
-        return np.dtype(float)
+        return np.dtype(complex) if type(v) is complex else np.dtype(float)
 
 
 def leaf_kind(x):
     """What a pytree leaf is to a differentiation: ``"scalar"`` (a float, a numpy float scalar
-    or a scalar dual), ``"array"`` (a float array or an array dual) or None (a constant:
-    passed through, ``None`` in its gradient slot). Complex values are an error: deltaad
-    differentiates real functions."""
+    or a scalar dual), ``"array"`` (a float array or an array dual), ``"complex"`` (a complex
+    number or array, or a complex dual: a real dual of its (re, im) pairs, see
+    ``deltaad.numpy.complex_array``) or None (a constant: passed through, ``None`` in its
+    gradient slot)."""
     tx = type(x)
     if tx is float or tx is Dual:
         return "scalar"
@@ -130,14 +137,14 @@ def leaf_kind(x):
         if x.dtype.kind == "f":
             return "array"
         if x.dtype.kind == "c":
-            raise complex_error(x)
+            return "complex"
         return None
     if isinstance(x, (np.floating, float)):
         return "scalar"
     if isinstance(x, (complex, np.complexfloating)):
-        raise complex_error(x)
+        return "complex"
     if tx in _dual_types:
-        return "array"
+        return "complex" if tx in _complex_types else "array"
     if tx in recorders:
         return "scalar"
     return None

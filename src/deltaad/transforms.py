@@ -17,6 +17,7 @@ import numpy as np
 
 from . import delta as _delta
 from ._backend import B
+from .numpy import complex_array as _complex
 from .numpy.array import array_input, asarray
 from .pytrees import LEAF, all_floats, all_scalars, tree_flatten, tree_unflatten, unflatten_owned
 from .trace import dtype_of as _dtype_of
@@ -51,6 +52,8 @@ def _dualise(trace, leaves, tangents=None):
                 out.append(trace.input(_scalar_value(x)))
             else:
                 out.append(trace.input(_scalar_value(x), _tangent_value(tangents[k])))
+        elif kind == "complex":  # a real input of its (re, im) pairs
+            out.append(_complex.complex_input(trace, x, None if tangents is None else tangents[k]))
         else:
             out.append(array_input(trace, x, None if tangents is None else tangents[k]))
     return out, kinds
@@ -63,8 +66,9 @@ def _tangent_value(t):
         return t
     if isinstance(t, (complex, np.complexfloating)):
         raise TypeError(
-            "jvp: got the complex tangent %r for a real primal; deltaad differentiates real "
-            "functions, so tangents must be real numbers" % (t,)
+            "jvp: got the complex tangent %r for a real primal; a real primal's tangents are "
+            "real (the imaginary part would be dropped). Make the primal complex (x + 0j) to "
+            "push a complex tangent" % (t,)
         )
     if isinstance(t, numbers.Real):
         return float(t)
@@ -72,8 +76,9 @@ def _tangent_value(t):
         kind = _dtype_of(t).kind
         if kind == "c":
             raise TypeError(
-                "jvp: got a complex array tangent for a real primal; deltaad differentiates real "
-                "functions, so tangents must be real"
+                "jvp: got a complex array tangent for a real primal; a real primal's tangents "
+                "are real (the imaginary part would be dropped). Make the primal complex "
+                "(x + 0j) to push a complex tangent"
             )
         if np.shape(t) != ():
             raise ValueError(
@@ -228,8 +233,13 @@ def _primal(x, trace):
 
 
 def _restore_type(g, like):
-    """Give a gradient the type of its input leaf (np.float32 in, np.float32 out)."""
-    if type(g) is Dual or is_dual(g) or type(like) is float:
+    """Give a gradient the type of its input leaf (np.float32 in, np.float32 out); a complex
+    leaf's gradient is JAX's ``x̄ - iȳ`` from the adjoint of its pairs."""
+    if type(like) is float:
+        return g
+    if _complex.is_complex_leaf(like):
+        return _complex.gradient(g, like)
+    if type(g) is Dual or is_dual(g):
         return g
     if isinstance(like, np.floating):
         return type(like)(g)
@@ -244,6 +254,8 @@ def _restore_type(g, like):
 
 
 def _zero_like(x):
+    if _complex.is_complex_leaf(x):
+        return _complex.gradient(None, x)
     if isinstance(x, np.ndarray):
         return np.zeros_like(x)
     if is_dual(x) and type(x) is not Dual:
@@ -385,20 +397,19 @@ def _cotangent(ct, out, k, n):
     """The cotangent ``ct`` for output leaf ``out`` (number ``k`` of ``n``), checked against it:
     real, and of the output's shape (a float output takes a real number or a 0-d array, which
     becomes a float). None for a static output leaf (an int, a string: nothing to seed)."""
-    try:
-        kind = _leaf_kind(out)
-    except TypeError:  # a complex constant output: no derivative flows from it
-        kind = None
+    kind = _leaf_kind(out)
     if kind is None:
         return None
     where = "" if n == 1 else " for output leaf %d" % k
+    if kind == "complex":  # JAX's convention: w seeds the pairs of conj(w)
+        return _complex.cotangent(ct, out, where)
     tc = type(ct)
     if tc is float or tc is Dual or tc in _recorders:
         shape = ()
     elif isinstance(ct, (complex, np.complexfloating)):
         raise TypeError(
-            "vjp: got the complex cotangent %r%s; deltaad differentiates real functions, so "
-            "cotangents must be real" % (ct, where)
+            "vjp: got the complex cotangent %r%s for a real output; a real output's cotangents "
+            "are real (the imaginary part would be dropped)" % (ct, where)
         )
     elif isinstance(ct, numbers.Real):
         ct = float(ct)
@@ -407,8 +418,8 @@ def _cotangent(ct, out, k, n):
         dk = _dtype_of(ct).kind
         if dk == "c":
             raise TypeError(
-                "vjp: got a complex cotangent array%s; deltaad differentiates real functions, so "
-                "cotangents must be real" % where
+                "vjp: got a complex cotangent array%s for a real output; a real output's "
+                "cotangents are real (the imaginary part would be dropped)" % where
             )
         if dk not in "fiub":
             raise TypeError("vjp: the cotangent%s is an array of dtype %s; it must hold real numbers"
@@ -547,6 +558,33 @@ def _is_scalar_output(x):
     return False
 
 
+def _is_complex_scalar(x):
+    return isinstance(x, (complex, np.complexfloating)) or (
+        _complex.is_complex_leaf(x) and np.shape(x) == ())
+
+
+def _check_holomorphic(leaves, who, what="inputs"):
+    """``holomorphic=True`` promises a complex function of complex inputs (as in JAX)."""
+    for x in leaves:
+        k = _leaf_kind(x)
+        if k is not None and k != "complex":
+            raise TypeError(
+                "%s with holomorphic=True requires %s with complex dtype, but got %s. Make the "
+                "value complex (x + 0j), or drop holomorphic=True to differentiate a real "
+                "function." % (who, what, _dtype_of(x))
+            )
+
+
+def _complex_output_error(who):
+    return TypeError(
+        "%s requires real-valued outputs, but the function returned a complex value. For a "
+        "holomorphic function pass holomorphic=True (the result is then f'(z)); for a real "
+        "quantity of complex values return it (abs(z)**2, z.real, ...); for other complex "
+        "outputs use deltaad.vjp or deltaad.jvp directly (see 'Complex numbers' in the "
+        "documentation)." % who
+    )
+
+
 class Transformed:
     """A differentiated function: what ``grad``, ``value_and_grad``, ``jacrev``, ``jacfwd`` and
     ``hessian`` return. It carries the function it differentiates (``__wrapped__``, its name
@@ -555,12 +593,14 @@ class Transformed:
     through cloudpickle for a lambda or closure: ``ProcessPoolExecutor.map(grad(f), xs)`` and
     Dask work. As an attribute of a class it binds like a function (a method)."""
 
-    __slots__ = ("fun", "argnums", "has_aux", "who", "recipe", "__dict__", "__weakref__")
+    __slots__ = ("fun", "argnums", "has_aux", "holomorphic", "who", "recipe", "__dict__",
+                 "__weakref__")
 
-    def __init__(self, fun, argnums, has_aux, who, recipe):
+    def __init__(self, fun, argnums, has_aux, who, recipe, holomorphic=False):
         self.fun = fun
         self.argnums = argnums
         self.has_aux = has_aux
+        self.holomorphic = holomorphic
         self.who = who
         self.recipe = recipe  # (public maker, its arguments)
         try:
@@ -599,7 +639,14 @@ def _value_and_grad(self, args, kwargs):
     single, nums = _argnums_tuple(self.argnums, len(args), "grad")
     has_aux = self.has_aux
     out, pb, aux = _vjp(self.fun, args, kwargs, nums, has_aux, "grad")
-    if not _is_scalar_output(out):
+    if self.holomorphic:
+        _check_holomorphic(pb.in_leaves, "grad")
+        if not _is_complex_scalar(out):
+            raise TypeError("grad with holomorphic=True requires a function returning one "
+                            "complex number; got %s" % (_describe(out),))
+    elif _is_complex_scalar(out):
+        raise _complex_output_error("grad")
+    elif not _is_scalar_output(out):
         raise TypeError(
             "grad requires a function returning one real number; got %s. Use "
             "deltaad.jacrev/jacobian or deltaad.vjp for other outputs, or has_aux=True to "
@@ -612,10 +659,15 @@ def _value_and_grad(self, args, kwargs):
     return ((out, aux), g) if has_aux else (out, g)
 
 
-def value_and_grad(fun, argnums=0, has_aux=False):
-    """``f(*args) -> (value, gradient)``; gradient has the structure of the argument(s)."""
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
+    """``f(*args) -> (value, gradient)``; gradient has the structure of the argument(s).
+
+    Complex inputs follow JAX's convention: the gradient of a real function of ``z = x + iy``
+    is ``∂f/∂x - i ∂f/∂y`` (the conjugate of the steepest-ascent direction). With
+    ``holomorphic=True`` the function maps complex inputs to a complex number and the
+    gradient is its complex derivative ``f'(z)``."""
     return _ValueAndGrad(fun, argnums, has_aux, "value_and_grad",
-                         (value_and_grad, (fun, argnums, has_aux)))
+                         (value_and_grad, (fun, argnums, has_aux, holomorphic)), holomorphic)
 
 
 def _describe(x):
@@ -626,9 +678,11 @@ def _describe(x):
     return "a value of type %s" % type(x).__name__
 
 
-def grad(fun, argnums=0, has_aux=False):
-    """The gradient of a real-valued ``fun`` with respect to the argument(s) ``argnums``."""
-    return _Grad(fun, argnums, has_aux, "grad", (grad, (fun, argnums, has_aux)))
+def grad(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The gradient of a real-valued ``fun`` with respect to the argument(s) ``argnums``; for
+    complex arguments, JAX's convention (see :func:`value_and_grad`)."""
+    return _Grad(fun, argnums, has_aux, "grad", (grad, (fun, argnums, has_aux, holomorphic)),
+                 holomorphic)
 
 
 # --------------------------------------------------------------------------------------------
@@ -690,7 +744,7 @@ def _components(leaves):
         kind = _leaf_kind(x)
         if kind is None:
             continue
-        shape = np.shape(x.value if is_dual(x) and type(x) is not Dual else x) if kind == "array" else ()
+        shape = np.shape(x.value if is_dual(x) and type(x) is not Dual else x) if kind != "scalar" else ()
         size = int(np.prod(shape)) if shape else 1
         for j in range(size):
             comps.append((k, j, shape))
@@ -703,6 +757,9 @@ def _one_hot(leaves, k, j):
         kind = _leaf_kind(x)
         if kind is None:
             out.append(None)
+            continue
+        if kind == "complex":  # the tangent 1 (a holomorphic Jacobian's column)
+            out.append(_complex.basis(x, j if i == k else -1))
             continue
         if kind == "array":
             z = np.zeros(np.shape(x.value if is_dual(x) else x), dtype=float)
@@ -811,6 +868,12 @@ class _JacRev(Transformed):
         else:
             out_leaves, out_def = pb.out_leaves, pb.out_def
         in_leaves = pb.in_leaves
+        holomorphic = self.holomorphic
+        if holomorphic:
+            _check_holomorphic(in_leaves, "jacrev")
+            _check_holomorphic(out_leaves, "jacrev", "outputs")
+        elif any(_leaf_kind(x) == "complex" for x in out_leaves):
+            raise _complex_output_error("jacrev")
         in_comps = _components(in_leaves)
         J = []
         for k, j, shape in _components(out_leaves):
@@ -818,8 +881,11 @@ class _JacRev(Transformed):
             if i is None:  # a constant output: a row of zeros
                 J.append([0.0] * len(in_comps))
                 continue
-            if _leaf_kind(out_leaves[k]) == "scalar":
+            kind = _leaf_kind(out_leaves[k])
+            if kind == "scalar":
                 seed = 1.0
+            elif kind == "complex":
+                seed = _complex.seed(out_leaves[k], j)
             else:
                 seed = np.zeros(shape)
                 seed.reshape(-1)[j] = 1.0
@@ -830,17 +896,25 @@ class _JacRev(Transformed):
 
 
 
-def jacrev(fun, argnums=0):
-    """The Jacobian by reverse mode: one tape, one backward sweep per output component."""
-    return _JacRev(fun, argnums, False, "jacrev", (jacrev, (fun, argnums)))
+def jacrev(fun, argnums=0, holomorphic=False):
+    """The Jacobian by reverse mode: one tape, one backward sweep per output component.
+
+    Complex inputs give rows in JAX's convention (``∂/∂x - i ∂/∂y``); complex outputs need
+    ``holomorphic=True`` (complex inputs and outputs; the entries are then ``f'(z)``)."""
+    return _JacRev(fun, argnums, False, "jacrev", (jacrev, (fun, argnums, holomorphic)),
+                   holomorphic)
 
 
 jacobian = jacrev
 
 
-def jacfwd(fun, argnums=0):
-    """The Jacobian by forward mode: one ``jvp`` per input component."""
-    return _JacFwd(fun, argnums, False, "jacfwd", (jacfwd, (fun, argnums)))
+def jacfwd(fun, argnums=0, holomorphic=False):
+    """The Jacobian by forward mode: one ``jvp`` per input component.
+
+    Complex inputs need ``holomorphic=True`` (complex outputs too; the entries are then
+    ``f'(z)``); a real input may have complex outputs (complex columns)."""
+    return _JacFwd(fun, argnums, False, "jacfwd", (jacfwd, (fun, argnums, holomorphic)),
+                   holomorphic)
 
 
 class _JacFwd(Transformed):
@@ -849,12 +923,20 @@ class _JacFwd(Transformed):
     def __call__(self, *args, **kwargs):
         who = self.who
         fun = self.fun
+        holomorphic = self.holomorphic
         single, nums = _argnums_tuple(self.argnums, len(args), who)
         in_tree = tuple(args[n] for n in nums)
         in_leaves, in_def = tree_flatten(in_tree)
         in_comps = _components(in_leaves)
         kinds = [_leaf_kind(x) for x in in_leaves]
         _check_has_float(kinds, who, nums)
+        if holomorphic:
+            _check_holomorphic(in_leaves, who)
+        elif "complex" in kinds:
+            raise TypeError(
+                "%s requires real-valued inputs, but got a complex one. For a holomorphic "
+                "function pass holomorphic=True; for other functions of complex inputs use "
+                "deltaad.jvp directly, or jacrev (its rows follow JAX's convention)." % who)
 
         def partial(*sel):
             new_args = list(args)
@@ -867,6 +949,8 @@ class _JacFwd(Transformed):
         for k, j, shape in in_comps or [(-1, 0, ())]:  # (no components: run once for the output)
             ps, ts, out_def = _jvp_static(partial, in_leaves, in_def, _one_hot(in_leaves, k, j), who)
             cols.append(ts)
+        if holomorphic:
+            _check_holomorphic(ps, who, "outputs")
         J = [[_entry(cols[c][ko], jo) for c in range(len(in_comps))]
              for ko, jo, _s in _components(ps)]
         out = tree_unflatten(out_def, ps)
@@ -882,9 +966,10 @@ def _jvp_static(f, in_leaves, in_def, t_leaves, who):
     return _read_forward(out, level, who)
 
 
-def hessian(fun, argnums=0):
+def hessian(fun, argnums=0, holomorphic=False):
     """Second derivatives: forward over reverse (``jacfwd(jacrev(fun))``), as JAX does."""
-    return _JacFwd(jacrev(fun, argnums), argnums, False, "hessian", (hessian, (fun, argnums)))
+    return _JacFwd(jacrev(fun, argnums, holomorphic), argnums, False, "hessian",
+                   (hessian, (fun, argnums, holomorphic)), holomorphic)
 
 
 def hvp(fun, primals, tangents, argnums=0):
