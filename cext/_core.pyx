@@ -16,6 +16,7 @@ from cpython.float cimport PyFloat_AS_DOUBLE
 from libc cimport math as cm
 from libc.stdint cimport int32_t
 from libc.string cimport memset
+from libc.stdlib cimport qsort
 from cpython.object cimport PyTypeObject
 
 cdef extern from "Python.h":
@@ -26,7 +27,7 @@ import numbers as _numbers
 from operator import index as _index
 
 from deltaad import _rules
-from deltaad._errors import escaped_error, no_float_error
+from deltaad._errors import escaped_error, kept_intermediate_error, no_float_error
 
 cdef double INF = _math.inf
 cdef double NAN = _math.nan
@@ -144,7 +145,10 @@ cdef class Tape(Trace):
     """A reverse trace: a growable C array of 24-byte bindings ``id := c1*Var(p1) + c2*Var(p2)``.
 
     Coefficients that are not C doubles (outer duals, when nesting) are kept beside the array
-    in ``ocoef``; bindings with other than two scalar parents in ``linear``.
+    in ``ocoef``; bindings with other than two scalar parents in ``linear``, and so are nodes
+    (``p1 == -3``: computations the tape does not keep, re-run by the sweep; see ``_pure``).
+    The flags ``general``, ``vjp`` and ``truncated`` are set once and never reset, as in
+    ``_pure``.
     """
 
     cdef Binding* b
@@ -152,7 +156,11 @@ cdef class Tape(Trace):
     cdef Py_ssize_t cap
     cdef dict ocoef
     cdef dict linear
-    cdef bint general
+    cdef list nodes     # ids of the node bindings, ascending
+    cdef bint general   # some coefficient is not a C double (an outer dual)
+    cdef bint vjp       # some linear binding's rule is a callable
+    cdef bint truncated # bindings were dropped: the sweep checks parents are older
+    cdef bint busy      # a sweep that may run nodes is in progress
     cdef int sweeping   # float sweeps in progress (without the GIL) over ``b``: do not move it
 
     def __cinit__(self, *args):
@@ -162,7 +170,11 @@ cdef class Tape(Trace):
         self.sweeping = 0
         self.ocoef = {}
         self.linear = {}
+        self.nodes = []
         self.general = False
+        self.vjp = False
+        self.truncated = False
+        self.busy = False
         self.is_forward = False
 
     def __dealloc__(self):
@@ -245,9 +257,85 @@ cdef class Tape(Trace):
         if self.closed:
             raise escaped_error(self.level)
         parents = _check_parents(parents, self.n)
+        if callable(rule):
+            self.vjp = True
+        elif not all_floats(rule):
+            self.general = True
         cdef Py_ssize_t i = self._push(-2, 0.0, -1, 0.0)
         self.linear[i] = (parents, rule)
         return i
+
+    def push_node(self, parents, node):
+        """Record a node binding (checkpointing); see ``_pure.Tape.push_node``."""
+        if self.closed:
+            raise escaped_error(self.level)
+        parents = _check_parents(parents, self.n)
+        cdef Py_ssize_t i = self._push(-3, 0.0, -1, 0.0)
+        self.linear[i] = (parents, node)
+        self.nodes.append(i)
+        return i
+
+    def truncate(self, m):
+        """Drop the bindings ``m, m+1, ...``; see ``_pure.Tape.truncate``."""
+        cdef Py_ssize_t mm = _index(m)
+        if mm < 0 or mm > self.n:
+            raise ValueError("truncate: %d is not between 0 and the tape's %d bindings" % (mm, self.n))
+        if mm == self.n:
+            return
+        if self.sweeping:
+            raise RuntimeError("deltaad tape: cannot drop bindings while another thread runs its "
+                               "backward sweep; give each thread its own differentiation")
+        _pop_tail(self.linear, mm)
+        _pop_tail(self.ocoef, mm)
+        cdef list nodes = self.nodes
+        while nodes and <Py_ssize_t>nodes[len(nodes) - 1] >= mm:
+            nodes.pop()
+        self.n = mm
+        self.truncated = True
+
+    def region_parents(self, m):
+        """The ids below ``m`` that bindings ``m, m+1, ...`` read, ascending (see ``_pure``)."""
+        cdef Py_ssize_t mm = _index(m)
+        cdef Py_ssize_t i, j, k, cnt = 0, u
+        cdef int32_t* buf
+        if mm < 0 or mm > self.n:
+            raise ValueError("region_parents: %d is not between 0 and the tape's %d bindings" % (mm, self.n))
+        if mm == self.n:
+            return []
+        buf = <int32_t*>PyMem_Malloc(2 * (self.n - mm) * sizeof(int32_t))
+        if buf == NULL:
+            raise MemoryError("deltaad region_parents: out of memory")
+        extra = None
+        try:
+            for i in range(mm, self.n):  # at most two scalar parents a binding: fits in buf
+                j = self.b[i].p1
+                if j >= 0:
+                    if j < mm:
+                        buf[cnt] = <int32_t>j
+                        cnt += 1
+                    k = self.b[i].p2
+                    if 0 <= k < mm:
+                        buf[cnt] = <int32_t>k
+                        cnt += 1
+                elif j < -1:
+                    for p in (<tuple>self.linear[i])[0]:
+                        if p < mm:
+                            if extra is None:
+                                extra = set()
+                            extra.add(p)
+            qsort(buf, cnt, sizeof(int32_t), _cmp_int32)
+            out = []
+            u = -1
+            for i in range(cnt):
+                if buf[i] != u:
+                    u = buf[i]
+                    out.append(u)
+        finally:
+            PyMem_Free(buf)
+        if extra is not None:
+            extra.update(out)
+            out = sorted(extra)
+        return out
 
     @property
     def nbindings(self):
@@ -263,7 +351,7 @@ cdef class Tape(Trace):
         if i < 0 or i >= self.n:
             raise IndexError("binding %d not on this tape of %d" % (i, self.n))
         cdef Binding bb = self.b[i]
-        if bb.p1 == -2:
+        if bb.p1 < -1:
             return self.linear[i]
         if bb.p1 == -1:
             return (), ()
@@ -318,9 +406,11 @@ cdef class Tape(Trace):
                     raise IndexError("wanted id %r is not on this tape of %d bindings" % (w_, n0))
                 wl.append(sid)
             nw = len(wl)
-        if not (float_seeds and not self.general and not self.linear):
-            return self._eval_general(sl, wl if wl is not None
-                                      else [r0 + m * rstep for m in range(nw)])
+        if self.n < n0:
+            raise RuntimeError("deltaad eval: the tape lost bindings while its seeds were read")
+        if not (float_seeds and not self.general and not self.linear and not self.truncated):
+            return self._eval_sweep(sl, wl if wl is not None
+                                    else [r0 + m * rstep for m in range(nw)], float_seeds)
         global _spare_adj, _spare_adj_n
         cdef Py_ssize_t n = self.n
         cdef Binding* b = self.b
@@ -371,34 +461,300 @@ cdef class Tape(Trace):
             else:
                 PyMem_Free(adj)
 
-    cdef list _eval_general(self, list seeds, list wanted):
+    cdef list _eval_sweep(self, list seeds, list wanted, bint float_seeds):
+        """The sweep of a tape with linear bindings or nodes (see ``Sweep``): over C doubles
+        when every seed and coefficient is one and no rule is a callable, else over objects."""
+        cdef Sweep sw = Sweep.__new__(Sweep)
         cdef Py_ssize_t n = self.n
-        cdef Py_ssize_t i, j, k
-        cdef list adj = [None] * n
-        cdef dict ocoef = self.ocoef
-        cdef dict linear = self.linear
+        cdef Py_ssize_t i, j
+        cdef list nodes = self.nodes
+        sw.tape = self
+        sw.floats = float_seeds and not self.general and not self.vjp
+        sw.active = True
+        sw.end = n
+        if nodes:
+            if self.busy:
+                raise RuntimeError(_BUSY)
+            self.busy = True
+        try:
+            if sw.floats:
+                sw._ensure(n)
+                memset(sw.adj, 0, n * sizeof(double))
+                for j in nodes:  # ids below n: the marker that makes the sweep stop at a node
+                    sw.adj[j] = 1.0
+                for pair in seeds:  # ids checked by eval; cotangents exact floats
+                    i = (<tuple>pair)[0]
+                    sw.adj[i] += PyFloat_AS_DOUBLE((<tuple>pair)[1])
+                sw._float_range(0, n)
+                return [sw.adj[<Py_ssize_t>w] for w in wanted]
+            sw.oadj = [None] * n
+            for j in nodes:
+                sw.oadj[j] = 1.0
+            for pair in seeds:
+                _accumulate(sw.oadj, (<tuple>pair)[0], (<tuple>pair)[1])
+            sw.keep = set(wanted)
+            sw._general_range(0, n, sw.keep)
+            return [sw.oadj[<Py_ssize_t>w] for w in wanted]
+        finally:
+            sw._finish()
+            if nodes:
+                self.busy = False
+
+
+_BUSY = ("deltaad: this tape is already being swept (by another thread, or re-entrantly from a "
+         "checkpointed function); a tape holding checkpoints is swept by one caller at a time")
+
+_NEW_KIND = ("deltaad checkpoint: the re-run of a checkpointed computation recorded operations "
+             "its first run did not (array or custom-rule operations, or values of an outer "
+             "differentiation), so it is not a function of its inputs: it read state that "
+             "changed in between")
+
+
+cdef int _cmp_int32(const void* x, const void* y) noexcept nogil:
+    cdef int32_t a = (<const int32_t*>x)[0]
+    cdef int32_t b = (<const int32_t*>y)[0]
+    return (a > b) - (a < b)
+
+
+cdef _pop_tail(dict d, Py_ssize_t m):
+    """Remove the keys >= m of ``d``, whose keys were inserted in increasing order."""
+    while d:
+        last = next(reversed(d))
+        if <Py_ssize_t>last < m:
+            break
+        del d[last]
+
+
+def zero_adjoint(a):
+    """True for an adjoint that contributes nothing: None, a float zero, or a forward dual
+    that is zero all the way down (what the sweep skips)."""
+    return a is None or _is_zero(a)
+
+
+@cython.final
+@cython.auto_pickle(False)
+cdef class Sweep:
+    """A backward sweep in progress over a tape with linear bindings or nodes (see ``_pure``).
+
+    Float mode keeps the adjoints in a C array (``adj``, room for ``cap``), swept without the
+    GIL between linear bindings and nodes; object mode in a list (``oadj``). A node's segment
+    is swept into the same adjoints, so results are those of the program without checkpoints
+    to the last bit.
+    """
+
+    cdef Tape tape
+    cdef bint floats
+    cdef bint active
+    cdef double* adj
+    cdef Py_ssize_t cap
+    cdef Py_ssize_t end     # adjoint slots in use: the end of the part being swept
+    cdef list oadj
+    cdef object keep
+
+    def __cinit__(self):
+        self.adj = NULL
+        self.cap = 0
+
+    def __dealloc__(self):
+        if self.adj != NULL:
+            PyMem_Free(self.adj)
+            self.adj = NULL
+
+    cdef int _ensure(self, Py_ssize_t n) except -1:
+        """Room for ``n`` float adjoints (the kept part is preserved)."""
+        global _spare_adj, _spare_adj_n
+        cdef Py_ssize_t newcap
+        cdef double* na
+        if n <= self.cap:
+            return 0
+        if self.adj == NULL and _spare_adj != NULL and _spare_adj_n >= n and not _tracing():
+            self.adj = _spare_adj
+            self.cap = _spare_adj_n
+            _spare_adj = NULL
+            _spare_adj_n = 0
+            return 0
+        newcap = self.cap * 2
+        if newcap < n:
+            newcap = n
+        if newcap < 16:
+            newcap = 16
+        na = <double*>PyMem_Realloc(self.adj, newcap * sizeof(double))
+        if na == NULL:
+            raise MemoryError("deltaad eval: out of memory for %d adjoints" % newcap)
+        self.adj = na
+        self.cap = newcap
+        return 0
+
+    cdef void _finish(self) noexcept:
+        """End of the sweep: later calls of its methods raise; the adjoint array is freed or
+        kept as the spare (see ``_spare_adj``)."""
+        global _spare_adj, _spare_adj_n
+        self.active = False
+        self.oadj = None
+        if self.adj == NULL:
+            return
+        if (self.cap > _spare_adj_n and self.cap * <Py_ssize_t>sizeof(double) <= SPARE_MAX_BYTES
+                and not _tracing()):
+            if _spare_adj != NULL:
+                PyMem_Free(_spare_adj)
+            _spare_adj = self.adj
+            _spare_adj_n = self.cap
+        else:
+            PyMem_Free(self.adj)
+        self.adj = NULL
+        self.cap = 0
+
+    def adjoint(self, i):
+        """The adjoint accumulated so far for id ``i`` (0.0 or None when untouched)."""
+        if not self.active:
+            raise RuntimeError("deltaad: this sweep has finished")
+        cdef Py_ssize_t k = _index(i)
+        if not 0 <= k < self.tape.n:
+            raise IndexError("adjoint: id %d is not on the tape being swept" % k)
+        if self.floats:
+            return self.adj[k]
+        return self.oadj[k]
+
+    def sweep(self, start, seeds, wanted):
+        """Sweep the segment ``start .. end`` recorded by a node into this sweep's adjoints
+        after adding ``seeds``; return the ``wanted`` adjoints; drop the segment (see ``_pure``)."""
+        if not self.active:
+            raise RuntimeError("deltaad: this sweep has finished")
+        cdef Tape tape = self.tape
+        cdef Py_ssize_t st = _index(start)
+        cdef Py_ssize_t n = tape.n
+        cdef Py_ssize_t i, w, k
+        cdef list nodes = tape.nodes
+        cdef list wl = []
+        if st != self.end or st > n:
+            raise ValueError("sweep: a segment starts where the swept part ends (%d), not at %d "
+                             "(the tape holds %d)" % (self.end, st, n))
+        try:
+            if self.floats:
+                if tape.general or tape.vjp:
+                    raise RuntimeError(_NEW_KIND)
+                self._ensure(n)
+                memset(self.adj + st, 0, (n - st) * sizeof(double))
+            else:
+                self.oadj.extend([None] * (n - st))
+            for k in range(len(nodes) - 1, -1, -1):
+                i = nodes[k]
+                if i < st:
+                    break
+                if self.floats:
+                    self.adj[i] = 1.0
+                else:
+                    self.oadj[i] = 1.0
+            for pair in seeds:
+                i_, ct = pair
+                i = _index(i_)
+                if not 0 <= i < n:
+                    raise IndexError("sweep: seed id %d is not on the tape" % i)
+                if self.floats:
+                    if type(ct) is not float:
+                        raise TypeError("sweep: a float sweep takes float cotangents, not %s"
+                                        % type(ct).__name__)
+                    self.adj[i] += PyFloat_AS_DOUBLE(ct)
+                else:
+                    _accumulate(self.oadj, i, ct)
+            for w_ in wanted:
+                w = _index(w_)
+                if not 0 <= w < n:
+                    raise IndexError("sweep: wanted id %d is not on the tape" % w)
+                wl.append(w)
+            self.end = n
+            if self.floats:
+                self._float_range(st, n)
+                return [self.adj[<Py_ssize_t>w_] for w_ in wl]
+            self._general_range(st, n, self.keep.union(wl))
+            return [self.oadj[<Py_ssize_t>w_] for w_ in wl]
+        finally:
+            self.end = st
+            if tape.n > st:
+                tape.truncate(st)
+            if not self.floats and self.oadj is not None:
+                del self.oadj[st:]
+
+    cdef int _float_range(self, Py_ssize_t lo, Py_ssize_t hi) except -1:
+        """Sweep bindings ``hi - 1`` down to ``lo`` over C doubles: without the GIL up to the
+        next linear binding or node, which is handled with it."""
+        cdef Tape tape = self.tape
+        cdef Py_ssize_t i = hi - 1
+        cdef Py_ssize_t j, k
+        cdef double a
         cdef Binding* b
-        for i_, ct in seeds:
-            _accumulate(adj, i_, ct)
-        keep = set(wanted)
-        for i in range(n - 1, -1, -1):
+        cdef double* adj
+        cdef bint check = tape.truncated
+        cdef bint bad
+        while i >= lo:
+            b = tape.b  # re-read: a node may have recorded on the tape and moved it
+            adj = self.adj
+            bad = False
+            tape.sweeping += 1
+            with nogil:
+                # Parents are older than their binding (checked when the tape was truncated),
+                # so every index is in bounds.
+                while i >= lo:
+                    a = adj[i]
+                    if a != 0.0:
+                        j = b[i].p1
+                        if j >= 0:
+                            k = b[i].p2
+                            if check and (j >= i or k >= i):
+                                bad = True
+                                break
+                            adj[j] += b[i].c1 * a
+                            if k >= 0:
+                                adj[k] += b[i].c2 * a
+                        elif j != -1:
+                            break
+                    i -= 1
+            tape.sweeping -= 1
+            if i < lo:
+                break
+            if bad:
+                raise kept_intermediate_error()
+            if tape.b[i].p1 == -2:
+                a = adj[i]
+                parents, coefs = <tuple>tape.linear[i]
+                for p, c in zip(<tuple>parents, coefs):  # float coefficients (else not here)
+                    adj[<Py_ssize_t>p] += PyFloat_AS_DOUBLE(c) * a
+            else:
+                (<tuple>tape.linear[i])[1].run(self, i)
+            i -= 1
+        return 0
+
+    cdef int _general_range(self, Py_ssize_t lo, Py_ssize_t hi, object keep) except -1:
+        """Sweep bindings ``hi - 1`` down to ``lo`` over Python objects (as ``_pure``)."""
+        cdef Tape tape = self.tape
+        cdef list adj = self.oadj
+        cdef dict ocoef = tape.ocoef
+        cdef dict linear = tape.linear
+        cdef bint check = tape.truncated
+        cdef Py_ssize_t i, j, k
+        cdef Binding* b
+        for i in range(hi - 1, lo - 1, -1):
             a = adj[i]
             if a is None or _is_zero(a):
                 continue
-            b = self.b  # re-read: a vjp callback may have recorded on this tape and moved it
+            b = tape.b  # re-read: a vjp callback or a node may have recorded and moved it
             j = b[i].p1
             if j == -2:
-                parents, rule = linear[i]
+                parents, rule = <tuple>linear[i]
                 if callable(rule):
                     cts = rule(a)
-                    for p, ct in zip(parents, cts):
+                    for p, ct in zip(<tuple>parents, cts):
                         if ct is not None:
                             _accumulate(adj, p, ct)
                 else:
-                    for p, c in zip(parents, rule):
+                    for p, c in zip(<tuple>parents, rule):
                         _accumulate(adj, p, c * a)
+            elif j == -3:
+                (<tuple>linear[i])[1].run(self, i)
             elif j >= 0:
                 k = b[i].p2
+                if check and (j >= i or k >= i):
+                    raise kept_intermediate_error()
                 oc = ocoef.get(i)
                 if oc is None:
                     _accumulate(adj, j, b[i].c1 * a)
@@ -410,7 +766,7 @@ cdef class Tape(Trace):
                         _accumulate(adj, k, oc[1] * a)
             if i not in keep:
                 adj[i] = None
-        return [adj[w] for w in wanted]
+        return 0
 
 
 cdef tuple _check_parents(object parents, Py_ssize_t n):

@@ -18,6 +18,7 @@ from .pytrees import tree_flatten, tree_map, tree_unflatten
 from .arrays import ArrayDual, asarray, at, stack
 from .array_rules import logsumexp, stop_gradient
 from .custom import custom_jvp, custom_vjp, primitive
+from .checkpoint import CheckpointError, checkpoint, fori_loop, remat, while_loop
 from .transforms import (
     grad, hessian, jacfwd, jacobian, jacrev, jvp, make_delta, open_traces, value_and_grad, vjp,
 )
@@ -36,4 +37,5 @@ __all__ = [
     "sigmoid", "softplus", "logaddexp", "fmin", "fmax", "clip", "pi", "e",
     "ArrayDual", "asarray", "stack", "at", "logsumexp", "stop_gradient",
     "custom_vjp", "custom_jvp", "primitive",
+    "checkpoint", "remat", "fori_loop", "while_loop", "CheckpointError",
 ]

@@ -25,3 +25,14 @@ def escaped_error(level):
 
 def no_float_error(what):
     return TypeError(NO_FLOAT.format(what=what))
+
+
+KEPT_INTERMEDIATE = (
+    "a deltaad Dual computed inside a checkpointed function or loop body was kept (e.g. in a list "
+    "or a global) and used after it returned; checkpointing drops such values from the tape. "
+    "Return every value a checkpointed function computes, or compute it outside the checkpoint."
+)
+
+
+def kept_intermediate_error():
+    return EscapedDualError(KEPT_INTERMEDIATE)

@@ -23,7 +23,7 @@ import numbers
 from operator import index as _index
 
 from . import _rules
-from ._errors import escaped_error, no_float_error
+from ._errors import escaped_error, kept_intermediate_error as _kept_intermediate_error, no_float_error
 
 _INF = math.inf
 _NAN = math.nan
@@ -76,11 +76,21 @@ class Tape(Trace):
     flat list rather than a list of tuples: no tuple object per operation); a missing parent is
     -1. An input (a ``Var`` with no binding) has both parents -1. Bindings that do not fit two
     scalar coefficients (n-ary primitives, array operations) have ``p1 == -2`` and live in
-    ``_linear[i]`` as ``(parents, coefs)`` or ``(parents, vjp)``. ``_n`` is the number of
-    bindings, the next id (a counter: cheaper than ``len(_b) >> 2``, which makes two ints).
+    ``_linear[i]`` as ``(parents, coefs)`` or ``(parents, vjp)``. A *node* (``p1 == -3``,
+    ``_linear[i] == (parents, node)``, its id in ``_nodes``) is a computation the tape does not
+    keep: the sweep calls ``node.run(sweep, i)`` when it reaches it, and the node re-records its
+    computation at the end of the tape and sweeps that segment (checkpointing). ``_n`` is the
+    number of bindings, the next id (a counter: cheaper than ``len(_b) >> 2``, which makes two
+    ints).
+
+    Flags, set once and never reset (a truncation keeps them, so a checkpointed program takes
+    the same kind of sweep as the program without checkpoints): ``_general`` some coefficient
+    is not a float (an outer dual); ``_vjp`` some linear binding's rule is a callable (arrays,
+    custom rules); ``_truncated`` bindings were dropped, so a dual kept from a dropped region
+    could name a parent at or after its binding (the sweep checks).
     """
 
-    __slots__ = ("_b", "_n", "_linear", "_general")
+    __slots__ = ("_b", "_n", "_linear", "_general", "_vjp", "_nodes", "_truncated", "_busy")
 
     def __init__(self, level):
         Trace.__init__(self, level)
@@ -88,6 +98,10 @@ class Tape(Trace):
         self._n = 0
         self._linear = {}
         self._general = False  # some coefficient is not a float (an outer dual)
+        self._vjp = False      # some linear binding's rule is a callable
+        self._nodes = []       # ids of the node bindings, ascending
+        self._truncated = False
+        self._busy = False     # a sweep that may run nodes is in progress
 
     # -- recording (deltaLet) ----------------------------------------------------------------
 
@@ -154,16 +168,79 @@ class Tape(Trace):
         """
         if self.closed:
             raise escaped_error(self.level)
+        parents = _check_parents(parents, self._n)
+        if callable(rule):
+            self._vjp = True
+        elif not all_floats(rule):
+            self._general = True
         i = self._n
-        parents = tuple([_index(p) for p in parents])
-        for p in parents:
-            if not 0 <= p < i:  # the sweep relies on parents older than their binding
-                raise ValueError("push_linear: parent %d is not an earlier binding of this tape "
-                                 "(it holds %d)" % (p, i))
         self._n = i + 1
         self._b += (-2, 0.0, -1, 0.0)
         self._linear[i] = (parents, rule)
         return i
+
+    def push_node(self, parents, node):
+        """Record a node binding: a computation the tape does not keep (checkpointing).
+
+        ``parents`` are the earlier ids its computation reads (for inspection and checks).
+        When the sweep reaches it, it calls ``node.run(sweep, id)``: the node reads its
+        outputs' adjoints with ``sweep.adjoint``, re-records its computation at the end of the
+        tape and hands that segment to ``sweep.sweep``, which adds into this same sweep's
+        adjoints. The node runs even though nothing names its id (its adjoint slot holds a
+        marker).
+        """
+        if self.closed:
+            raise escaped_error(self.level)
+        parents = _check_parents(parents, self._n)
+        i = self._n
+        self._n = i + 1
+        self._b += (-3, 0.0, -1, 0.0)
+        self._linear[i] = (parents, node)
+        self._nodes.append(i)
+        return i
+
+    def truncate(self, m):
+        """Drop the bindings ``m, m+1, ...`` (a region recorded and no longer needed).
+
+        Duals of the dropped region must not be used again: their ids will name other
+        bindings. The sweep reports a parent at or after its own binding (such a dual used
+        later) instead of reading out of bounds; an older id reused is not detectable.
+        """
+        m = _index(m)
+        if not 0 <= m <= self._n:
+            raise ValueError("truncate: %d is not between 0 and the tape's %d bindings" % (m, self._n))
+        if m == self._n:
+            return
+        del self._b[4 * m:]
+        self._n = m
+        _pop_tail(self._linear, m)
+        nodes = self._nodes
+        while nodes and nodes[-1] >= m:
+            nodes.pop()
+        self._truncated = True
+
+    def region_parents(self, m):
+        """The ids below ``m`` that bindings ``m, m+1, ...`` read, ascending: the free
+        variables of the region (inputs and duals captured from outside it)."""
+        m = _index(m)
+        if not 0 <= m <= self._n:
+            raise ValueError("region_parents: %d is not between 0 and the tape's %d bindings" % (m, self._n))
+        seen = set()
+        bs = self._b
+        linear = self._linear
+        for i in range(m, self._n):
+            j = bs[4 * i]
+            if j >= 0:
+                if j < m:
+                    seen.add(j)
+                k = bs[4 * i + 2]
+                if 0 <= k < m:
+                    seen.add(k)
+            elif j < -1:
+                for p in linear[i][0]:
+                    if p < m:
+                        seen.add(p)
+        return sorted(seen)
 
     # -- inspection -------------------------------------------------------------------------
 
@@ -181,7 +258,7 @@ class Tape(Trace):
         if not 0 <= i < self._n:
             raise IndexError("binding %d not on this tape of %d" % (i, self._n))
         p1, c1, p2, c2 = self._b[4 * i:4 * i + 4]
-        if p1 == -2:
+        if p1 < -1:
             return self._linear[i]
         if p1 == -1:
             return (), ()
@@ -228,7 +305,7 @@ class Tape(Trace):
             wanted = wl
         bs = self._b
         n = self._n
-        if float_seeds and not self._general and not self._linear:
+        if float_seeds and not self._general and not self._linear and not self._truncated:
             adj = [0.0] * n
             for i, ct in seeds:
                 adj[i] += ct
@@ -244,13 +321,164 @@ class Tape(Trace):
                     if k >= 0:
                         adj[k] += c2 * a
             return [adj[w] for w in wanted]
-        adj = [None] * n
-        for i, ct in seeds:
-            _accumulate(adj, i, ct)
-        keep = set(wanted)
-        linear = self._linear
-        rb = iter(reversed(bs))
-        for i, c2, k, c1, j in zip(range(n - 1, -1, -1), rb, rb, rb, rb):
+        nodes = self._nodes
+        if nodes:
+            if self._busy:
+                raise RuntimeError(_BUSY)
+            self._busy = True
+        try:
+            sw = Sweep(self, float_seeds and not self._general and not self._vjp)
+            if sw.floats:
+                adj = sw.adj = [0.0] * n
+                for j in nodes:
+                    adj[j] = 1.0  # the marker that makes the sweep stop at a node
+                for i, ct in seeds:
+                    adj[i] += ct
+                sw._float_range(0, n)
+            else:
+                adj = sw.adj = [None] * n
+                for j in nodes:
+                    adj[j] = 1.0
+                for i, ct in seeds:
+                    _accumulate(adj, i, ct)
+                sw.keep = set(wanted)
+                sw._general_range(0, n, sw.keep)
+            return [adj[w] for w in wanted]
+        finally:
+            sw.active = False
+            if nodes:
+                self._busy = False
+
+
+_BUSY = ("deltaad: this tape is already being swept (by another thread, or re-entrantly from a "
+         "checkpointed function); a tape holding checkpoints is swept by one caller at a time")
+
+
+def _pop_tail(d, m):
+    """Remove the keys >= m of ``d``, whose keys were inserted in increasing order."""
+    while d:
+        last = next(reversed(d))
+        if last < m:
+            break
+        del d[last]
+
+
+def _check_parents(parents, n):
+    parents = tuple([_index(p) for p in parents])
+    for p in parents:
+        if not 0 <= p < n:  # the sweep relies on parents older than their binding
+            raise ValueError("push_linear: parent %d is not an earlier binding of this tape "
+                             "(it holds %d)" % (p, n))
+    return parents
+
+
+class Sweep:
+    """A backward sweep in progress over a tape with linear bindings or nodes.
+
+    Adjoints live in one list, floats (``floats``: untouched is 0.0) or objects (untouched is
+    None). A node reads its outputs' adjoints with :meth:`adjoint` and hands the segment it
+    re-recorded to :meth:`sweep`, which adds into this same list: a variable read inside a
+    checkpoint gets its contributions in the same order as without the checkpoint, so results
+    are the same to the last bit.
+    """
+
+    __slots__ = ("tape", "floats", "adj", "keep", "active")
+
+    def __init__(self, tape, floats):
+        self.tape = tape
+        self.floats = floats
+        self.adj = None
+        self.keep = None
+        self.active = True
+
+    def adjoint(self, i):
+        """The adjoint accumulated so far for id ``i`` (0.0 or None when untouched)."""
+        if not self.active:
+            raise RuntimeError("deltaad: this sweep has finished")
+        i = _index(i)
+        if not 0 <= i < len(self.adj):
+            raise IndexError("adjoint: id %d is not on the tape being swept" % i)
+        return self.adj[i]
+
+    def sweep(self, start, seeds, wanted):
+        """Sweep the segment ``start .. end`` of the tape (recorded by a node), newest first,
+        into this sweep's adjoints, after adding the ``seeds`` ``(id, cotangent)``; return the
+        adjoints of the ``wanted`` ids and drop the segment (also on an exception)."""
+        if not self.active:
+            raise RuntimeError("deltaad: this sweep has finished")
+        tape = self.tape
+        start = _index(start)
+        adj = self.adj
+        n = tape._n
+        if not len(adj) == start <= n:
+            raise ValueError("sweep: a segment starts where the swept part ends (%d), not at %d "
+                             "(the tape holds %d)" % (len(adj), start, n))
+        try:
+            if self.floats:
+                if tape._general or tape._vjp:
+                    raise RuntimeError(_NEW_KIND)
+                adj.extend([0.0] * (n - start))
+            else:
+                adj.extend([None] * (n - start))
+            for j in reversed(tape._nodes):
+                if j < start:
+                    break
+                adj[j] = 1.0
+            for i, ct in seeds:
+                i = _index(i)
+                if not 0 <= i < n:
+                    raise IndexError("sweep: seed id %d is not on the tape" % i)
+                if self.floats:
+                    if type(ct) is not float:
+                        raise TypeError("sweep: a float sweep takes float cotangents, not %s"
+                                        % type(ct).__name__)
+                    adj[i] += ct
+                else:
+                    _accumulate(adj, i, ct)
+            wl = []
+            for w in wanted:
+                w = _index(w)
+                if not 0 <= w < n:
+                    raise IndexError("sweep: wanted id %d is not on the tape" % w)
+                wl.append(w)
+            if self.floats:
+                self._float_range(start, n)
+            else:
+                self._general_range(start, n, self.keep.union(wl))
+            return [adj[w] for w in wl]
+        finally:
+            tape.truncate(start)
+            del adj[start:]
+
+    def _float_range(self, lo, hi):
+        tape = self.tape
+        adj = self.adj
+        linear = tape._linear
+        check = tape._truncated
+        rb = iter(reversed(tape._b))  # at binding hi - 1: the range ends at the tape's end
+        for i, a, c2, k, c1, j in zip(range(hi - 1, lo - 1, -1), reversed(adj), rb, rb, rb, rb):
+            if a == 0.0:
+                continue
+            if j >= 0:
+                if check and (j >= i or k >= i):
+                    raise _kept_intermediate_error()
+                adj[j] += c1 * a
+                if k >= 0:
+                    adj[k] += c2 * a
+            elif j == -2:
+                parents, coefs = linear[i]
+                for p, c in zip(parents, coefs):
+                    adj[p] += c * a
+            elif j == -3:
+                linear[i][1].run(self, i)
+
+    def _general_range(self, lo, hi, keep):
+        tape = self.tape
+        adj = self.adj
+        linear = tape._linear
+        check = tape._truncated
+        rb = iter(reversed(tape._b))
+        for i, c2, k, c1, j in zip(range(hi - 1, lo - 1, -1), rb, rb, rb, rb):
             a = adj[i]
             if a is None or (a == 0.0 if type(a) is float else _is_zero(a)):
                 continue
@@ -264,13 +492,28 @@ class Tape(Trace):
                 else:
                     for p, c in zip(parents, rule):
                         _accumulate(adj, p, c * a)
+            elif j == -3:
+                linear[i][1].run(self, i)
             elif j >= 0:
+                if check and (j >= i or k >= i):
+                    raise _kept_intermediate_error()
                 _accumulate(adj, j, c1 * a)
                 if k >= 0:
                     _accumulate(adj, k, c2 * a)
             if i not in keep:
                 adj[i] = None  # free array adjoints as soon as they are spent
-        return [adj[w] for w in wanted]
+
+
+_NEW_KIND = ("deltaad checkpoint: the re-run of a checkpointed computation recorded operations "
+             "its first run did not (array or custom-rule operations, or values of an outer "
+             "differentiation), so it is not a function of its inputs: it read state that "
+             "changed in between")
+
+
+def zero_adjoint(a):
+    """True for an adjoint that contributes nothing: None, a float zero, or a forward dual
+    that is zero all the way down (what the sweep skips)."""
+    return a is None or (a == 0.0 if type(a) is float else _is_zero(a))
 
 
 def _accumulate(adj, i, x):
