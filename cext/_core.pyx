@@ -16,7 +16,6 @@ from cpython.float cimport PyFloat_AS_DOUBLE
 from libc cimport math as cm
 from libc.stdint cimport int32_t
 from libc.string cimport memset
-from libc.stdlib cimport qsort
 from cpython.object cimport PyTypeObject
 
 cdef extern from "Python.h":
@@ -157,6 +156,8 @@ cdef class Tape(Trace):
     cdef dict ocoef
     cdef dict linear
     cdef list nodes     # ids of the node bindings, ascending
+    cdef Py_ssize_t max_linear  # the largest key of ``linear`` (-1: none): truncating below
+                                # it is the only case that must look into the dict
     cdef bint general   # some coefficient is not a C double (an outer dual)
     cdef bint vjp       # some linear binding's rule is a callable
     cdef bint truncated # bindings were dropped: the sweep checks parents are older
@@ -171,6 +172,7 @@ cdef class Tape(Trace):
         self.ocoef = {}
         self.linear = {}
         self.nodes = []
+        self.max_linear = -1
         self.general = False
         self.vjp = False
         self.truncated = False
@@ -263,6 +265,7 @@ cdef class Tape(Trace):
             self.general = True
         cdef Py_ssize_t i = self._push(-2, 0.0, -1, 0.0)
         self.linear[i] = (parents, rule)
+        self.max_linear = i
         return i
 
     def push_node(self, parents, node):
@@ -272,66 +275,67 @@ cdef class Tape(Trace):
         parents = _check_parents(parents, self.n)
         cdef Py_ssize_t i = self._push(-3, 0.0, -1, 0.0)
         self.linear[i] = (parents, node)
+        self.max_linear = i
         self.nodes.append(i)
         return i
 
     def truncate(self, m):
         """Drop the bindings ``m, m+1, ...``; see ``_pure.Tape.truncate``."""
-        cdef Py_ssize_t mm = _index(m)
-        if mm < 0 or mm > self.n:
-            raise ValueError("truncate: %d is not between 0 and the tape's %d bindings" % (mm, self.n))
-        if mm == self.n:
-            return
+        self._truncate(m)
+
+    cdef int _truncate(self, Py_ssize_t m) except -1:
+        if m < 0 or m > self.n:
+            raise ValueError("truncate: %d is not between 0 and the tape's %d bindings" % (m, self.n))
+        if m == self.n:
+            return 0
         if self.sweeping:
             raise RuntimeError("deltaad tape: cannot drop bindings while another thread runs its "
                                "backward sweep; give each thread its own differentiation")
-        _pop_tail(self.linear, mm)
-        _pop_tail(self.ocoef, mm)
-        cdef list nodes = self.nodes
-        while nodes and <Py_ssize_t>nodes[len(nodes) - 1] >= mm:
-            nodes.pop()
-        self.n = mm
+        if self.max_linear >= m:
+            _pop_tail(self.linear, m)
+            self.max_linear = next(reversed(self.linear)) if self.linear else -1
+            nodes = self.nodes
+            while nodes and <Py_ssize_t>nodes[len(nodes) - 1] >= m:
+                nodes.pop()
+        if self.ocoef:
+            _pop_tail(self.ocoef, m)
+        self.n = m
         self.truncated = True
+        return 0
 
     def region_parents(self, m):
         """The ids below ``m`` that bindings ``m, m+1, ...`` read, ascending (see ``_pure``)."""
         cdef Py_ssize_t mm = _index(m)
-        cdef Py_ssize_t i, j, k, cnt = 0, u
-        cdef int32_t* buf
+        cdef Py_ssize_t i, j, k
+        cdef _IdSet ids
         if mm < 0 or mm > self.n:
             raise ValueError("region_parents: %d is not between 0 and the tape's %d bindings" % (mm, self.n))
-        if mm == self.n:
-            return []
-        buf = <int32_t*>PyMem_Malloc(2 * (self.n - mm) * sizeof(int32_t))
-        if buf == NULL:
-            raise MemoryError("deltaad region_parents: out of memory")
+        ids.v = NULL
+        ids.n = 0
+        ids.cap = 0
+        for i in range(64):
+            ids.seen[i] = -1
         extra = None
+        cdef Binding* b = self.b
+        cdef Py_ssize_t n = self.n
         try:
-            for i in range(mm, self.n):  # at most two scalar parents a binding: fits in buf
-                j = self.b[i].p1
+            for i in range(mm, n):  # the region reads no Python code: b and n stay valid
+                j = b[i].p1
                 if j >= 0:
-                    if j < mm:
-                        buf[cnt] = <int32_t>j
-                        cnt += 1
-                    k = self.b[i].p2
-                    if 0 <= k < mm:
-                        buf[cnt] = <int32_t>k
-                        cnt += 1
+                    if j < mm and ids.seen[j & 63] != j:
+                        _idset_add(&ids, <int32_t>j)
+                    k = b[i].p2
+                    if 0 <= k < mm and ids.seen[k & 63] != k:
+                        _idset_add(&ids, <int32_t>k)
                 elif j < -1:
                     for p in (<tuple>self.linear[i])[0]:
                         if p < mm:
                             if extra is None:
                                 extra = set()
                             extra.add(p)
-            qsort(buf, cnt, sizeof(int32_t), _cmp_int32)
-            out = []
-            u = -1
-            for i in range(cnt):
-                if buf[i] != u:
-                    u = buf[i]
-                    out.append(u)
+            out = [ids.v[i] for i in range(ids.n)]
         finally:
-            PyMem_Free(buf)
+            PyMem_Free(ids.v)
         if extra is not None:
             extra.update(out)
             out = sorted(extra)
@@ -510,10 +514,42 @@ _NEW_KIND = ("deltaad checkpoint: the re-run of a checkpointed computation recor
              "changed in between")
 
 
-cdef int _cmp_int32(const void* x, const void* y) noexcept nogil:
-    cdef int32_t a = (<const int32_t*>x)[0]
-    cdef int32_t b = (<const int32_t*>y)[0]
-    return (a > b) - (a < b)
+ctypedef struct _IdSet:
+    int32_t* v          # distinct ids, ascending
+    Py_ssize_t n
+    Py_ssize_t cap
+    int32_t seen[64]    # ids known to be in the set, by their low bits (a region reads the
+                        # same few ids over and over: most adds end here)
+
+
+cdef int _idset_add(_IdSet* s, int32_t x) except -1:
+    """Add ``x`` to the sorted set ``s`` (binary search; the sets are small)."""
+    cdef Py_ssize_t lo = 0, hi, mid, k
+    cdef int32_t* nv
+    if s.seen[x & 63] == x:
+        return 0
+    s.seen[x & 63] = x
+    hi = s.n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if s.v[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < s.n and s.v[lo] == x:
+        return 0
+    if s.n == s.cap:
+        k = s.cap * 2 if s.cap else 16
+        nv = <int32_t*>PyMem_Realloc(s.v, k * sizeof(int32_t))
+        if nv == NULL:
+            raise MemoryError("deltaad region_parents: out of memory")
+        s.v = nv
+        s.cap = k
+    for k in range(s.n, lo, -1):
+        s.v[k] = s.v[k - 1]
+    s.v[lo] = x
+    s.n += 1
+    return 0
 
 
 cdef _pop_tail(dict d, Py_ssize_t m):
@@ -621,7 +657,7 @@ cdef class Sweep:
         if not self.active:
             raise RuntimeError("deltaad: this sweep has finished")
         cdef Tape tape = self.tape
-        cdef Py_ssize_t st = _index(start)
+        cdef Py_ssize_t st = start
         cdef Py_ssize_t n = tape.n
         cdef Py_ssize_t i, w, k
         cdef list nodes = tape.nodes
@@ -647,7 +683,7 @@ cdef class Sweep:
                     self.oadj[i] = 1.0
             for pair in seeds:
                 i_, ct = pair
-                i = _index(i_)
+                i = i_
                 if not 0 <= i < n:
                     raise IndexError("sweep: seed id %d is not on the tape" % i)
                 if self.floats:
@@ -658,7 +694,7 @@ cdef class Sweep:
                 else:
                     _accumulate(self.oadj, i, ct)
             for w_ in wanted:
-                w = _index(w_)
+                w = w_
                 if not 0 <= w < n:
                     raise IndexError("sweep: wanted id %d is not on the tape" % w)
                 wl.append(w)
@@ -671,7 +707,7 @@ cdef class Sweep:
         finally:
             self.end = st
             if tape.n > st:
-                tape.truncate(st)
+                tape._truncate(st)
             if not self.floats and self.oadj is not None:
                 del self.oadj[st:]
 

@@ -18,7 +18,7 @@ from .pytrees import tree_flatten, tree_map, tree_unflatten
 from .arrays import ArrayDual, asarray, at, stack
 from .array_rules import logsumexp, stop_gradient
 from .custom import custom_jvp, custom_vjp, primitive
-from .checkpoint import CheckpointError, checkpoint, fori_loop, remat, while_loop
+from .checkpointing import CheckpointError, checkpoint, fori_loop, remat, while_loop
 from .transforms import (
     grad, hessian, jacfwd, jacobian, jacrev, jvp, make_delta, open_traces, value_and_grad, vjp,
 )

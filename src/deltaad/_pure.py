@@ -213,10 +213,11 @@ class Tape(Trace):
             return
         del self._b[4 * m:]
         self._n = m
-        _pop_tail(self._linear, m)
-        nodes = self._nodes
-        while nodes and nodes[-1] >= m:
-            nodes.pop()
+        if self._linear:
+            _pop_tail(self._linear, m)
+            nodes = self._nodes
+            while nodes and nodes[-1] >= m:
+                nodes.pop()
         self._truncated = True
 
     def region_parents(self, m):

@@ -29,6 +29,7 @@ is reversed, newest first, by :func:`revolve` with the snapshots not holding an 
 state. :func:`online_bound` states the recomputation this costs.
 """
 
+import functools
 import math
 
 ADVANCE, STORE, RESTORE, FREE, TURN = range(5)
@@ -66,6 +67,7 @@ def _check(n, c):
         raise ValueError("schedules: need at least one step and one snapshot (n=%r, c=%r)" % (n, c))
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def split(n, c):
     """Where the optimal schedule keeps its next state when reversing ``n >= 2`` steps with
     ``c >= 2`` snapshots: after ``m`` steps, ``1 <= m < n``.
@@ -80,49 +82,77 @@ def split(n, c):
     return min(m, n - 1)
 
 
-def _reverse(s, e, slot, c, free):
-    """Actions that reverse steps ``s .. e-1``, the state at ``s`` being in ``slot``, with
-    ``c`` snapshots (``slot``'s included) and the spare slot numbers in the list ``free``.
+def _plan(s, e, slot, c, free, frees=True):
+    """Compound actions that reverse steps ``s .. e-1``, the state at ``s`` being in
+    ``slot``, with ``c`` snapshots (``slot``'s included) and the spare slot numbers in the
+    list ``free`` (see :func:`plan`); without ``frees`` no FREE actions (a slot is then
+    simply overwritten when it is used again).
 
     An explicit stack, not recursion: with many snapshots the recursion is as deep as ``c``.
     """
-    stack = [(0, s, e, slot, c)]
+    stack = [(s, e, slot, c)]
+    pop = stack.pop
+    push = stack.append
     while stack:
-        op, s, e, slot, c = stack.pop()
-        if op == 1:  # the end of a part that used an extra snapshot
-            yield (FREE, slot)
+        s, e, slot, c = pop()
+        if c == 0:  # the end of a part that used an extra snapshot (in ``slot``)
             free.append(slot)
-            continue
-        n = e - s
-        if n == 1:
-            yield (RESTORE, slot)
-            yield (TURN,)
+            if frees:
+                yield (FREE, slot)
+        elif e - s == 1:
+            yield (TURN, slot, s)
         elif c == 1:
             for k in range(e - 1, s - 1, -1):
-                yield (RESTORE, slot)
-                if k > s:
-                    yield (ADVANCE, k)
-                yield (TURN,)
+                yield (TURN, slot, k)
         else:
-            m = split(n, c)
+            m = s + split(e - s, c)
             new = free.pop()
-            yield (RESTORE, slot)
-            yield (ADVANCE, s + m)
-            yield (STORE, new)
-            stack.append((0, s, s + m, slot, c))        # last: the first part
-            stack.append((1, 0, 0, new, 0))             # then free the extra snapshot
-            stack.append((0, s + m, e, new, c - 1))     # first: the second part
+            yield (ADVANCE, slot, m, new)
+            push((s, m, slot, c))          # last: the first part
+            push((0, 0, new, 0))           # then free the extra snapshot
+            push((m, e, new, c - 1))       # first: the second part
+
+
+def plan(n, c, frees=True):
+    """:func:`revolve`'s schedule in compound actions, three kinds, about three a step:
+    ``(STORE, 0)`` first; ``(ADVANCE, slot, to, new)``: restore ``slot``, advance to ``to``,
+    store in ``new``; ``(TURN, slot, k)``: restore ``slot``, advance to ``k``, record and
+    reverse step ``k``; ``(FREE, slot)``. :func:`expand` gives the primitive actions."""
+    _check(n, c)
+    c = min(c, n)
+    yield (STORE, 0)
+    yield from _plan(0, n, 0, c, list(range(c - 1, 0, -1)), frees)
+
+
+def expand(actions, positions=None):
+    """The primitive actions (module docstring) of compound ones (:func:`plan`,
+    :func:`online_reversal`); ``positions`` maps the slots filled beforehand to their
+    positions (a leading ``(STORE, 0)`` fills slot 0 with position 0)."""
+    pos = dict(positions or {})
+    for act in actions:
+        kind = act[0]
+        if kind == ADVANCE:
+            yield (RESTORE, act[1])
+            yield (ADVANCE, act[2])
+            yield (STORE, act[3])
+            pos[act[3]] = act[2]
+        elif kind == TURN:
+            yield (RESTORE, act[1])
+            if act[2] > pos[act[1]]:
+                yield (ADVANCE, act[2])
+            yield (TURN,)
+        else:
+            if kind == STORE:
+                pos[act[1]] = 0
+            yield act
 
 
 def revolve(n, c):
     """The optimal offline schedule for ``n`` steps and ``c`` snapshots (see the module's
-    docstring). Its first action stores the initial state in slot 0; slots are
-    ``0 .. min(c, n) - 1``. The forward run is every action before the first TURN (which is
-    for step ``n - 1``)."""
-    _check(n, c)
-    c = min(c, n)
-    yield (STORE, 0)
-    yield from _reverse(0, n, 0, c, list(range(c - 1, 0, -1)))
+    docstring), in primitive actions. Its first action stores the initial state in slot 0;
+    slots are ``0 .. min(c, n) - 1``. The forward run is every action before the first TURN
+    (which is for step ``n - 1``)."""
+    return expand(plan(n, c))
 
 
 # --------------------------------------------------------------------------------------------
@@ -172,27 +202,28 @@ class Online:
         return slot, freed
 
 
-def online_reversal(n, c, stored):
-    """Actions that reverse a loop of ``n`` steps run under :class:`Online`, whose kept states
+def online_reversal(n, c, stored, frees=True):
+    """Compound actions (as :func:`plan`'s) that reverse a loop of ``n`` steps run under :class:`Online`, whose kept states
     ``stored`` (position -> slot, every position below ``n``) are in place, with ``c`` slots in
     all. The intervals between kept positions are reversed newest first, each by
     :func:`revolve`'s schedule with ``c − j`` snapshots when ``j`` earlier states are still
     kept; each kept state is freed after its interval."""
     pos = sorted(stored)
-    if not pos or pos[0] != 0 or pos[-1] >= n or len(pos) > c:
+    if not pos or pos[0] != 0 or pos[-1] >= n or len(pos) > c or max(stored.values()) >= c:
         raise ValueError("online_reversal: kept positions %r do not fit %d steps and %d slots"
                          % (pos, n, c))
     used = set(stored.values())
-    spare = [s for s in range(c + len(used)) if s not in used]
+    spare = [s for s in range(c) if s not in used]
     for j in range(len(pos) - 1, -1, -1):
         s = pos[j]
         e = pos[j + 1] if j + 1 < len(pos) else n
         k = min(c - j, e - s)
         free = spare[:k - 1]
         rest = spare[k - 1:]
-        yield from _reverse(s, e, stored[s], k, free)
-        yield (FREE, stored[s])
-        spare = free + rest
+        yield from _plan(s, e, stored[s], k, free, frees)
+        if frees:
+            yield (FREE, stored[s])
+        spare = [stored[s]] + free + rest
 
 
 def online_positions(n, cap):

@@ -424,7 +424,10 @@ def fori_loop(lower, upper, body_fun, init_val, *, checkpoints=None):
     integer with ``C(c + r, c) >= n``; ``n`` of the runs are recorded). The tape holds the
     loop's last step and one batch of steps at a time. ``checkpoints="auto"`` takes
     ``c = max(2, ⌈log₂ n⌉)``. Values and gradients are those of the plain loop to the last
-    bit. A second backward sweep (``vjp_fn`` called again, ``jacrev``) first recomputes the
+    bit (one exception: a differentiated variable that the body passes through unchanged as a
+    state leaf *and* that is read elsewhere gets that leaf's adjoint in one sum rather than
+    interleaved with its other contributions, so it may differ in the last bits). A second
+    backward sweep (``vjp_fn`` called again, ``jacrev``) first recomputes the
     states the previous one consumed (``n − 1`` more runs).
 
     ``init_val`` is any pytree; ``body_fun`` must return one with the same structure, may
@@ -497,21 +500,36 @@ class _Loop:
         self.c = c
         self.init_val = init_val
         self.init, self.treedef = tree_flatten(init_val)
+        td = self.treedef
+        # A tuple or list of scalars (the commonest state) is taken apart and rebuilt without
+        # the pytree walk, which costs more than a small step.
+        self.flat = None
+        if td.kind in ("tuple", "list") and all(ch.kind == "leaf" for ch in td.children):
+            self.flat = type(init_val)
+        self.k = len(self.init)
         self.free = set()
         for x in self.init:
             if _is_dual(x) and x.trace is tape:
                 self.free.add(x.id)
+            else:
+                _check_constant_output(x, tape, who)
         self.allowed = None  # the free variables, once the run has found them all
         self.snaps = {}
         self.max_alive = 0
         self.intact = False
         self.out_ids = None
         self.out_values = None
-        self.calls = 0
 
     # -- states --------------------------------------------------------------------------
 
     def _leaves(self, out):
+        if type(out) is self.flat and len(out) == self.k:
+            for x in out:
+                tx = type(x)
+                if tx is not Dual and tx is not float:
+                    break
+            else:
+                return list(out)
         leaves, treedef = tree_flatten(out)
         if treedef is not self.treedef and treedef != self.treedef:
             raise TypeError("%s: body_fun must return a value with the structure of init_val, "
@@ -520,22 +538,32 @@ class _Loop:
 
     def _values(self, leaves):
         tape = self.tape
-        return [_value_on(x, tape) for x in leaves]
+        out = []
+        for x in leaves:
+            tx = type(x)
+            if (tx is Dual or tx is ArrayDual) and x.trace is tape:
+                out.append(x.value)
+            else:
+                if tx is not float:  # a leaf hiding duals would keep them past the step
+                    _check_constant_output(x, tape, self.who)
+                out.append(x)
+        return out
 
     def _tree(self, leaves):
+        if self.flat is tuple:
+            return tuple(leaves)
+        if self.flat is list:
+            return list(leaves)
         return tree_unflatten(self.treedef, leaves)
 
     def _collect(self, start):
-        """Drop the region ``start ..``, after adding the ids below ``start`` it reads to the
-        free variables (during the run) or checking they are among them (afterwards)."""
+        """Drop the region ``start ..``; during the loop's run, first add the ids below
+        ``start`` it reads to the free variables. (Afterwards the reads are checked when each
+        step is recorded for its reversal, which every step is once.)"""
         tape = self.tape
         if tape.nbindings > start:
-            ps = tape.region_parents(start)
             if self.allowed is None:
-                self.free.update(ps)
-            elif not self.allowed.issuperset(ps):
-                raise _divergence(self.who, "a step read variables %s that the loop's run did "
-                                            "not read" % sorted(set(ps) - self.allowed)[:5])
+                self.free.update(tape.region_parents(start))
             tape.truncate(start)
 
     # -- actions ---------------------------------------------------------------------------
@@ -546,12 +574,12 @@ class _Loop:
         start = tape.nbindings
         limit = start + _BATCH
         body = self.body
-        val = self._tree(leaves)
+        flat = self.flat
+        val = tuple(leaves) if flat is tuple else self._tree(leaves)
         try:
             if self.indexed:
-                lo = self.lower
-                for k in range(p, q):
-                    val = body(lo + k, val)
+                for k in range(p + self.lower, q + self.lower):
+                    val = body(k, val)
                     if tape.nbindings > limit:
                         val = self._tree(self._values(self._leaves(val)))
                         self._collect(start)
@@ -561,61 +589,57 @@ class _Loop:
                     if tape.nbindings > limit:
                         val = self._tree(self._values(self._leaves(val)))
                         self._collect(start)
-            self.calls += q - p
-            out = self._values(self._leaves(val))
-            self._collect(start)
+            out = []
+            for x in self._leaves(val):
+                tx = type(x)
+                out.append(x.value if (tx is Dual or tx is ArrayDual) and x.trace is tape else x)
+            if tape.nbindings > start:
+                if self.allowed is None:
+                    self.free.update(tape.region_parents(start))
+                tape.truncate(start)
             return out
         except BaseException:
             if tape.nbindings > start:
                 tape.truncate(start)
             raise
 
-    def _do(self, act, pos, cur):
-        kind = act[0]
-        if kind == S.ADVANCE:
-            return act[1], self._advance(pos, act[1], cur)
-        if kind == S.STORE:
-            self.snaps[act[1]] = (pos, cur)
-            if len(self.snaps) > self.max_alive:
-                self.max_alive = len(self.snaps)
-            return pos, cur
-        if kind == S.RESTORE:
-            return self.snaps[act[1]]
-        if kind == S.FREE:
-            del self.snaps[act[1]]
-            return pos, cur
-        raise AssertionError(act)
-
     def _turn(self, sweep, pos, cur, adj, expect):
         """Record the step at ``pos`` from state ``cur`` and sweep it, given the adjoints
         ``adj`` of its output's leaves; return the adjoints of its input's leaves."""
         tape = self.tape
         start = tape.nbindings
+        flat = self.flat
         if pos == 0:
             ins, ids, where = self.init, (), ()
+        elif flat is not None and B.all_floats(cur):  # the commonest state: a few floats
+            ins = tape.inputs(cur)
+            ids = where = None
         else:
             ins, ids, where = _fresh(tape, cur)
         try:
-            val = self._tree(ins)
+            val = tuple(ins) if flat is tuple else (ins if flat is list else self._tree(ins))
             out = self.body(self.lower + pos, val) if self.indexed else self.body(val)
-            self.calls += 1
             leaves = self._leaves(out)
+            vals = []
             seeds = []
-            for x, a, e in zip(leaves, adj, expect):
-                if not _same(x, e):
-                    raise _divergence(self.who, "step %d gives %r, where the loop's run had %r"
-                                      % (pos, _value_on(x, tape), e))
-                if a is not None and not _zero(a) and _is_dual(x) and x.trace is tape:
-                    seeds.append((x.id, a))
+            for x, a in zip(leaves, adj):
+                tx = type(x)
+                if (tx is Dual or tx is ArrayDual) and x.trace is tape:
+                    vals.append(x.value)
+                    if a is not None and (a != 0.0 if type(a) is float else not _zero(a)):
+                        seeds.append((x.id, a))
+                else:
+                    vals.append(x)
+            if not (B.all_floats(vals) and vals == expect):  # a float == is bitwise but for 0.0
+                self._check_values(pos, vals, expect)
             if tape.nbindings > start:
-                ps = tape.region_parents(start)
-                if not self.allowed.issuperset(ps):
-                    raise _divergence(self.who, "step %d read variables %s that the loop's run "
-                                                "did not read" % (pos, sorted(set(ps) - self.allowed)[:5]))
+                self._check_reads(pos, start)
         except BaseException:
             if tape.nbindings > start:
                 tape.truncate(start)
             raise
+        if ids is None:  # fresh inputs for every leaf
+            return sweep.sweep(start, seeds, range(start, start + self.k))
         got = sweep.sweep(start, seeds, ids)
         new = [None] * len(cur)
         for j, g in zip(where, got):
@@ -655,19 +679,109 @@ class _Loop:
         if _observe is not None:
             _observe(self)
 
-    def _reverse_with(self, sweep, actions, adj, pos, cur):
+    def _reverse_with(self, sweep, actions, adj):
+        """Execute the compound ``actions`` (the reversal part of a schedule,
+        :func:`deltaad.schedules.plan`), the adjoints of the state after the next step to
+        reverse being ``adj``."""
+        # About three actions a step, each a few Python calls: for a small step that is
+        # comparable to the step itself, so the commonest case (a flat tuple or list of
+        # float leaves, float adjoints) is written out here, the rest goes to _turn.
         expect = self.out_values
+        snaps = self.snaps
+        advance = self._advance
+        tape = self.tape
+        body = self.body
+        lo = self.lower
+        indexed = self.indexed
+        flat = self.flat
+        k = self.k
+        allowed = self.allowed
+        all_floats = B.all_floats
+        inputs = tape.inputs
+        region = tape.region_parents
+        sweep_segment = sweep.sweep
+        TURN, ADVANCE = S.TURN, S.ADVANCE
         for act in actions:
-            if act[0] == S.TURN:
-                adj = self._turn(sweep, pos, cur, adj, expect)
+            kind = act[0]
+            if kind == TURN:
+                pos, cur = snaps[act[1]]
+                q = act[2]
+                if q > pos:
+                    cur = advance(pos, q, cur)
+                if not (q and flat is not None and all_floats(cur) and all_floats(adj)):
+                    adj = self._turn(sweep, q, cur, adj, expect)
+                else:
+                    start = tape.nbindings
+                    ins = inputs(cur)
+                    try:
+                        val = tuple(ins) if flat is tuple else ins
+                        out = body(lo + q, val) if indexed else body(val)
+                        if type(out) is not flat or len(out) != k:
+                            out = self._leaves(out)
+                        vals = []
+                        seeds = []
+                        for x, a in zip(out, adj):
+                            if type(x) is Dual and x.trace is tape:
+                                vals.append(x.value)
+                                if a != 0.0:
+                                    seeds.append((x.id, a))
+                            else:
+                                vals.append(_value_on(x, tape))
+                                if _is_dual(x) and x.trace is tape and a != 0.0:
+                                    seeds.append((x.id, a))
+                        if not (all_floats(vals) and vals == expect):  # == is bitwise but for 0.0
+                            self._check_values(q, vals, expect)
+                        if tape.nbindings > start and not allowed.issuperset(region(start)):
+                            self._check_reads(q, start)
+                    except BaseException:
+                        if tape.nbindings > start:
+                            tape.truncate(start)
+                        raise
+                    adj = sweep_segment(start, seeds, range(start, start + k))
                 expect = cur
                 for a in adj:
-                    if not _zero(a):
+                    if a is not None and (a != 0.0 if type(a) is float else not _zero(a)):
                         break
                 else:
                     return  # nothing more flows back: the earlier steps contribute nothing
+            elif kind == ADVANCE:
+                pos, cur = snaps[act[1]]
+                q = act[2]
+                snaps[act[3]] = (q, advance(pos, q, cur))
+                if len(snaps) > self.max_alive:
+                    self.max_alive = len(snaps)
             else:
-                pos, cur = self._do(act, pos, cur)
+                del snaps[act[1]]
+
+    def _check_values(self, q, vals, expect):
+        for v, e in zip(vals, expect):
+            if not _same(v, e):
+                raise _divergence(self.who, "step %d gives %r, where the loop's run had %r"
+                                  % (q, v, e))
+
+    def _check_reads(self, q, start):
+        ps = self.tape.region_parents(start)
+        if not self.allowed.issuperset(ps):
+            raise _divergence(self.who, "step %d read variables %s that the loop's run did not "
+                                        "read" % (q, sorted(set(ps) - self.allowed)[:5]))
+
+    def _run_ahead(self, actions):
+        """Execute the compound actions up to the first TURN (the loop's run); return it."""
+        snaps = self.snaps
+        for act in actions:
+            kind = act[0]
+            if kind == S.ADVANCE:
+                pos, cur = snaps[act[1]]
+                snaps[act[3]] = (act[2], self._advance(pos, act[2], cur))
+                if len(snaps) > self.max_alive:
+                    self.max_alive = len(snaps)
+            elif kind == S.STORE:
+                snaps[act[1]] = (0, self.init)
+                self.max_alive = max(self.max_alive, len(snaps))
+            elif kind == S.FREE:
+                del snaps[act[1]]
+            else:
+                return act
 
 
 class _Fori(_Loop):
@@ -677,14 +791,12 @@ class _Fori(_Loop):
         self.n = n
 
     def forward(self):
-        pos, cur = 0, self.init
-        for act in S.revolve(self.n, self.c):
-            if act[0] == S.TURN:
-                break
-            pos, cur = self._do(act, pos, cur)
-        outs = self._outputs(cur)  # the state before the last step
+        first = self._run_ahead(S.plan(self.n, self.c, frees=False))  # (TURN, slot, n - 1)
+        pos, cur = self.snaps[first[1]]
+        if first[2] > pos:
+            cur = self._advance(pos, first[2], cur)
+        outs = self._outputs(cur)  # the state before the last step, then the node
         out = self.body(self.lower + self.n - 1, self._tree(outs))  # recorded: the first turn
-        self.calls += 1
         if _observe is not None:
             _observe(self)
         return out
@@ -693,16 +805,15 @@ class _Fori(_Loop):
         self.run_node(sweep, self._reverse)
 
     def _reverse(self, sweep, adj, intact):
-        actions = S.revolve(self.n, self.c)
-        pos, cur = 0, self.init
-        if not intact:
+        actions = S.plan(self.n, self.c, frees=False)
+        if intact:  # the run's snapshots are in place: skip its actions
+            for act in actions:
+                if act[0] == S.TURN:
+                    break
+        else:
             self.snaps.clear()
-        for act in actions:
-            if act[0] == S.TURN:
-                break  # the last step: on the tape, already swept
-            if not intact:
-                pos, cur = self._do(act, pos, cur)
-        self._reverse_with(sweep, actions, adj, pos, cur)
+            self._run_ahead(actions)
+        self._reverse_with(sweep, actions, adj)
 
 
 class _While(_Loop):
@@ -757,7 +868,6 @@ class _While(_Loop):
             if tape.nbindings > start:
                 tape.truncate(start)
             raise
-        self.calls += pos
         if pos == 0:
             return self.init_val
         self.n = pos
@@ -781,5 +891,4 @@ class _While(_Loop):
                     cur = self._advance(pos, p, cur)
                     pos = p
                     self.snaps[slot] = (p, cur)
-        self._reverse_with(sweep, S.online_reversal(self.n, self.total, self.stored), adj, 0,
-                           self.init)
+        self._reverse_with(sweep, S.online_reversal(self.n, self.total, self.stored, frees=False), adj)
