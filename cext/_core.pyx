@@ -26,7 +26,8 @@ import numbers as _numbers
 from operator import index as _index
 
 from deltaad import _rules
-from deltaad._errors import escaped_error, kept_intermediate_error, no_float_error
+from deltaad._errors import (escaped_error, kept_intermediate_error, no_float_error,
+                            step_reads_error)
 
 cdef double INF = _math.inf
 cdef double NAN = _math.nan
@@ -341,6 +342,42 @@ cdef class Tape(Trace):
             out = sorted(extra)
         return out
 
+    def advance(self, body, first, Py_ssize_t count, state, Py_ssize_t limit, free, who):
+        """Run ``count`` steps of a loop whose state is a flat tuple or list of floats or
+        scalar duals, recording and dropping in batches; see ``_pure.Tape.advance``."""
+        cdef Py_ssize_t start = self.n
+        cdef Py_ssize_t lim = start + limit
+        cdef Py_ssize_t j, f0 = 0
+        cdef bint indexed = first is not None
+        kind = type(state)
+        cdef Py_ssize_t k = len(state)
+        if indexed:
+            f0 = first
+        val = state
+        try:
+            for j in range(count):
+                if indexed:
+                    val = body(f0 + j, val)
+                else:
+                    val = body(val)
+                if self.n > lim:
+                    val = kind(_flat_values(self, val, kind, k, who))
+                    self._drop(start, free)
+            out = _flat_values(self, val, kind, k, who)
+            self._drop(start, free)
+            return out
+        except BaseException:
+            if self.n > start:
+                self._truncate(start)
+            raise
+
+    cdef int _drop(self, Py_ssize_t start, object free) except -1:
+        if self.n > start:
+            if free is not None:
+                free.update(self.region_parents(start))
+            self._truncate(start)
+        return 0
+
     @property
     def nbindings(self):
         return self.n
@@ -514,6 +551,54 @@ _NEW_KIND = ("deltaad checkpoint: the re-run of a checkpointed computation recor
              "changed in between")
 
 
+cdef bint _reads_within(Tape tape, Py_ssize_t m, object allowed) except -1:
+    """True when every id below ``m`` that bindings ``m ..`` read is in the set ``allowed``
+    (``region_parents`` without building its list: a loop step checks this once)."""
+    cdef Py_ssize_t i, j, k, q
+    cdef int32_t seen[64]
+    cdef Binding* b = tape.b
+    for i in range(64):
+        seen[i] = -1
+    for i in range(m, tape.n):  # no Python code runs below: b stays valid
+        j = b[i].p1
+        if j < -1:
+            for p in (<tuple>tape.linear[i])[0]:
+                if p < m and p not in allowed:
+                    return False
+            continue
+        for q in range(2):
+            k = j if q == 0 else b[i].p2
+            if 0 <= k < m and seen[k & 63] != k:
+                if k not in allowed:
+                    return False
+                seen[k & 63] = <int32_t>k
+    return True
+
+
+cdef list _flat_values(Tape tape, object val, object kind, Py_ssize_t k, object who):
+    """The leaves of a flat loop state as values at ``tape``'s level (see ``_pure``)."""
+    if type(val) is not kind or len(val) != k:
+        raise TypeError("%s: body_fun must return a value with the structure of init_val (a %s of %d "
+                        "float leaves); got %s"
+                        % (who, kind.__name__, k, _describe(val)))
+    cdef list out = []
+    for x in val:
+        if type(x) is Dual:
+            out.append((<Dual>x).value if (<Dual>x).tr is tape else x)
+        elif type(x) is float:
+            out.append(x)
+        else:
+            raise TypeError("%s: body_fun must return a value with the structure of init_val (a %s "
+                            "of %d float leaves); got a leaf of type %s" % (who, kind.__name__, k, type(x).__name__))
+    return out
+
+
+def _describe(x):
+    if type(x) is tuple or type(x) is list:
+        return "a %s of %d" % (type(x).__name__, len(x))
+    return "a value of type %s" % type(x).__name__
+
+
 ctypedef struct _IdSet:
     int32_t* v          # distinct ids, ascending
     Py_ssize_t n
@@ -656,12 +741,23 @@ cdef class Sweep:
         after adding ``seeds``; return the ``wanted`` adjoints; drop the segment (see ``_pure``)."""
         if not self.active:
             raise RuntimeError("deltaad: this sweep has finished")
-        cdef Tape tape = self.tape
-        cdef Py_ssize_t st = start
-        cdef Py_ssize_t n = tape.n
-        cdef Py_ssize_t i, w, k
-        cdef list nodes = tape.nodes
+        cdef Py_ssize_t n = self.tape.n
+        cdef Py_ssize_t w
         cdef list wl = []
+        for w_ in wanted:
+            w = w_
+            if not 0 <= w < n:
+                raise IndexError("sweep: wanted id %d is not on the tape" % w)
+            wl.append(w)
+        return self._segment(start, seeds, wl, 0, 0)
+
+    cdef list _segment(self, Py_ssize_t st, object seeds, list wl, Py_ssize_t w0, Py_ssize_t nw):
+        """``sweep``; the wanted ids are ``wl``, or when it is None the ``nw`` ids from
+        ``w0`` (checked by the caller)."""
+        cdef Tape tape = self.tape
+        cdef Py_ssize_t n = tape.n
+        cdef Py_ssize_t i, k
+        cdef list nodes = tape.nodes
         if st != self.end or st > n:
             raise ValueError("sweep: a segment starts where the swept part ends (%d), not at %d "
                              "(the tape holds %d)" % (self.end, st, n))
@@ -693,15 +789,14 @@ cdef class Sweep:
                     self.adj[i] += PyFloat_AS_DOUBLE(ct)
                 else:
                     _accumulate(self.oadj, i, ct)
-            for w_ in wanted:
-                w = w_
-                if not 0 <= w < n:
-                    raise IndexError("sweep: wanted id %d is not on the tape" % w)
-                wl.append(w)
             self.end = n
             if self.floats:
                 self._float_range(st, n)
+                if wl is None:
+                    return [self.adj[w0 + i] for i in range(nw)]
                 return [self.adj[<Py_ssize_t>w_] for w_ in wl]
+            if wl is None:
+                wl = list(range(w0, w0 + nw))
             self._general_range(st, n, self.keep.union(wl))
             return [self.oadj[<Py_ssize_t>w_] for w_ in wl]
         finally:
@@ -710,6 +805,42 @@ cdef class Sweep:
                 tape._truncate(st)
             if not self.floats and self.oadj is not None:
                 del self.oadj[st:]
+
+    def turn(self, body, index, state, adj, allowed, who):
+        """Record one step of a loop from the flat state ``state`` and sweep it; see
+        ``_pure.Sweep.turn``."""
+        if not self.active:
+            raise RuntimeError("deltaad: this sweep has finished")
+        cdef Tape tape = self.tape
+        cdef Py_ssize_t start = tape.n
+        cdef Py_ssize_t k = len(state)
+        cdef Py_ssize_t j, i
+        kind = type(state)
+        cdef list ins = [None] * k
+        if k > MAX_BINDINGS - start:
+            raise MemoryError("deltaad tape: more than %d bindings on one tape" % MAX_BINDINGS)
+        for j in range(k):  # Tape.inputs inlined
+            v = state[j]
+            _check_lower(tape, v)
+            i = tape._push(-1, 0.0, -1, 0.0)
+            ins[j] = _new_dual(v, tape, i)
+        cdef list seeds = []
+        try:
+            arg = tuple(ins) if kind is tuple else ins
+            out = body(arg) if index is None else body(index, arg)
+            vals = _flat_values(tape, out, kind, k, who)
+            for x, a in zip(out, adj):
+                if type(x) is Dual and (<Dual>x).tr is tape:
+                    if a is None or _is_zero(a):
+                        continue
+                    seeds.append(((<Dual>x).i, a))
+            if tape.n > start and not _reads_within(tape, start, allowed):
+                raise step_reads_error(who, index, tape.region_parents(start), allowed)
+        except BaseException:
+            if tape.n > start:
+                tape._truncate(start)
+            raise
+        return self._segment(start, seeds, None, start, k), vals
 
     cdef int _float_range(self, Py_ssize_t lo, Py_ssize_t hi) except -1:
         """Sweep bindings ``hi - 1`` down to ``lo`` over C doubles: without the GIL up to the
@@ -1765,3 +1896,147 @@ def _dual_new(*args, **kwargs):
 # dicts the same way.
 (<dict><object>(<PyTypeObject*>Dual).tp_dict)["__new__"] = staticmethod(_dual_new)
 PyType_Modified(<PyTypeObject*>Dual)
+
+
+# --------------------------------------------------------------------------------------------
+# The revolve schedule for the checkpointed loop's hot path: the compiled twin of
+# ``deltaad.schedules.plan`` (that module is the specification; tests compare the two action
+# by action). A step of a loop can cost as little as its schedule does in Python.
+
+ctypedef struct _Frame:
+    Py_ssize_t kind     # 0: reverse s..e-1 from slot with c snapshots; 1: free slot;
+    Py_ssize_t s        # 2: turn steps e, e-1, ..., s from slot (c == 1)
+    Py_ssize_t e
+    Py_ssize_t slot
+    Py_ssize_t c
+
+cdef Py_ssize_t _BINOM_CAP = (<Py_ssize_t>1) << 62
+
+
+cdef Py_ssize_t _beta(Py_ssize_t c, Py_ssize_t r) noexcept nogil:
+    """C(c + r, c), saturated at 2**62 (it is only compared with step counts)."""
+    cdef Py_ssize_t b = 1, j
+    if r < 0:
+        return 0
+    for j in range(1, r + 1):
+        if b > _BINOM_CAP // (c + j):
+            return _BINOM_CAP
+        b = b * (c + j) // j
+    return b
+
+
+cdef Py_ssize_t _split(Py_ssize_t n, Py_ssize_t c) noexcept nogil:
+    """``deltaad.schedules.split``."""
+    cdef Py_ssize_t r = 0, m, a
+    while _beta(c, r) < n:
+        r += 1
+    m = _beta(c, r - 2)
+    a = n - _beta(c - 1, r)
+    if a > m:
+        m = a
+    if m < 1:
+        m = 1
+    if m > n - 1:
+        m = n - 1
+    return m
+
+
+@cython.final
+@cython.auto_pickle(False)
+cdef class Plan:
+    """``deltaad.schedules.plan(n, c, frees)`` as an iterator in C."""
+
+    cdef _Frame* stack
+    cdef Py_ssize_t top
+    cdef Py_ssize_t cap
+    cdef Py_ssize_t* free
+    cdef Py_ssize_t nfree
+    cdef bint frees
+    cdef bint started
+
+    def __cinit__(self, n, c, frees=True):
+        cdef Py_ssize_t nn = n, cc = c, j
+        if nn < 1 or cc < 1:
+            raise ValueError("schedules: need at least one step and one snapshot (n=%r, c=%r)"
+                             % (n, c))
+        if cc > nn:
+            cc = nn
+        self.stack = NULL
+        self.free = NULL
+        self.top = 0
+        self.cap = 0
+        self.frees = frees
+        self.started = False
+        self.free = <Py_ssize_t*>PyMem_Malloc(cc * sizeof(Py_ssize_t))
+        if self.free == NULL:
+            raise MemoryError("deltaad plan: out of memory")
+        self.nfree = 0
+        for j in range(cc - 1, 0, -1):
+            self.free[self.nfree] = j
+            self.nfree += 1
+        self._push(0, 0, nn, 0, cc)
+
+    def __dealloc__(self):
+        PyMem_Free(self.stack)
+        PyMem_Free(self.free)
+
+    cdef int _push(self, Py_ssize_t kind, Py_ssize_t s, Py_ssize_t e, Py_ssize_t slot,
+                   Py_ssize_t c) except -1:
+        cdef _Frame* ns
+        cdef Py_ssize_t k
+        if self.top == self.cap:
+            k = self.cap * 2 if self.cap else 64
+            ns = <_Frame*>PyMem_Realloc(self.stack, k * sizeof(_Frame))
+            if ns == NULL:
+                raise MemoryError("deltaad plan: out of memory")
+            self.stack = ns
+            self.cap = k
+        self.stack[self.top].kind = kind
+        self.stack[self.top].s = s
+        self.stack[self.top].e = e
+        self.stack[self.top].slot = slot
+        self.stack[self.top].c = c
+        self.top += 1
+        return 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef _Frame f
+        cdef Py_ssize_t n, m, new
+        if not self.started:
+            self.started = True
+            return (1, 0)  # (STORE, 0)
+        while self.top > 0:
+            self.top -= 1
+            f = self.stack[self.top]
+            if f.kind == 1:
+                self.free[self.nfree] = f.slot  # at most c - 1 slots are ever spare
+                self.nfree += 1
+                if self.frees:
+                    return (3, f.slot)  # (FREE, slot)
+                continue
+            if f.kind == 2:
+                if f.e > f.s:
+                    self._push(2, f.s, f.e - 1, f.slot, 1)
+                return (4, f.slot, f.e)  # (TURN, slot, k)
+            n = f.e - f.s
+            if n == 1:
+                return (4, f.slot, f.s)
+            if f.c == 1:
+                self._push(2, f.s, f.e - 1, f.slot, 1)
+                continue
+            m = f.s + _split(n, f.c)
+            self.nfree -= 1
+            new = self.free[self.nfree]
+            self._push(0, f.s, m, f.slot, f.c)
+            self._push(1, 0, 0, new, 0)
+            self._push(0, m, f.e, new, f.c - 1)
+            return (0, f.slot, m, new)  # (ADVANCE, slot, to, new)
+        raise StopIteration
+
+
+def plan(n, c, frees=True):
+    """``deltaad.schedules.plan`` in C (the same actions)."""
+    return Plan(n, c, frees)

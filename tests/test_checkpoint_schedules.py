@@ -118,6 +118,36 @@ def test_plan_without_frees_reuses_slots(n, c):
     assert with_frees == list(S.plan(n, c, frees=False))
 
 
+def reference_plan(n, c, frees=True):
+    """The recursive schedule written plainly (the module writes parts of it out)."""
+    c = min(c, n)
+    free = list(range(c - 1, 0, -1))
+    out = [(S.STORE, 0)]
+
+    def rev(s, e, slot, c):
+        if e - s == 1:
+            out.append((S.TURN, slot, s))
+        elif c == 1:
+            out.extend((S.TURN, slot, k) for k in range(e - 1, s - 1, -1))
+        else:
+            m = s + S.split(e - s, c)
+            new = free.pop()
+            out.append((S.ADVANCE, slot, m, new))
+            rev(m, e, new, c - 1)
+            free.append(new)
+            if frees:
+                out.append((S.FREE, new))
+            rev(s, m, slot, c)
+
+    rev(0, n, 0, c)
+    return out
+
+
+@given(st.integers(1, 300), st.integers(1, 30), st.booleans())
+def test_plan_is_the_recursive_schedule(n, c, frees):
+    assert list(S.plan(n, c, frees)) == reference_plan(n, c, frees)
+
+
 def test_split_is_in_range():
     for n in range(2, 300):
         for c in range(2, 12):
@@ -198,3 +228,21 @@ def test_online_reversal_without_frees_uses_at_most_c_slots():
                 if act[0] == S.ADVANCE:
                     slots.add(act[3])
             assert len(slots) <= c, (n, c, slots)
+
+
+@given(st.integers(1, 2000), st.integers(1, 60), st.booleans())
+def test_the_compiled_plan_is_the_same_schedule(n, c, frees):
+    _core = pytest.importorskip("deltaad._core")
+    assert list(_core.plan(n, c, frees)) == list(S.plan(n, c, frees))
+
+
+def test_the_compiled_plan_at_large_sizes():
+    _core = pytest.importorskip("deltaad._core")
+    for n, c in [(10 ** 5, 3), (123457, 40), (5000, 1)]:
+        a = _core.plan(n, c, False)
+        b = S.plan(n, c, False)
+        for x, y in zip(a, b):
+            assert x == y
+        assert next(a, None) is None and next(b, None) is None
+    with pytest.raises(ValueError):
+        _core.plan(0, 3)

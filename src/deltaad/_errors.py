@@ -36,3 +36,27 @@ KEPT_INTERMEDIATE = (
 
 def kept_intermediate_error():
     return EscapedDualError(KEPT_INTERMEDIATE)
+
+
+class CheckpointError(RuntimeError):
+    """The re-run of a checkpointed function or loop step differs from its first run."""
+
+
+DIVERGENCE = (
+    "{who}: the re-run differs from the first run ({what}). A checkpointed function (a loop "
+    "body) is run again during the backward sweep and must compute the same thing from the same "
+    "arguments and captured values: it must not depend on state that changes in between (a "
+    "global, a counter, a random draw, an iterator), nor keep or return duals it did not "
+    "compute or receive."
+)
+
+
+def divergence_error(who, what):
+    return CheckpointError(DIVERGENCE.format(who=who, what=what))
+
+
+def step_reads_error(who, index, ids, allowed):
+    extra = sorted(set(ids) - set(allowed))[:5]
+    where = "a step" if index is None else "step %d" % index
+    return divergence_error(who, "%s read variables %s that the loop's run did not read"
+                            % (where, extra))

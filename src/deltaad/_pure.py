@@ -23,7 +23,8 @@ import numbers
 from operator import index as _index
 
 from . import _rules
-from ._errors import escaped_error, kept_intermediate_error as _kept_intermediate_error, no_float_error
+from ._errors import (escaped_error, kept_intermediate_error as _kept_intermediate_error,
+                      no_float_error, step_reads_error as _step_reads_error)
 
 _INF = math.inf
 _NAN = math.nan
@@ -243,6 +244,38 @@ class Tape(Trace):
                         seen.add(p)
         return sorted(seen)
 
+    def advance(self, body, first, count, state, limit, free, who):
+        """Run ``count`` steps of a loop whose state is a flat tuple or list (``state``'s type)
+        of floats or scalar duals: ``state = body(first + k, state)`` (``body(state)`` when
+        ``first`` is None), recording at the end of the tape and dropping what was recorded
+        every ``limit`` bindings and at the end (checkpointing's advance: nothing is kept).
+        The ids below the start the steps read are added to the set ``free`` (unless None).
+        Returns the final state's leaves as values at this tape's level."""
+        start = self._n
+        lim = start + limit
+        kind = type(state)
+        k = len(state)
+        val = state
+        try:
+            for j in range(count):
+                val = body(val) if first is None else body(first + j, val)
+                if self._n > lim:
+                    val = kind(_flat_values(self, val, kind, k, who))
+                    self._drop(start, free)
+            out = _flat_values(self, val, kind, k, who)
+            self._drop(start, free)
+            return out
+        except BaseException:
+            if self._n > start:
+                self.truncate(start)
+            raise
+
+    def _drop(self, start, free):
+        if self._n > start:
+            if free is not None:
+                free.update(self.region_parents(start))
+            self.truncate(start)
+
     # -- inspection -------------------------------------------------------------------------
 
     @property
@@ -373,6 +406,32 @@ def _check_parents(parents, n):
     return parents
 
 
+def _flat_values(tape, val, kind, k, who):
+    """The leaves of a loop state that must be a ``kind`` of ``k`` floats or scalar duals, as
+    values at ``tape``'s level."""
+    if type(val) is not kind or len(val) != k:
+        raise TypeError("%s: body_fun must return a value with the structure of init_val (a %s of %d "
+                        "float leaves); got %s"
+                        % (who, kind.__name__, k, _describe(val)))
+    out = []
+    for x in val:
+        tx = type(x)
+        if tx is Dual:
+            out.append(x.value if x.trace is tape else x)
+        elif tx is float:
+            out.append(x)
+        else:
+            raise TypeError("%s: body_fun must return a value with the structure of init_val (a %s "
+                            "of %d float leaves); got a leaf of type %s" % (who, kind.__name__, k, tx.__name__))
+    return out
+
+
+def _describe(x):
+    if type(x) is tuple or type(x) is list:
+        return "a %s of %d" % (type(x).__name__, len(x))
+    return "a value of type %s" % type(x).__name__
+
+
 class Sweep:
     """A backward sweep in progress over a tape with linear bindings or nodes.
 
@@ -450,6 +509,37 @@ class Sweep:
         finally:
             tape.truncate(start)
             del adj[start:]
+
+    def turn(self, body, index, state, adj, allowed, who):
+        """Record one step of a loop from the flat state ``state`` (a tuple or list of values
+        at this tape's level: its leaves become fresh inputs), ``body(index, state)``
+        (``body(state)`` when ``index`` is None), and sweep it from ``adj``, the adjoints of
+        its output's leaves. The step may read no id below its start but those in ``allowed``
+        (``CheckpointError`` otherwise). Returns ``(adjoints of the input leaves, values of the
+        output leaves)``; the segment is dropped."""
+        if not self.active:
+            raise RuntimeError("deltaad: this sweep has finished")
+        tape = self.tape
+        start = tape._n
+        kind = type(state)
+        k = len(state)
+        ins = tape.inputs(state)
+        try:
+            out = body(kind(ins)) if index is None else body(index, kind(ins))
+            vals = _flat_values(tape, out, kind, k, who)
+            seeds = []
+            for x, a in zip(out, adj):
+                if type(x) is Dual and x.trace is tape and not zero_adjoint(a):
+                    seeds.append((x.id, a))
+            if tape._n > start:
+                ps = tape.region_parents(start)
+                if not allowed.issuperset(ps):
+                    raise _step_reads_error(who, index, ps, allowed)
+        except BaseException:
+            if tape._n > start:
+                tape.truncate(start)
+            raise
+        return self.sweep(start, seeds, range(start, start + k)), vals
 
     def _float_range(self, lo, hi):
         tape = self.tape

@@ -49,7 +49,7 @@ import numpy as np
 
 from . import schedules as S
 from ._backend import B
-from ._errors import escaped_error
+from ._errors import CheckpointError, divergence_error, escaped_error
 from .arrays import ArrayDual, array_input
 from .pytrees import tree_flatten, tree_unflatten
 from .transforms import _check_constant_output, _leaf_kind, _local
@@ -57,29 +57,20 @@ from .transforms import _check_constant_output, _leaf_kind, _local
 Dual = B.Dual
 Tape = B.Tape
 _zero = B.zero_adjoint
+_plan = getattr(B, "plan", None) or S.plan  # the compiled core's twin of schedules.plan
 
 __all__ = ["checkpoint", "remat", "fori_loop", "while_loop", "CheckpointError"]
 
 # Steps are advanced in batches: the state's duals stay on the tape until this many bindings
 # have been recorded, then the batch is dropped at once (the per-step cost is one call of the
-# body and one comparison; memory is bounded by one batch, 1.5 MB in the compiled core).
-_BATCH = 1 << 16
+# body and one comparison; memory is bounded by one batch, 96 kB in the compiled core).
+_BATCH = 1 << 12
 
 # Tests set this to a callable: it receives each loop after its run and after each reversal.
 _observe = None
 
 
-class CheckpointError(RuntimeError):
-    """The re-run of a checkpointed function or loop step differs from its first run."""
-
-
-def _divergence(who, what):
-    return CheckpointError(
-        "%s: the re-run differs from the first run (%s). A checkpointed function (a loop body) "
-        "is run again during the backward sweep and must compute the same thing from the same "
-        "arguments and captured values: it must not depend on state that changes in between "
-        "(a global, a counter, a random draw, an iterator), nor keep or return duals it did "
-        "not compute or receive." % (who, what))
+_divergence = divergence_error
 
 
 def _same(a, b):
@@ -506,6 +497,9 @@ class _Loop:
         self.flat = None
         if td.kind in ("tuple", "list") and all(ch.kind == "leaf" for ch in td.children):
             self.flat = type(init_val)
+        # ... and a flat state of scalars is advanced and reversed step by step in the backend
+        self.fast = self.flat is not None and all(type(x) is float or type(x) is Dual
+                                                  for x in self.init)
         self.k = len(self.init)
         self.free = set()
         for x in self.init:
@@ -570,6 +564,10 @@ class _Loop:
 
     def _advance(self, p, q, leaves):
         """The state at position ``q`` from the one at ``p`` (its leaves), not recording."""
+        if self.fast:
+            return self.tape.advance(self.body, self.lower + p if self.indexed else None, q - p,
+                                     self.flat(leaves), _BATCH,
+                                     self.free if self.allowed is None else None, self.who)
         tape = self.tape
         start = tape.nbindings
         limit = start + _BATCH
@@ -683,23 +681,23 @@ class _Loop:
         """Execute the compound ``actions`` (the reversal part of a schedule,
         :func:`deltaad.schedules.plan`), the adjoints of the state after the next step to
         reverse being ``adj``."""
-        # About three actions a step, each a few Python calls: for a small step that is
-        # comparable to the step itself, so the commonest case (a flat tuple or list of
-        # float leaves, float adjoints) is written out here, the rest goes to _turn.
+        # About two actions a step: for a small step their Python cost is comparable to the
+        # step itself, so a flat state of scalars takes the backend's Sweep.turn and
+        # Tape.advance, and this loop keeps its lookups in locals.
         expect = self.out_values
         snaps = self.snaps
         advance = self._advance
-        tape = self.tape
+        tape_advance = self.tape.advance
         body = self.body
         lo = self.lower
         indexed = self.indexed
         flat = self.flat
-        k = self.k
         allowed = self.allowed
         all_floats = B.all_floats
-        inputs = tape.inputs
-        region = tape.region_parents
-        sweep_segment = sweep.sweep
+        fast = self.fast
+        who = self.who
+        sweep_turn = sweep.turn
+        batch = _BATCH
         TURN, ADVANCE = S.TURN, S.ADVANCE
         for act in actions:
             kind = act[0]
@@ -707,47 +705,36 @@ class _Loop:
                 pos, cur = snaps[act[1]]
                 q = act[2]
                 if q > pos:
-                    cur = advance(pos, q, cur)
-                if not (q and flat is not None and all_floats(cur) and all_floats(adj)):
+                    if fast:  # _advance inlined
+                        cur = tape_advance(body, lo + pos if indexed else None, q - pos,
+                                           flat(cur), batch, None, who)
+                    else:
+                        cur = advance(pos, q, cur)
+                if q and fast:
+                    adj, vals = sweep_turn(body, lo + q if indexed else None, flat(cur), adj,
+                                           allowed, who)
+                    if not (all_floats(vals) and vals == expect):  # == is bitwise but for 0.0
+                        self._check_values(q, vals, expect)
+                else:
                     adj = self._turn(sweep, q, cur, adj, expect)
-                else:
-                    start = tape.nbindings
-                    ins = inputs(cur)
-                    try:
-                        val = tuple(ins) if flat is tuple else ins
-                        out = body(lo + q, val) if indexed else body(val)
-                        if type(out) is not flat or len(out) != k:
-                            out = self._leaves(out)
-                        vals = []
-                        seeds = []
-                        for x, a in zip(out, adj):
-                            if type(x) is Dual and x.trace is tape:
-                                vals.append(x.value)
-                                if a != 0.0:
-                                    seeds.append((x.id, a))
-                            else:
-                                vals.append(_value_on(x, tape))
-                                if _is_dual(x) and x.trace is tape and a != 0.0:
-                                    seeds.append((x.id, a))
-                        if not (all_floats(vals) and vals == expect):  # == is bitwise but for 0.0
-                            self._check_values(q, vals, expect)
-                        if tape.nbindings > start and not allowed.issuperset(region(start)):
-                            self._check_reads(q, start)
-                    except BaseException:
-                        if tape.nbindings > start:
-                            tape.truncate(start)
-                        raise
-                    adj = sweep_segment(start, seeds, range(start, start + k))
                 expect = cur
-                for a in adj:
-                    if a is not None and (a != 0.0 if type(a) is float else not _zero(a)):
-                        break
+                if all_floats(adj):
+                    if not any(adj):
+                        return  # nothing more flows back: the earlier steps contribute nothing
                 else:
-                    return  # nothing more flows back: the earlier steps contribute nothing
+                    for a in adj:
+                        if not _zero(a):
+                            break
+                    else:
+                        return
             elif kind == ADVANCE:
                 pos, cur = snaps[act[1]]
                 q = act[2]
-                snaps[act[3]] = (q, advance(pos, q, cur))
+                if fast:
+                    snaps[act[3]] = (q, tape_advance(body, lo + pos if indexed else None, q - pos,
+                                                     flat(cur), batch, None, who))
+                else:
+                    snaps[act[3]] = (q, advance(pos, q, cur))
                 if len(snaps) > self.max_alive:
                     self.max_alive = len(snaps)
             else:
@@ -791,7 +778,7 @@ class _Fori(_Loop):
         self.n = n
 
     def forward(self):
-        first = self._run_ahead(S.plan(self.n, self.c, frees=False))  # (TURN, slot, n - 1)
+        first = self._run_ahead(_plan(self.n, self.c, False))  # (TURN, slot, n - 1)
         pos, cur = self.snaps[first[1]]
         if first[2] > pos:
             cur = self._advance(pos, first[2], cur)
@@ -805,7 +792,7 @@ class _Fori(_Loop):
         self.run_node(sweep, self._reverse)
 
     def _reverse(self, sweep, adj, intact):
-        actions = S.plan(self.n, self.c, frees=False)
+        actions = _plan(self.n, self.c, False)
         if intact:  # the run's snapshots are in place: skip its actions
             for act in actions:
                 if act[0] == S.TURN:

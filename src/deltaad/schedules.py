@@ -30,6 +30,7 @@ state. :func:`online_bound` states the recomputation this costs.
 """
 
 import functools
+import itertools
 import math
 
 ADVANCE, STORE, RESTORE, FREE, TURN = range(5)
@@ -104,6 +105,22 @@ def _plan(s, e, slot, c, free, frees=True):
         elif c == 1:
             for k in range(e - 1, s - 1, -1):
                 yield (TURN, slot, k)
+        elif e - s <= c:
+            # Enough snapshots (r = 1): the recursion below stores every state, one step
+            # apart, then turns back; written out, it is the same sequence without a frame per
+            # action (the schedule's cost matters for small steps).
+            slots = [slot]
+            for k in range(s + 1, e):
+                new = free.pop()
+                yield (ADVANCE, slots[-1], k, new)
+                slots.append(new)
+            for k in range(e - 1, s, -1):
+                new = slots.pop()
+                yield (TURN, new, k)
+                free.append(new)
+                if frees:
+                    yield (FREE, new)
+            yield (TURN, slot, s)
         else:
             m = s + split(e - s, c)
             new = free.pop()
@@ -120,8 +137,8 @@ def plan(n, c, frees=True):
     reverse step ``k``; ``(FREE, slot)``. :func:`expand` gives the primitive actions."""
     _check(n, c)
     c = min(c, n)
-    yield (STORE, 0)
-    yield from _plan(0, n, 0, c, list(range(c - 1, 0, -1)), frees)
+    # chain, not ``yield from`` in a generator: each action would resume two frames
+    return itertools.chain(((STORE, 0),), _plan(0, n, 0, c, list(range(c - 1, 0, -1)), frees))
 
 
 def expand(actions, positions=None):
