@@ -330,8 +330,9 @@ register(Program(
     description="ode as a fori_loop whose body captures the parameters; the checkpointed modes "
                 "run it with fori_loop(..., checkpoints=c)",
     ops_text="54n+1",
-    preset_sizes={"tiny": [1, 3, 9], "quick": [20, 63, 200, 632, 2000],
-                  "full": [100, 200, 398, 794, 1585, 3162, 6310, 12589, 25119, 50119, 100000]}))
+    preset_sizes={"tiny": [1, 3, 9], "quick": [250, 500, 1000, 2000, 4000],
+                  "full": [1000, 1585, 2512, 3981, 6310, 10000, 15849, 25119, 39811, 63096,
+                           100000]}))
 
 
 def make_input(program, n, seed):

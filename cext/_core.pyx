@@ -345,6 +345,9 @@ cdef class Tape(Trace):
     def advance(self, body, first, Py_ssize_t count, state, Py_ssize_t limit, free, who):
         """Run ``count`` steps of a loop whose state is a flat tuple or list of floats or
         scalar duals, recording and dropping in batches; see ``_pure.Tape.advance``."""
+        return self._advance(body, first, count, state, limit, free, who)
+
+    cdef list _advance(self, body, first, Py_ssize_t count, state, Py_ssize_t limit, free, who):
         cdef Py_ssize_t start = self.n
         cdef Py_ssize_t lim = start + limit
         cdef Py_ssize_t j, f0 = 0
@@ -806,11 +809,65 @@ cdef class Sweep:
             if not self.floats and self.oadj is not None:
                 del self.oadj[st:]
 
+    def reverse(self, actions, dict snaps, body, first, kind, adj, expect, allowed, check,
+                who, Py_ssize_t limit):
+        """A loop's reversal schedule for a flat state of scalars, up to the turn of step 0;
+        see ``_pure.Sweep.reverse``."""
+        if not self.active:
+            raise RuntimeError("deltaad: this sweep has finished")
+        cdef Tape tape = self.tape
+        cdef Py_ssize_t most = len(snaps), pos, q, f0 = 0
+        cdef bint indexed = first is not None
+        cdef tuple act, entry
+        if indexed:
+            f0 = first
+        for a_ in actions:
+            act = <tuple>a_
+            op = act[0]
+            if op == 4:  # TURN
+                entry = <tuple>snaps[act[1]]
+                pos = entry[0]
+                cur = entry[1]
+                q = act[2]
+                if q > pos:
+                    cur = tape._advance(body, f0 + pos if indexed else None, q - pos, kind(cur),
+                                        limit, None, who)
+                if q == 0:
+                    return adj, expect, most
+                adj, vals = self._turn(body, f0 + q if indexed else None, kind(cur), adj,
+                                       allowed, who)
+                if not (all_floats(vals) and vals == expect):  # == is bitwise but for 0.0
+                    check(q, vals, expect)
+                expect = cur
+                if all_floats(adj):
+                    if not any(adj):
+                        return None, expect, most
+                else:
+                    for a in adj:
+                        if not (a is None or _is_zero(a)):
+                            break
+                    else:
+                        return None, expect, most
+            elif op == 0:  # ADVANCE
+                entry = <tuple>snaps[act[1]]
+                pos = entry[0]
+                q = act[2]
+                snaps[act[3]] = (q, tape._advance(body, f0 + pos if indexed else None, q - pos,
+                                                  kind(entry[1]), limit, None, who))
+                if len(snaps) > most:
+                    most = len(snaps)
+            else:  # FREE
+                del snaps[act[1]]
+        return adj, expect, most
+
     def turn(self, body, index, state, adj, allowed, who):
         """Record one step of a loop from the flat state ``state`` and sweep it; see
         ``_pure.Sweep.turn``."""
         if not self.active:
             raise RuntimeError("deltaad: this sweep has finished")
+        return self._turn(body, index, state, adj, allowed, who)
+
+    cdef tuple _turn(self, body, index, state, adj, allowed, who):
         cdef Tape tape = self.tape
         cdef Py_ssize_t start = tape.n
         cdef Py_ssize_t k = len(state)

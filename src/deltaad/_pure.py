@@ -541,6 +541,51 @@ class Sweep:
             raise
         return self.sweep(start, seeds, range(start, start + k)), vals
 
+    def reverse(self, actions, snaps, body, first, kind, adj, expect, allowed, check, who, limit):
+        """Execute a loop's reversal schedule (compound actions of ``deltaad.schedules.plan``)
+        for a flat state of scalars, up to the turn of step 0: ``snaps`` maps slots to
+        ``(position, state leaves)``; the body is ``body(first + k, state)`` (``body(state)``
+        when ``first`` is None), the state a ``kind`` (tuple or list) of leaves; ``adj`` are the adjoints of the output leaves of the next step
+        to reverse, ``expect`` its output values; ``check(k, values, expect)`` is called when
+        a re-run step's output is not the expected floats. Returns ``(adj, expect, most
+        snapshots alive)``, with ``adj`` None when no adjoint flows back any more."""
+        tape = self.tape
+        most = len(snaps)
+        for act in actions:
+            op = act[0]
+            if op == 4:  # TURN
+                pos, cur = snaps[act[1]]
+                q = act[2]
+                if q > pos:
+                    cur = tape.advance(body, None if first is None else first + pos, q - pos,
+                                       kind(cur), limit, None, who)
+                if q == 0:
+                    return adj, expect, most
+                adj, vals = self.turn(body, None if first is None else first + q, kind(cur),
+                                      adj, allowed, who)
+                if not (all_floats(vals) and vals == expect):  # == is bitwise but for 0.0
+                    check(q, vals, expect)
+                expect = cur
+                if all_floats(adj):
+                    if not any(adj):
+                        return None, expect, most
+                else:
+                    for a in adj:
+                        if not zero_adjoint(a):
+                            break
+                    else:
+                        return None, expect, most
+            elif op == 0:  # ADVANCE
+                pos, cur = snaps[act[1]]
+                q = act[2]
+                snaps[act[3]] = (q, tape.advance(body, None if first is None else first + pos,
+                                                 q - pos, kind(cur), limit, None, who))
+                if len(snaps) > most:
+                    most = len(snaps)
+            else:  # FREE
+                del snaps[act[1]]
+        return adj, expect, most
+
     def _float_range(self, lo, hi):
         tape = self.tape
         adj = self.adj

@@ -681,60 +681,37 @@ class _Loop:
         """Execute the compound ``actions`` (the reversal part of a schedule,
         :func:`deltaad.schedules.plan`), the adjoints of the state after the next step to
         reverse being ``adj``."""
-        # About two actions a step: for a small step their Python cost is comparable to the
-        # step itself, so a flat state of scalars takes the backend's Sweep.turn and
-        # Tape.advance, and this loop keeps its lookups in locals.
         expect = self.out_values
+        if self.fast:
+            # About two actions a step: for a small step their Python cost would be comparable
+            # to the step itself, so a flat state of scalars is reversed by the backend up to
+            # step 0 (which reads the initial leaves as given).
+            adj, expect, most = sweep.reverse(
+                actions, self.snaps, self.body, self.lower if self.indexed else None, self.flat,
+                adj, expect, self.allowed, self._check_values, self.who, _BATCH)
+            self.max_alive = max(self.max_alive, most)
+            if adj is not None:
+                self._turn(sweep, 0, self.init, adj, expect)
+            return
         snaps = self.snaps
-        advance = self._advance
-        tape_advance = self.tape.advance
-        body = self.body
-        lo = self.lower
-        indexed = self.indexed
-        flat = self.flat
-        allowed = self.allowed
-        all_floats = B.all_floats
-        fast = self.fast
-        who = self.who
-        sweep_turn = sweep.turn
-        batch = _BATCH
-        TURN, ADVANCE = S.TURN, S.ADVANCE
         for act in actions:
             kind = act[0]
-            if kind == TURN:
+            if kind == S.TURN:
                 pos, cur = snaps[act[1]]
                 q = act[2]
                 if q > pos:
-                    if fast:  # _advance inlined
-                        cur = tape_advance(body, lo + pos if indexed else None, q - pos,
-                                           flat(cur), batch, None, who)
-                    else:
-                        cur = advance(pos, q, cur)
-                if q and fast:
-                    adj, vals = sweep_turn(body, lo + q if indexed else None, flat(cur), adj,
-                                           allowed, who)
-                    if not (all_floats(vals) and vals == expect):  # == is bitwise but for 0.0
-                        self._check_values(q, vals, expect)
-                else:
-                    adj = self._turn(sweep, q, cur, adj, expect)
+                    cur = self._advance(pos, q, cur)
+                adj = self._turn(sweep, q, cur, adj, expect)
                 expect = cur
-                if all_floats(adj):
-                    if not any(adj):
-                        return  # nothing more flows back: the earlier steps contribute nothing
+                for a in adj:
+                    if not _zero(a):
+                        break
                 else:
-                    for a in adj:
-                        if not _zero(a):
-                            break
-                    else:
-                        return
-            elif kind == ADVANCE:
+                    return  # nothing more flows back: the earlier steps contribute nothing
+            elif kind == S.ADVANCE:
                 pos, cur = snaps[act[1]]
                 q = act[2]
-                if fast:
-                    snaps[act[3]] = (q, tape_advance(body, lo + pos if indexed else None, q - pos,
-                                                     flat(cur), batch, None, who))
-                else:
-                    snaps[act[3]] = (q, advance(pos, q, cur))
+                snaps[act[3]] = (q, self._advance(pos, q, cur))
                 if len(snaps) > self.max_alive:
                     self.max_alive = len(snaps)
             else:
