@@ -548,6 +548,9 @@ cdef class Tape(Trace):
 _BUSY = ("deltaad: this tape is already being swept (by another thread, or re-entrantly from a "
          "checkpointed function); a tape holding checkpoints is swept by one caller at a time")
 
+_NODE_DROPPED = ("deltaad: a node dropped bindings of the part of the tape being swept; a node "
+                 "may drop only what it recorded itself")
+
 _NEW_KIND = ("deltaad checkpoint: the re-run of a checkpointed computation recorded operations "
              "its first run did not (array or custom-rule operations, or values of an outer "
              "differentiation), so it is not a function of its inputs: it read state that "
@@ -733,8 +736,8 @@ cdef class Sweep:
         if not self.active:
             raise RuntimeError("deltaad: this sweep has finished")
         cdef Py_ssize_t k = _index(i)
-        if not 0 <= k < self.tape.n:
-            raise IndexError("adjoint: id %d is not on the tape being swept" % k)
+        if not 0 <= k < self.end:  # the slots in use: a node's new segment has none yet
+            raise IndexError("adjoint: id %d is not in the part of the tape being swept" % k)
         if self.floats:
             return self.adj[k]
         return self.oadj[k]
@@ -945,6 +948,8 @@ cdef class Sweep:
                     adj[<Py_ssize_t>p] += PyFloat_AS_DOUBLE(c) * a
             else:
                 (<tuple>tape.linear[i])[1].run(self, i)
+                if tape.n < hi:
+                    raise RuntimeError(_NODE_DROPPED)
             i -= 1
         return 0
 
@@ -975,6 +980,8 @@ cdef class Sweep:
                         _accumulate(adj, p, c * a)
             elif j == -3:
                 (<tuple>linear[i])[1].run(self, i)
+                if tape.n < hi:
+                    raise RuntimeError(_NODE_DROPPED)
             elif j >= 0:
                 k = b[i].p2
                 if check and (j >= i or k >= i):
@@ -2085,6 +2092,8 @@ cdef class Plan:
                 self._push(2, f.s, f.e - 1, f.slot, 1)
                 continue
             m = f.s + _split(n, f.c)
+            if self.nfree == 0:  # cannot happen: a part with c snapshots has c - 1 spare
+                raise SystemError("deltaad plan: no spare snapshot slot")
             self.nfree -= 1
             new = self.free[self.nfree]
             self._push(0, f.s, m, f.slot, f.c)

@@ -345,6 +345,13 @@ def test_forward_mode_and_no_differentiation_run_fun_once():
     assert calls == {"x + y": 1, "w + y": 1, "x * z": 1}
 
 
+def test_reverse_over_forward_runs_fun_plainly():
+    calls = Counter()
+    f = frank(calls, ad.checkpoint)
+    got = ad.grad(lambda x: ad.jvp(f, (x,), (1.0,))[1])(2.0)
+    assert got == 2.0 and calls == {"x + y": 1, "w + y": 1, "x * z": 1}
+
+
 def test_nested_reverse_keeps_the_region_recorded():
     # Under grad of grad the checkpoint's values are duals of the outer tape, which keeps
     # them all: the inner tape keeps the region too (no re-run), so results are the same bits.

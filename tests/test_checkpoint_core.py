@@ -265,3 +265,23 @@ def test_both_backends_same_bits_with_nodes_and_linear(seed, n_in, n_ops):
         finally:
             B = saved
     assert results[0] == results[1]
+
+
+def test_a_node_may_not_drop_what_is_being_swept():
+    class Dropper:
+        def run(self, sweep, i):
+            with pytest.raises(IndexError):
+                sweep.adjoint(i + 5)  # no slot there yet
+            tape.closed = False
+            tape.truncate(1)
+            tape.closed = True
+
+    tape = B.Tape(15)
+    x = tape.input(1.0)
+    y = x * 2.0
+    out = tape.input(0.5)
+    tape.push_node([0], Dropper())
+    z = out * y
+    tape.close()
+    with pytest.raises(RuntimeError, match="dropped bindings"):
+        tape.eval([(z.id, 1.0)], [0])

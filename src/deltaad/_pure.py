@@ -456,8 +456,8 @@ class Sweep:
         if not self.active:
             raise RuntimeError("deltaad: this sweep has finished")
         i = _index(i)
-        if not 0 <= i < len(self.adj):
-            raise IndexError("adjoint: id %d is not on the tape being swept" % i)
+        if not 0 <= i < len(self.adj):  # the slots in use: a node's new segment has none yet
+            raise IndexError("adjoint: id %d is not in the part of the tape being swept" % i)
         return self.adj[i]
 
     def sweep(self, start, seeds, wanted):
@@ -607,6 +607,8 @@ class Sweep:
                     adj[p] += c * a
             elif j == -3:
                 linear[i][1].run(self, i)
+                if tape._n < hi:
+                    raise RuntimeError(_NODE_DROPPED)
 
     def _general_range(self, lo, hi, keep):
         tape = self.tape
@@ -630,6 +632,8 @@ class Sweep:
                         _accumulate(adj, p, c * a)
             elif j == -3:
                 linear[i][1].run(self, i)
+                if tape._n < hi:
+                    raise RuntimeError(_NODE_DROPPED)
             elif j >= 0:
                 if check and (j >= i or k >= i):
                     raise _kept_intermediate_error()
@@ -639,6 +643,9 @@ class Sweep:
             if i not in keep:
                 adj[i] = None  # free array adjoints as soon as they are spent
 
+
+_NODE_DROPPED = ("deltaad: a node dropped bindings of the part of the tape being swept; a node "
+                 "may drop only what it recorded itself")
 
 _NEW_KIND = ("deltaad checkpoint: the re-run of a checkpointed computation recorded operations "
              "its first run did not (array or custom-rule operations, or values of an outer "

@@ -27,7 +27,10 @@ tape of its own. So:
 Loops (``fori_loop``, ``while_loop`` with ``checkpoints``) become one node that runs a
 schedule (:mod:`deltaad.schedules`) over saved loop states: advancing steps records and drops
 (a batch of steps at a time), reversing a step re-records it from a saved state (fresh inputs
-at the end of T) and sweeps it.
+at the end of T) and sweeps it. A step can be as cheap as the Python bookkeeping around it, so
+for the commonest state (a tuple or list of scalars) the backend runs the advancing
+(``Tape.advance``), the reversing (``Sweep.turn``) and the schedule's loop (``Sweep.reverse``,
+with the compiled twin of :func:`deltaad.schedules.plan` in the core).
 
 Which differentiation a checkpoint is for: the innermost open trace, when it is a reverse
 tape T. Under forward mode (innermost trace a forward level) or outside any differentiation a
@@ -661,7 +664,7 @@ class _Loop:
         raise TypeError("a checkpointed loop's node is run by the backward sweep, not called")
 
     def __repr__(self):
-        return "<%s of %s, %d steps, %d saved states>" % (self.who, _name(self.body), self.n, self.c)
+        return "<%s of %s, %d steps, %s saved states>" % (self.who, _name(self.body), self.n, self.c)
 
     def run_node(self, sweep, reverse):
         adj = [None if i is None else sweep.adjoint(i) for i in self.out_ids]
