@@ -280,6 +280,17 @@ cdef class Tape(Trace):
         self.nodes.append(i)
         return i
 
+    @property
+    def nnodes(self):
+        """The number of node bindings (checkpoints) on the tape."""
+        return len(self.nodes)
+
+    def release_nodes(self):
+        """Let go of what the nodes hold; see ``_pure.Tape.release_nodes``."""
+        for i in self.nodes:
+            parents, node = self.linear[i]
+            self.linear[i] = (parents, _RELEASED)
+
     def truncate(self, m):
         """Drop the bindings ``m, m+1, ...``; see ``_pure.Tape.truncate``."""
         self._truncate(m)
@@ -544,6 +555,19 @@ cdef class Tape(Trace):
             if nodes:
                 self.busy = False
 
+
+class _Released:
+    """What a node becomes once its tape's owner has gone (``Tape.release_nodes``)."""
+
+    def run(self, sweep, i):
+        raise RuntimeError("deltaad: this tape's checkpoints were released when the "
+                           "differentiation that recorded them (its vjp function) was freed")
+
+    def __call__(self, *args):
+        raise TypeError("a released checkpoint node is not a linear map")
+
+
+_RELEASED = _Released()
 
 _BUSY = ("deltaad: this tape is already being swept (by another thread, or re-entrantly from a "
          "checkpointed function); a tape holding checkpoints is swept by one caller at a time")

@@ -557,3 +557,33 @@ def test_concurrent_sweeps_are_safe():
         t.join()
     assert results and all(same(r, expect) for r in results)
     assert pb.tape.closed and ad.open_traces() == []
+
+
+def test_tapes_with_checkpoints_are_freed():
+    # A checkpoint's node holds the function, whose closure holds duals of the tape: the
+    # compiled core's duals are not tracked by the garbage collector, so the tape lets go of
+    # its nodes when its vjp function is freed.
+    import gc
+    import weakref
+
+    refs = []
+
+    def f(x):
+        refs.append(weakref.ref(ad.open_traces()[-1]))
+        z = ad.checkpoint(lambda: x * x)()
+        return z + ad.fori_loop(0, 10, lambda i, s: s * x, x, checkpoints=2)
+
+    for _ in range(3):
+        ad.grad(f)(1.5)
+    gc.collect()
+    assert all(r() is None for r in refs)
+    out, pb = ad.vjp(f, 1.5)
+    tape = pb.tape
+    assert pb(1.0) == (ad.grad(f)(1.5),)
+    del pb
+    gc.collect()
+    with pytest.raises(RuntimeError, match="released"):
+        tape.eval([(tape.nbindings - 1, 1.0)], [0])
+    del tape
+    gc.collect()
+    assert refs[-1]() is None

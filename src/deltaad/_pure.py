@@ -200,6 +200,21 @@ class Tape(Trace):
         self._nodes.append(i)
         return i
 
+    @property
+    def nnodes(self):
+        """The number of node bindings (checkpoints) on the tape."""
+        return len(self._nodes)
+
+    def release_nodes(self):
+        """Let go of what the nodes hold (the checkpointed function, its arguments, a loop's
+        states), for good: a sweep that reaches one of them raises. A node usually holds duals
+        of this very tape (those its function captured): in the compiled core duals are not
+        tracked by the garbage collector, so that cycle would keep the tape alive forever; the
+        tape's owner (a vjp function) calls this when it is freed."""
+        for i in self._nodes:
+            parents, node = self._linear[i]
+            self._linear[i] = (parents, _RELEASED)
+
     def truncate(self, m):
         """Drop the bindings ``m, m+1, ...`` (a region recorded and no longer needed).
 
@@ -383,6 +398,19 @@ class Tape(Trace):
             if nodes:
                 self._busy = False
 
+
+class _Released:
+    """What a node becomes once its tape's owner has gone (``Tape.release_nodes``)."""
+
+    def run(self, sweep, i):
+        raise RuntimeError("deltaad: this tape's checkpoints were released when the "
+                           "differentiation that recorded them (its vjp function) was freed")
+
+    def __call__(self, *args):
+        raise TypeError("a released checkpoint node is not a linear map")
+
+
+_RELEASED = _Released()
 
 _BUSY = ("deltaad: this tape is already being swept (by another thread, or re-entrantly from a "
          "checkpointed function); a tape holding checkpoints is swept by one caller at a time")

@@ -12,6 +12,7 @@ import itertools
 import numbers
 import operator
 import threading
+import weakref
 
 import numpy as np
 
@@ -489,6 +490,8 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
             out, aux = out
     pb = _Pullback()
     pb.tape = tape
+    if tape.nnodes:  # checkpoints hold duals of the tape: a cycle the core's GC cannot see
+        weakref.finalize(pb, tape.release_nodes)
     pb.in_def = in_def
     pb.in_leaves = leaves
     pb.all_float = floats
