@@ -147,8 +147,7 @@ cdef class Tape(Trace):
     Coefficients that are not C doubles (outer duals, when nesting) are kept beside the array
     in ``ocoef``; bindings with other than two scalar parents in ``linear``, and so are nodes
     (``p1 == -3``: computations the tape does not keep, re-run by the sweep; see ``_pure``).
-    The flags ``general``, ``vjp`` and ``truncated`` are set once and never reset, as in
-    ``_pure``.
+    The flags ``general`` and ``truncated`` are set once and never reset, as in ``_pure``.
     """
 
     cdef Binding* b
@@ -160,7 +159,6 @@ cdef class Tape(Trace):
     cdef Py_ssize_t max_linear  # the largest key of ``linear`` (-1: none): truncating below
                                 # it is the only case that must look into the dict
     cdef bint general   # some coefficient is not a C double (an outer dual)
-    cdef bint vjp       # some linear binding's rule is a callable
     cdef bint truncated # bindings were dropped: the sweep checks parents are older
     cdef bint busy      # a sweep that may run nodes is in progress
     cdef int sweeping   # float sweeps in progress (without the GIL) over ``b``: do not move it
@@ -175,7 +173,6 @@ cdef class Tape(Trace):
         self.nodes = []
         self.max_linear = -1
         self.general = False
-        self.vjp = False
         self.truncated = False
         self.busy = False
         self.is_forward = False
@@ -260,9 +257,7 @@ cdef class Tape(Trace):
         if self.closed:
             raise escaped_error(self.level)
         parents = _check_parents(parents, self.n)
-        if callable(rule):
-            self.vjp = True
-        elif not all_floats(rule):
+        if not callable(rule) and not all_floats(rule):
             self.general = True
         cdef Py_ssize_t i = self._push(-2, 0.0, -1, 0.0)
         self.linear[i] = (parents, rule)
@@ -524,9 +519,10 @@ cdef class Tape(Trace):
         cdef Py_ssize_t i, j
         cdef list nodes = self.nodes
         sw.tape = self
-        sw.floats = float_seeds and not self.general and not self.vjp
+        sw.floats = float_seeds and not self.general
         sw.active = True
         sw.end = n
+        sw.base = sw.keep = set(wanted)
         if nodes:
             if self.busy:
                 raise RuntimeError(_BUSY)
@@ -541,14 +537,15 @@ cdef class Tape(Trace):
                     i = (<tuple>pair)[0]
                     sw.adj[i] += PyFloat_AS_DOUBLE((<tuple>pair)[1])
                 sw._float_range(0, n)
-                return [sw.adj[<Py_ssize_t>w] for w in wanted]
+                if sw.floats:
+                    return [sw.adj[<Py_ssize_t>w] for w in wanted]
+                return [sw.oadj[<Py_ssize_t>w] for w in wanted]
             sw.oadj = [None] * n
             for j in nodes:
                 sw.oadj[j] = 1.0
             for pair in seeds:
                 _accumulate(sw.oadj, (<tuple>pair)[0], (<tuple>pair)[1])
-            sw.keep = set(wanted)
-            sw._general_range(0, n, sw.keep)
+            sw._general_range(0, n)
             return [sw.oadj[<Py_ssize_t>w] for w in wanted]
         finally:
             sw._finish()
@@ -688,9 +685,10 @@ cdef class Sweep:
     """A backward sweep in progress over a tape with linear bindings or nodes (see ``_pure``).
 
     Float mode keeps the adjoints in a C array (``adj``, room for ``cap``), swept without the
-    GIL between linear bindings and nodes; object mode in a list (``oadj``). A node's segment
-    is swept into the same adjoints, so results are those of the program without checkpoints
-    to the last bit.
+    GIL between linear bindings and nodes, and turns into object mode (a list, ``oadj``) at
+    the first cotangent a rule gives that is not a float; see ``_pure.Sweep``. A node's
+    segment is swept into the same adjoints, so results are those of the program without
+    checkpoints to the last bit.
     """
 
     cdef Tape tape
@@ -700,11 +698,14 @@ cdef class Sweep:
     cdef Py_ssize_t cap
     cdef Py_ssize_t end     # adjoint slots in use: the end of the part being swept
     cdef list oadj
-    cdef object keep
+    cdef object keep        # the ids an object sweep must not free: base and every segment's
+    cdef object base        # the eval's wanted ids
+    cdef list wanted        # the wanted ids (lists or ranges) of the segments being swept
 
     def __cinit__(self):
         self.adj = NULL
         self.cap = 0
+        self.wanted = []
 
     def __dealloc__(self):
         if self.adj != NULL:
@@ -791,9 +792,12 @@ cdef class Sweep:
         if st != self.end or st > n:
             raise ValueError("sweep: a segment starts where the swept part ends (%d), not at %d "
                              "(the tape holds %d)" % (self.end, st, n))
+        self.wanted.append(wl if wl is not None else range(w0, w0 + nw))
+        if not self.floats:
+            self.keep = self._keep()
         try:
             if self.floats:
-                if tape.general or tape.vjp:
+                if tape.general:
                     raise RuntimeError(_NEW_KIND)
                 self._ensure(n)
                 memset(self.adj + st, 0, (n - st) * sizeof(double))
@@ -822,14 +826,19 @@ cdef class Sweep:
             self.end = n
             if self.floats:
                 self._float_range(st, n)
-                if wl is None:
-                    return [self.adj[w0 + i] for i in range(nw)]
-                return [self.adj[<Py_ssize_t>w_] for w_ in wl]
+                if self.floats:
+                    if wl is None:
+                        return [self.adj[w0 + i] for i in range(nw)]
+                    return [self.adj[<Py_ssize_t>w_] for w_ in wl]
+            else:
+                self._general_range(st, n)
             if wl is None:
-                wl = list(range(w0, w0 + nw))
-            self._general_range(st, n, self.keep.union(wl))
+                return [self.oadj[w0 + i] for i in range(nw)]
             return [self.oadj[<Py_ssize_t>w_] for w_ in wl]
         finally:
+            self.wanted.pop()
+            if not self.floats:
+                self.keep = self._keep()
             self.end = st
             if tape.n > st:
                 tape._truncate(st)
@@ -967,19 +976,59 @@ cdef class Sweep:
                 raise kept_intermediate_error()
             if tape.b[i].p1 == -2:
                 a = adj[i]
-                parents, coefs = <tuple>tape.linear[i]
-                for p, c in zip(<tuple>parents, coefs):  # float coefficients (else not here)
-                    adj[<Py_ssize_t>p] += PyFloat_AS_DOUBLE(c) * a
+                parents, rule = <tuple>tape.linear[i]
+                if callable(rule):
+                    for p, ct in zip(<tuple>parents, rule(a)):
+                        if ct is None:
+                            continue
+                        if type(ct) is float and self.floats:
+                            self.adj[<Py_ssize_t>p] += PyFloat_AS_DOUBLE(ct)  # p < i: in bounds
+                        else:
+                            if self.floats:
+                                self._to_objects()
+                            _accumulate(self.oadj, p, ct)
+                    if not self.floats:  # the rest of the range over objects
+                        if i not in self.keep:
+                            self.oadj[i] = None
+                        return self._general_range(lo, i)
+                else:
+                    for p, c in zip(<tuple>parents, rule):  # float coefficients (else general)
+                        adj[<Py_ssize_t>p] += PyFloat_AS_DOUBLE(c) * a
             else:
                 (<tuple>tape.linear[i])[1].run(self, i)
                 if tape.n < hi:
                     raise RuntimeError(_NODE_DROPPED)
+                if not self.floats:  # a segment turned the sweep into an object sweep
+                    return self._general_range(lo, i)
             i -= 1
         return 0
 
-    cdef int _general_range(self, Py_ssize_t lo, Py_ssize_t hi, object keep) except -1:
+    cdef int _to_objects(self) except -1:
+        """Turn this float sweep into an object sweep (a rule gave a cotangent that is not a
+        float): zeros (untouched or not) become None, what the object sweep skips."""
+        cdef Py_ssize_t j
+        cdef list o = [None] * self.end
+        for j in range(self.end):
+            if self.adj[j] != 0.0:
+                o[j] = self.adj[j]
+        self.oadj = o
+        self.floats = False
+        self.keep = self._keep()
+        return 0
+
+    cdef object _keep(self):
+        """The ids an object sweep must not free: the eval's wanted ids and the segments'."""
+        if not self.wanted:
+            return self.base
+        keep = set(self.base)
+        for w in self.wanted:
+            keep.update(w)
+        return keep
+
+    cdef int _general_range(self, Py_ssize_t lo, Py_ssize_t hi) except -1:
         """Sweep bindings ``hi - 1`` down to ``lo`` over Python objects (as ``_pure``)."""
         cdef Tape tape = self.tape
+        cdef object keep = self.keep
         cdef list adj = self.oadj
         cdef dict ocoef = tape.ocoef
         cdef dict linear = tape.linear

@@ -64,6 +64,21 @@ def arr(x):
                      checkpoints=2)
     return np.sum(v * v)
 emit(ad.value_and_grad(arr)(0.45))
+@ad.custom_vjp
+def cube(x):
+    return x * x * x
+
+cube.defvjp(lambda x: (cube(x), x), lambda x, g: (3.0 * x * x * g,))
+wv = np.array([0.5, -1.5, 2.0])
+
+def mixed(x, y):
+    a = cube(x) * y
+    b = ad.checkpoint(lambda: cube(a + y) - x)()
+    s = ad.checkpoint(lambda: np.sum(np.sin(wv * a) ** 2)[()] + y)()
+    return ad.tanh(s) * b + cube(y) * x
+
+emit(ad.value_and_grad(mixed, argnums=(0, 1))(0.7, -0.3))
+emit(ad.hessian(mixed, argnums=(0, 1))(0.7, -0.3))
 print(" ".join(out))
 '''
 

@@ -18,6 +18,7 @@ may itself be a dual of a lower level; then values, partials and tangents are co
 lower level's arithmetic, so the derivative work is itself differentiated.
 """
 
+import itertools
 import math
 import numbers
 from operator import index as _index
@@ -86,12 +87,11 @@ class Tape(Trace):
 
     Flags, set once and never reset (a truncation keeps them, so a checkpointed program takes
     the same kind of sweep as the program without checkpoints): ``_general`` some coefficient
-    is not a float (an outer dual); ``_vjp`` some linear binding's rule is a callable (arrays,
-    custom rules); ``_truncated`` bindings were dropped, so a dual kept from a dropped region
-    could name a parent at or after its binding (the sweep checks).
+    is not a float (an outer dual); ``_truncated`` bindings were dropped, so a dual kept from a
+    dropped region could name a parent at or after its binding (the sweep checks).
     """
 
-    __slots__ = ("_b", "_n", "_linear", "_general", "_vjp", "_nodes", "_truncated", "_busy")
+    __slots__ = ("_b", "_n", "_linear", "_general", "_nodes", "_truncated", "_busy")
 
     def __init__(self, level):
         Trace.__init__(self, level)
@@ -99,7 +99,6 @@ class Tape(Trace):
         self._n = 0
         self._linear = {}
         self._general = False  # some coefficient is not a float (an outer dual)
-        self._vjp = False      # some linear binding's rule is a callable
         self._nodes = []       # ids of the node bindings, ascending
         self._truncated = False
         self._busy = False     # a sweep that may run nodes is in progress
@@ -170,9 +169,7 @@ class Tape(Trace):
         if self.closed:
             raise escaped_error(self.level)
         parents = _check_parents(parents, self._n)
-        if callable(rule):
-            self._vjp = True
-        elif not all_floats(rule):
+        if not callable(rule) and not all_floats(rule):
             self._general = True
         i = self._n
         self._n = i + 1
@@ -376,7 +373,8 @@ class Tape(Trace):
                 raise RuntimeError(_BUSY)
             self._busy = True
         try:
-            sw = Sweep(self, float_seeds and not self._general and not self._vjp)
+            sw = Sweep(self, float_seeds and not self._general)
+            sw.base = sw.keep = set(wanted)
             if sw.floats:
                 adj = sw.adj = [0.0] * n
                 for j in nodes:
@@ -390,8 +388,7 @@ class Tape(Trace):
                     adj[j] = 1.0
                 for i, ct in seeds:
                     _accumulate(adj, i, ct)
-                sw.keep = set(wanted)
-                sw._general_range(0, n, sw.keep)
+                sw._general_range(0, n)
             return [adj[w] for w in wanted]
         finally:
             sw.active = False
@@ -464,20 +461,34 @@ class Sweep:
     """A backward sweep in progress over a tape with linear bindings or nodes.
 
     Adjoints live in one list, floats (``floats``: untouched is 0.0) or objects (untouched is
-    None). A node reads its outputs' adjoints with :meth:`adjoint` and hands the segment it
-    re-recorded to :meth:`sweep`, which adds into this same list: a variable read inside a
-    checkpoint gets its contributions in the same order as without the checkpoint, so results
-    are the same to the last bit.
+    None). A float sweep calls a linear binding's rule with its float adjoint and adds float
+    cotangents; at the first cotangent that is not a float (an array) it turns into an object
+    sweep for the rest (:meth:`_to_objects`). A node reads its outputs' adjoints with
+    :meth:`adjoint` and hands the segment it re-recorded to :meth:`sweep`, which adds into
+    this same list: a variable read inside a checkpoint gets its contributions in the same
+    order as without the checkpoint, so results are the same to the last bit. ``keep``: the
+    ids whose adjoints are read at the end (an object sweep frees the others once spent).
     """
 
-    __slots__ = ("tape", "floats", "adj", "keep", "active")
+    __slots__ = ("tape", "floats", "adj", "keep", "base", "wanted", "active")
 
     def __init__(self, tape, floats):
         self.tape = tape
         self.floats = floats
         self.adj = None
-        self.keep = None
+        self.keep = None    # the ids an object sweep must not free: base and every segment's
+        self.base = None    # the eval's wanted ids
+        self.wanted = []    # the wanted ids of the segments being swept
         self.active = True
+
+    def _keep(self):
+        """The ids an object sweep must not free: the eval's wanted ids and the segments'."""
+        if not self.wanted:
+            return self.base
+        keep = set(self.base)
+        for w in self.wanted:
+            keep.update(w)
+        return keep
 
     def adjoint(self, i):
         """The adjoint accumulated so far for id ``i`` (0.0 or None when untouched)."""
@@ -501,9 +512,10 @@ class Sweep:
         if not len(adj) == start <= n:
             raise ValueError("sweep: a segment starts where the swept part ends (%d), not at %d "
                              "(the tape holds %d)" % (len(adj), start, n))
+        pushed = False
         try:
             if self.floats:
-                if tape._general or tape._vjp:
+                if tape._general:
                     raise RuntimeError(_NEW_KIND)
                 adj.extend([0.0] * (n - start))
             else:
@@ -529,12 +541,19 @@ class Sweep:
                 if not 0 <= w < n:
                     raise IndexError("sweep: wanted id %d is not on the tape" % w)
                 wl.append(w)
+            self.wanted.append(wl)
+            pushed = True
             if self.floats:
                 self._float_range(start, n)
             else:
-                self._general_range(start, n, self.keep.union(wl))
+                self.keep = self._keep()
+                self._general_range(start, n)
             return [adj[w] for w in wl]
         finally:
+            if pushed:
+                self.wanted.pop()
+                if not self.floats:
+                    self.keep = self._keep()
             tape.truncate(start)
             del adj[start:]
 
@@ -614,13 +633,23 @@ class Sweep:
                 del snaps[act[1]]
         return adj, expect, most
 
+    def _to_objects(self):
+        """Turn this float sweep into an object sweep (a rule gave a cotangent that is not a
+        float): zeros (untouched or not) become None, what the object sweep skips."""
+        adj = self.adj
+        for j in range(len(adj)):
+            if adj[j] == 0.0:
+                adj[j] = None
+        self.floats = False
+        self.keep = self._keep()
+
     def _float_range(self, lo, hi):
         tape = self.tape
         adj = self.adj
         linear = tape._linear
         check = tape._truncated
-        rb = iter(reversed(tape._b))  # at binding hi - 1: the range ends at the tape's end
-        for i, a, c2, k, c1, j in zip(range(hi - 1, lo - 1, -1), reversed(adj), rb, rb, rb, rb):
+        rb = _from(tape._b, 4 * hi)
+        for i, a, c2, k, c1, j in zip(range(hi - 1, lo - 1, -1), _from(adj, hi), rb, rb, rb, rb):
             if a == 0.0:
                 continue
             if j >= 0:
@@ -630,20 +659,40 @@ class Sweep:
                 if k >= 0:
                     adj[k] += c2 * a
             elif j == -2:
-                parents, coefs = linear[i]
-                for p, c in zip(parents, coefs):
-                    adj[p] += c * a
+                parents, rule = linear[i]
+                if callable(rule):
+                    for p, ct in zip(parents, rule(a)):
+                        if ct is None:
+                            continue
+                        if type(ct) is float and self.floats:
+                            adj[p] += ct
+                        else:
+                            if self.floats:
+                                self._to_objects()
+                            _accumulate(adj, p, ct)
+                    if not self.floats:  # the rest of the range over objects
+                        if i not in self.keep:
+                            adj[i] = None
+                        self._general_range(lo, i)
+                        return
+                else:
+                    for p, c in zip(parents, rule):
+                        adj[p] += c * a
             elif j == -3:
                 linear[i][1].run(self, i)
                 if tape._n < hi:
                     raise RuntimeError(_NODE_DROPPED)
+                if not self.floats:  # a segment turned the sweep into an object sweep
+                    self._general_range(lo, i)
+                    return
 
-    def _general_range(self, lo, hi, keep):
+    def _general_range(self, lo, hi):
         tape = self.tape
         adj = self.adj
+        keep = self.keep
         linear = tape._linear
         check = tape._truncated
-        rb = iter(reversed(tape._b))
+        rb = _from(tape._b, 4 * hi)
         for i, c2, k, c1, j in zip(range(hi - 1, lo - 1, -1), rb, rb, rb, rb):
             a = adj[i]
             if a is None or (a == 0.0 if type(a) is float else _is_zero(a)):
@@ -670,6 +719,16 @@ class Sweep:
                     _accumulate(adj, k, c2 * a)
             if i not in keep:
                 adj[i] = None  # free array adjoints as soon as they are spent
+
+
+def _from(items, end):
+    """An iterator over ``items[end - 1], items[end - 2], ...`` (live, without a copy): a
+    reversed iterator with its first ``len(items) - end`` items skipped."""
+    it = reversed(items)
+    skip = len(items) - end
+    if skip:
+        next(itertools.islice(it, skip - 1, skip), None)
+    return it
 
 
 _NODE_DROPPED = ("deltaad: a node dropped bindings of the part of the tape being swept; a node "
