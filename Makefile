@@ -1,9 +1,12 @@
 # deltaad developer targets.  `make test` is what CI runs (see .ci/run).
 #
-#   make test         venv + in-place core build + whole suite on both backends + wheel check
+#   make test         venv + in-place core build + whole suite (examples included) on both
+#                     backends + the docs site + wheel check
 #   make build        rebuild src/deltaad/_core*.so after editing cext/*.pyx / *.pxd
-#   make bench        benchmark harness, quick size    (make bench-full: full size)
-#   make bench-deps   install the comparison libraries (autograd, torch 2.13.0 CPU, matplotlib)
+#   make docs         the documentation site into site/ (mkdocs, warnings are errors)
+#   make bench        benchmark harness, quick size, with plots (make bench-full: full size)
+#   make bench-deps   install the libraries the bench compares with (autograd, torch 2.13.0
+#                     CPU, JAX, CasADi); each is optional, a missing one is named in the report
 #   make clean        remove build products            (make distclean: also .venv)
 #
 # Every build here sets DELTAAD_REQUIRE_CORE=1, so a core that fails to compile
@@ -27,7 +30,7 @@ ROOT       := $(CURDIR)
 BUILD_REQS := 'setuptools>=64' wheel 'Cython>=3.0'
 CORE_SRCS  := $(wildcard cext/*.pyx cext/*.pxd cext/*.h)
 
-.PHONY: all venv build test wheel-check bench bench-full bench-deps clean distclean
+.PHONY: all venv build test docs wheel-check bench bench-full bench-docs bench-deps clean distclean
 
 all: test
 
@@ -37,7 +40,7 @@ $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
 	$(PY) -m pip install --upgrade $(BUILD_REQS)
-	DELTAAD_REQUIRE_CORE=1 $(PY) -m pip install --no-build-isolation -e '.[test]'
+	DELTAAD_REQUIRE_CORE=1 $(PY) -m pip install --no-build-isolation -e '.[test,docs,bench,dist]'
 	touch $@
 
 build: venv $(CORE_SRCS)
@@ -46,7 +49,13 @@ build: venv $(CORE_SRCS)
 test: build
 	DELTAAD_BACKEND=c $(PY) -m pytest -q
 	DELTAAD_BACKEND=python $(PY) -m pytest -q
+	$(MAKE) --no-print-directory docs
 	$(MAKE) --no-print-directory wheel-check
+
+# The site (docs/, mkdocs.yml): the API pages come from the docstrings, the list of supported
+# functions from deltaad.support_table() (docs/hooks.py). --strict: a warning is an error.
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
 
 # Build the wheel the way a user's pip would (isolated build from pyproject.toml),
 # install it into a brand-new venv and import it from outside the repo.
@@ -75,11 +84,16 @@ bench: build
 bench-full: build
 	$(PY) -m bench --full
 
+# Refresh the benchmark snapshot the documentation's Performance page shows (headline table,
+# report, plots in docs/bench/); commit it with the machine it ran on named in the report.
+bench-docs: build
+	$(PY) -m bench --quick --out docs/bench
+
 bench-deps: venv
-	DELTAAD_REQUIRE_CORE=1 $(PY) -m pip install --no-build-isolation -e '.[bench]'
+	DELTAAD_REQUIRE_CORE=1 $(PY) -m pip install --no-build-isolation -e '.[peers]'
 
 clean:
-	rm -rf build/ dist/ *.egg-info src/*.egg-info $(WHEEL_VENV)
+	rm -rf build/ dist/ site/ *.egg-info src/*.egg-info $(WHEEL_VENV)
 	rm -f src/deltaad/_core*.so src/deltaad/_core*.pyd cext/*.c cext/*.html
 
 distclean: clean

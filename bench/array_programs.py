@@ -1,4 +1,4 @@
-"""The array programs (issue 4, Performance): numpy code on parameter arrays.
+"""The array programs: numpy code on parameter arrays (an MLP, the ADBench GMM, small ops).
 
 Each program is ``fn(ns, n, params)`` like the scalar ones, but written against an *array
 namespace* ``A = array_ns(ns)``: numpy for the float baseline and for deltaad (whose

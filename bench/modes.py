@@ -244,9 +244,9 @@ class AblationMode(Mode):
 
 
 register(AblationMode(
-    "naive-delta", "Delta trees without Var/Let, eval_2 (paper §6)", "naive_delta_grad", "NAIVE_NS"))
+    "naive-delta", "Delta trees without Var/Let, eval_2 (Krawiec et al., section 6)", "naive_delta_grad", "NAIVE_NS"))
 register(AblationMode(
-    "backpropagator", "closures dt -> contributions, functional ⊕ (paper §5, thesis continuation mode)",
+    "backpropagator", "closures dt -> contributions, functional ⊕ (Krawiec et al., section 5)",
     "backpropagator_grad", "BACKPROP_NS"))
 
 

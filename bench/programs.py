@@ -246,7 +246,7 @@ class Program:
     modes: object = None
     fd_eps: float = 1e-6
     ops_are_bindings: bool = True
-    spec_n: object = None        # the size a budget refers to (array programs: issue 4's point)
+    spec_n: object = None        # the size a target refers to (array programs)
     preset_sizes: object = None  # {preset: [n, ...]}: explicit sweeps instead of the defaults
     overhead: bool = False       # reported as µs per operation (small-array overhead table)
 
@@ -302,11 +302,11 @@ def register(program):
 register(Program(
     "taylor", taylor, lambda n: 4 * n, _taylor_input, n_max=1_000_000, check_n=20,
     ladder=[4, 8, 16, 32, 64, 128],
-    description="Taylor series of 1/x at 1, x = 0.5 (thesis §6.1)", ops_text="4n"))
+    description="Taylor series of 1/x at 1, x = 0.5 (the loop of Sigal's benchmarks)", ops_text="4n"))
 register(Program(
     "letchain", letchain, lambda n: 2 * n, _letchain_input, n_max=1_000_000, check_n=8,
     ladder=[2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24],
-    description="x = (x + x) * 0.5 repeated n times (paper §7 sharing)", ops_text="2n"))
+    description="x = (x + x) * 0.5 repeated n times (sharing: a Delta tree doubles)", ops_text="2n"))
 register(Program(
     "rosenbrock", rosenbrock, lambda n: 10 * (n - 1), _uniform(lambda n: n, -1.0, 1.0),
     n_max=200_000, check_n=12, ladder=[2, 4, 8, 16, 32],
@@ -315,7 +315,7 @@ register(Program(
 register(Program(
     "quaternion", quaternion, lambda n: 41 * n, _uniform(lambda n: 7 * n, -1.0, 1.0),
     n_max=50_000, check_n=3, ladder=[1, 2, 4, 8],
-    description="rotate_vec_by_quat (paper Fig. 12) over n random (q, v) pairs, summed",
+    description="rotate_vec_by_quat (Krawiec et al., Fig. 12) over n random (q, v) pairs, summed",
     ops_text="41n"))
 register(Program(
     "ode", ode, lambda n: 54 * n + 1, _ode_input, n_max=40_000, check_n=2,

@@ -13,14 +13,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PACKAGES = ("deltaad", "numpy", "Cython", "torch", "autograd", "jax", "jaxlib", "matplotlib")
 
-# DESIGN.md §7: (mode, what, limit)
+# performance targets: gradient time ÷ plain float, per deltaad mode
 BUDGET = {
     "deltaad-c": 3.0,
     "deltaad-python": 60.0,
     "deltaad-c-fwd": 2.5,
 }
 BYTES_PER_BINDING = 40
-# issue 4, Performance: array programs at their spec point
+# the array programs' targets, at their reference size
 ARRAY_FLOAT_BUDGET = 3.0      # gradient time / plain-numpy forward time
 ARRAY_PEER_BUDGET = {"autograd": 1.0, "torch": 1.3}  # deltaad time / peer time
 ARRAY_MODES = ("deltaad-c", "deltaad-python")
@@ -163,7 +163,7 @@ def side_by_side(entry):
 
 
 def budget_checks(results):
-    """DESIGN.md §7 figures for the deltaad modes, per program."""
+    """The performance targets of the deltaad modes, per program."""
     rows = []
     for pname, entry in results["programs"].items():
         if entry.get("kind", "scalar") != "scalar":
@@ -267,6 +267,113 @@ def analyse(results):
     return results
 
 
+# --------------------------------------------------------------------------------------------
+# the headline: one row per program, what a user wants to know first
+
+
+def _largest(mres):
+    return ((mres or {}).get("summary") or {}).get("largest")
+
+
+def headline(results):
+    """``{"rows": [...], "peers": [...], "missing": {peer: reason}}``: per program, deltaad's
+    gradient ÷ plain float, jvp ÷ float, pure-Python ÷ float, ns and bytes per operation at the
+    largest size, and each peer's time ÷ deltaad's at the largest size both measured."""
+    rows, peers, missing = [], [], {}
+    for pname, entry in results["programs"].items():
+        modes = entry["modes"]
+        base = entry["side_by_side"]["base"]
+        row = {"program": pname, "kind": entry.get("kind", "scalar"), "base": base,
+               "peers": {}}
+        big = _largest(modes.get(base)) if base else None
+        if big:
+            row.update(ops=big["ops"], ratio=big.get("ratio"),
+                       ns_per_op=1e9 * big["time"] / big["ops"],
+                       bytes_per_op=(big["mem_peak"] / big["ops"]) if big.get("mem_peak") else None)
+            fwd = _largest(modes.get(base + "-fwd"))
+            row["fwd_ratio"] = fwd.get("ratio") if fwd else None
+            pure = _largest(modes.get("deltaad-python")) if base == "deltaad-c" else None
+            row["pure_ratio"] = pure.get("ratio") if pure else None
+        else:
+            ref = entry.get("reference") or {}
+            row["status"] = (modes.get("deltaad-c") or {}).get("status") or ref.get("status")
+        for r in entry["side_by_side"]["rows"]:
+            if r["peer"]:
+                row["peers"][r["mode"]] = r["ratio"]
+                if r["mode"] not in peers:
+                    peers.append(r["mode"])
+        for name, mres in modes.items():
+            st = mres.get("status")
+            if mres.get("peer") and st not in ("ok", "stopped") and name not in missing:
+                missing[name] = "%s: %s" % (st, mres.get("reason") or "")
+        rows.append(row)
+    order = list((results.get("meta") or {}).get("modes") or [])
+    peers.sort(key=lambda p: order.index(p) if p in order else len(order))
+    missing = {p: why for p, why in missing.items() if p not in peers}
+    return {"rows": rows, "peers": peers, "missing": missing}
+
+
+def _headline_cells(row, peers):
+    if row.get("base") is None:
+        return [row["program"], "–", "–", "–", "–", "–", "–"] + ["–" for _ in peers]
+    return ([row["program"], fmt_ops(row.get("ops")), _f(row.get("ratio")), _f(row.get("fwd_ratio")),
+             _f(row.get("pure_ratio"), "%.1f"), _per_op(row.get("ns_per_op")),
+             _per_op(row.get("bytes_per_op"))]
+            + [_f(row["peers"].get(p)) for p in peers])
+
+
+def _per_op(v):
+    return _f(v, "%.0f" if v is not None and v >= 10 else "%.2g")
+
+
+def _missing_text(missing):
+    if not missing:
+        return None
+    why = {}
+    for peer, reason in missing.items():
+        key = "not installed" if "not installed" in reason else reason
+        why.setdefault(key, []).append(peer)
+    parts = ["%s (%s)" % (", ".join(ps), k) for k, ps in why.items()]
+    return ("Peers not measured: %s. `make bench-deps` installs them; `--modes` picks "
+            "which run." % "; ".join(parts))
+
+
+def headline_markdown(results):
+    h = headline(results)
+    header = ["program", "operations", "gradient ÷ float", "jvp ÷ float", "pure Python ÷ float",
+              "ns / op", "bytes / op"] + ["%s ÷ deltaad" % p for p in h["peers"]]
+    lines = [_md_table(header, [_headline_cells(r, h["peers"]) for r in h["rows"]]), ""]
+    base = {r["base"] for r in h["rows"] if r.get("base")}
+    lines += [
+        "At the largest size each mode reached. *gradient ÷ float*: the time of `deltaad.grad` "
+        "(%s) over the same program on plain floats — plain numpy for the array programs — "
+        "timed side by side in one process; *jvp ÷ float*: the same for forward mode "
+        "(`deltaad.jvp`, one direction); *pure Python ÷ float*: the backend used when the "
+        "compiled core is not available. *ns / op* and *bytes / op*: gradient time and peak "
+        "traced memory divided by the operation count (for the array programs, by the "
+        "multiply-adds of the plain program). *peer ÷ deltaad*: the peer's gradient time over "
+        "deltaad's; above 1, deltaad is faster." % (
+            "compiled core" if base == {"deltaad-c"} else ", ".join(sorted(base)) or "–"), ""]
+    missing = _missing_text(h["missing"])
+    if missing:
+        lines += [missing, ""]
+    return lines
+
+
+def headline_text(results):
+    """The headline for the terminal (fits 100 columns)."""
+    h = headline(results)
+    header = ["program", "ops", "grad/float", "jvp/float", "pure/float", "ns/op", "B/op"] + list(h["peers"])
+    out = ["== headline: deltaad at the largest size (x/float = time ÷ plain float)"]
+    out += _text_table(header, [_headline_cells(r, h["peers"]) for r in h["rows"]])
+    if h["peers"]:
+        out.append("   peer columns: the peer's gradient time ÷ deltaad's (> 1: deltaad is faster)")
+    missing = _missing_text(h["missing"])
+    if missing:
+        out += _wrap(missing.replace("`", ""), indent="   ")
+    return out
+
+
 def _point_at(mres, n):
     """The timed point of a mode at size n, or None."""
     for p in _timed((mres or {}).get("points") or []):
@@ -276,7 +383,7 @@ def _point_at(mres, n):
 
 
 def array_checks(results):
-    """Issue 4's budgets on the array programs at their spec point: gradient ÷ plain-numpy
+    """The array programs' targets at their reference size: gradient ÷ plain-numpy
     forward (measured in the same process) ≤ 3, deltaad no slower than autograd and within
     1.3× of torch."""
     rows = []
@@ -436,18 +543,79 @@ def _malloc_text(malloc):
     return "glibc's default, adaptive thresholds (`--malloc default`)"
 
 
-def markdown(results, plots=None):
+def markdown(results, plots=None, plot_note=None):
     plots = plots or {}
     m = results["meta"]
-    pk = ", ".join("%s %s" % (k, v) for k, v in m["packages"].items() if v)
     lines = [
-        "# deltaad asymptotic benchmark",
+        "# deltaad benchmark",
         "",
-        "`%s` — preset **%s**, %s, %.0f s." % (m["command"], m["preset"], m["date"], m["duration_s"]),
+        "How the cost of a gradient grows with the number of operations a program performs, how "
+        "it compares with running the same program on plain floats, and with other libraries.",
         "",
-        "- Machine: %s; CPU: %s (%s logical, %s usable); load average at start %s, at end %s%s" % (
+        "`%s` — preset **%s**, %s, %.0f s.%s" % (m["command"], m["preset"], m["date"],
+                                                 m["duration_s"], _load_warning(m)),
+        "",
+        "## Headline",
+        "",
+    ]
+    lines += headline_markdown(results)
+    if plot_note:
+        lines += ["Plots: %s." % plot_note, ""]
+    for pname, entry in results["programs"].items():
+        ref = entry["reference"]
+        lines += ["## %s" % pname, "", "%s — operations: %s." % (entry["description"], entry["ops"]), ""]
+        if pname in plots:
+            lines += ["![%s: time, memory and gradient ÷ float against operations](%s)" % (
+                pname, os.path.basename(plots[pname])), ""]
+        lines.append("Reference: %s" % _ref_text(ref))
+        lines.append("")
+        rows = [mode_row(name, mres) for name, mres in entry["modes"].items()
+                if mres.get("status") != "unsupported"]
+        lines += [_md_table(HEADER, rows), ""]
+        lines += _size_table(entry)
+        base, sbs = entry["side_by_side"]["base"], entry["side_by_side"]["rows"]
+        if sbs:
+            lines += ["Side by side with %s at the largest size both measured:" % base, "",
+                      _md_table(["mode", "ops", "time", "%s time" % base, "÷ %s" % base],
+                                [[r["mode"] + (" (peer)" if r["peer"] else ""), fmt_ops(r["ops"]),
+                                  fmt_time(r["time"]), fmt_time(r["base_time"]), _f(r["ratio"])]
+                                 for r in sbs]), ""]
+    lines += _peers_section(results)
+    lines += _budget_section(results)
+    lines += _checkpoint_section(results)
+    lines += _arrays_section(results)
+    lines += _overhead_section(results)
+    lines += _method_section(results)
+    lines += ["## Raw data", "", "Every measurement (all timings, warm-ups, call counts, float "
+              "baselines, memory, tape sizes, checks) is in `results.json`.", ""]
+    return "\n".join(lines)
+
+
+def _method_section(results):
+    m = results["meta"]
+    pk = ", ".join("%s %s" % (k, v) for k, v in m["packages"].items() if v)
+    return [
+        "## Method", "",
+        "The method of Sigal's *Automatic Differentiation via Effects and Handlers* (PhD "
+        "thesis, §6.1), extended: every mode runs in its own process and times the "
+        "plain-float program at the same sizes in that process, alternating float and mode "
+        "timing by timing; `×float` is the median of the %d ratios (mode timing ÷ the float "
+        "timing just before it), robust to load that comes and goes. Before a mode is timed, "
+        "its gradient (forward modes: directional derivative; float: value) at a small size is "
+        "checked against deltaad's reverse mode, itself checked against central finite "
+        "differences; a wrong mode is never timed. Time is the median wall time of one run "
+        "(`time.perf_counter`, GC enabled, inputs converted inside the run); memory is the peak "
+        "traced by `tracemalloc` in a separate run (native allocations such as torch's are not "
+        "traced). Slopes are log-log least squares against the operation count; R² are of "
+        "least-squares linear and quadratic fits in linear space; `×float (fit)` is the "
+        "thesis's ratio of linear-fit slopes. A mode's sweep stops after the first run longer "
+        "than the budget; an ablation run longer than %g budgets is abandoned." % (
+            m["settings"].get("reps", 5), m["settings"].get("abort_factor", 2.0)),
+        "",
+        "## Machine and settings", "",
+        "- Machine: %s; CPU: %s (%s logical, %s usable); load average at start %s, at end %s" % (
             m["platform"], m["cpu"], m["cpus"], m["cpus_usable"], _load(m.get("loadavg_start")),
-            _load(m.get("loadavg")), _load_warning(m)),
+            _load(m.get("loadavg"))),
         "- Python: %s (`%s`)" % (m["python"], m["executable"]),
         "- Packages: %s" % pk,
         "- deltaad backends measured: %s" % _backends(results),
@@ -458,46 +626,7 @@ def markdown(results, plots=None):
             m["settings"]["warmups"], m["seed"]),
         "- Allocator: %s" % _malloc_text(m["settings"].get("malloc", "default")),
         "",
-        "Method (thesis §6.1, extended): every mode runs in its own process and times the "
-        "plain-float program at the same sizes in that process, alternating float and mode "
-        "timing by timing; `×float` is the median of the 5 ratios (mode timing ÷ the float "
-        "timing just before it), robust to load that comes and goes. Before a mode is timed, its gradient (forward modes: directional derivative; "
-        "float: value) at a small size is checked against deltaad's reverse mode, itself checked "
-        "against central finite differences; a wrong mode is never timed. Time is the median "
-        "wall time of one run (`time.perf_counter`, GC enabled, inputs converted inside the "
-        "run); memory is the peak traced by `tracemalloc` in a separate run (native allocations "
-        "such as torch's are not traced). Slopes are log-log least squares against the "
-        "operation count; R² are of least-squares linear and quadratic fits in linear space; "
-        "`×float (fit)` is the thesis's ratio of linear-fit slopes. A mode's sweep stops after "
-        "the first run longer than the budget; an ablation run longer than %g budgets is "
-        "abandoned." % m["settings"].get("abort_factor", 2.0),
-        "",
     ]
-    for pname, entry in results["programs"].items():
-        ref = entry["reference"]
-        lines += ["## %s" % pname, "", "%s — operations: %s." % (entry["description"], entry["ops"]), ""]
-        lines.append("Reference: %s" % _ref_text(ref))
-        lines.append("")
-        rows = [mode_row(name, mres) for name, mres in entry["modes"].items()]
-        lines += [_md_table(HEADER, rows), ""]
-        lines += _size_table(entry)
-        base, sbs = entry["side_by_side"]["base"], entry["side_by_side"]["rows"]
-        if sbs:
-            lines += ["Side by side with %s at the largest size both measured:" % base, "",
-                      _md_table(["mode", "ops", "time", "%s time" % base, "÷ %s" % base],
-                                [[r["mode"] + (" (peer)" if r["peer"] else ""), fmt_ops(r["ops"]),
-                                  fmt_time(r["time"]), fmt_time(r["base_time"]), _f(r["ratio"])]
-                                 for r in sbs]), ""]
-        if pname in plots:
-            lines += ["![%s](%s)" % (pname, os.path.basename(plots[pname])), ""]
-    lines += _peers_section(results)
-    lines += _budget_section(results)
-    lines += _checkpoint_section(results)
-    lines += _arrays_section(results)
-    lines += _overhead_section(results)
-    lines += ["## Raw data", "", "Every measurement (all timings, warm-ups, call counts, float "
-              "baselines, memory, tape sizes, checks) is in `results.json`.", ""]
-    return "\n".join(lines)
 
 
 def _load(v):
@@ -507,8 +636,8 @@ def _load(v):
 def _load_warning(m):
     worst = max([(m.get("loadavg_start") or [0])[0], (m.get("loadavg") or [0])[0]])
     if m.get("cpus_usable") and worst > 0.5 * m["cpus_usable"]:
-        return (" — **the machine was busy with other work: expect noisy times and slopes; "
-                "rerun on an idle machine before drawing conclusions**")
+        return (" **The machine was busy with other work: expect noisy times and slopes; "
+                "rerun on an idle machine before drawing conclusions.**")
     return ""
 
 
@@ -591,7 +720,7 @@ def _budget_section(results):
                      "–" if fpo is None else "%.4f → %.4f" % fpo, verdict])
     if not rows:
         return []
-    return ["## DESIGN.md §7 budget", "",
+    return ["## Performance targets", "",
             "Targets: compiled reverse ≤ 3× float, pure ≤ 60×, compiled `jvp` ≤ 2.5×, ≤ %d tape "
             "bytes per binding, time and memory log-log slopes in [0.95, 1.05] with linear R² ≥ 0.99 "
             "— judged only when a mode's sizes span three decades of operations (`--full`): "
@@ -600,7 +729,7 @@ def _budget_section(results):
             _md_table(["program", "mode", "slope time", "slope mem", "linear R²", "×float",
                        "@ ops", "×float (fit)", "bytes/binding", "slope of ×float",
                        "faults/op small → large", "verdict"], rows), "",
-            "The verdict uses `×float` at the largest size (issue 2's measure); `×float (fit)` is "
+            "The verdict uses `×float` at the largest size; `×float (fit)` is "
             "the thesis's ratio of linear-fit slopes over all sizes, less sensitive to one noisy "
             "point. Two columns explain a slope outside the range without changing the verdict: "
             "`slope of ×float` is the log-log slope of the paired ratio (machine drift shared "
@@ -675,7 +804,7 @@ def _arrays_section(results):
     rows = _array_table_rows(results)
     if not rows:
         return []
-    return ["## Array programs: issue 4 budget", "",
+    return ["## Array programs against their targets", "",
             "At each program's spec point (mlp: 784-512-512-10, batch 256; gmm: d = 10, k = 25, "
             "n = 1000). Targets: gradient ≤ %g× the plain-numpy forward of the same function "
             "(timed in the same process), deltaad no slower than autograd (÷ autograd ≤ %g) and "
@@ -695,51 +824,91 @@ def _overhead_section(results):
             _md_table(OVERHEAD_HEADER, rows), ""]
 
 
+TEXT_WIDTH = 100
+
+
+def _wrap(text, indent="", width=TEXT_WIDTH):
+    import textwrap
+
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_on_hyphens=False) or [""]
+
+
 def _text_table(cols, rows):
     widths = [max(len(str(c)) for c in col) for col in zip(cols, *rows)]
-    out = ["  ".join(str(c).ljust(w) for c, w in zip(cols, widths))]
+    out = ["  ".join(str(c).ljust(w) for c, w in zip(cols, widths)).rstrip()]
     for r in rows:
-        out.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+        out.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
     return out
 
 
+def _fit(lines, width=TEXT_WIDTH):
+    """Every line at most ``width`` columns (a table too wide is cut, marked with …)."""
+    return [ln if len(ln) <= width else ln[: width - 1] + "…" for ln in lines]
+
+
+TERMINAL_COLS = ["mode", "ops range (points)", "slope t", "slope m", "class", "×float",
+                 "time @ max", "status"]
+
+
 def terminal(results):
+    """The summary printed at the end of a run: per-program tables, the array and overhead
+    tables, then the headline; at most 100 columns."""
     out = []
-    rows = _array_table_rows(results)
-    tail = []
-    if rows:
-        tail += ["== array programs at the spec point (budget: ÷ numpy fwd <= %g, ÷ autograd <= %g,"
-                 " ÷ torch <= %g)" % (ARRAY_FLOAT_BUDGET, ARRAY_PEER_BUDGET["autograd"],
-                                      ARRAY_PEER_BUDGET["torch"])]
-        tail += _text_table(ARRAY_HEADER, rows) + [""]
-    rows = _checkpoint_rows(results)
-    if rows:
-        tail += ["== checkpointed loops: ×float within (recomputations ÷ n + 1) × plain + 10%; "
-                 "memory flat"]
-        tail += _text_table(CKPT_HEADER, rows) + [""]
-    rows = _overhead_table_rows(results)
-    if rows:
-        tail += ["== per-operation overhead on shape-(3,) arrays (smallops)"]
-        tail += _text_table(OVERHEAD_HEADER, rows) + [""]
-    cols = ["mode", "ops range (points)", "slope t", "slope m", "lin R²", "quad R²", "class",
-            "×float", "time @ max", "B/bind", "status"]
+    not_run = {}
     for pname, entry in results["programs"].items():
-        rows = []
+        rows, notes = [], []
         for name, mres in entry["modes"].items():
+            st = mres.get("status", "?")
+            if st in ("unavailable", "unsupported"):
+                if st == "unavailable" and not mres.get("peer"):  # peers: in the headline
+                    not_run.setdefault(mres.get("reason") or st, []).append(name)
+                continue
             r = mode_row(name, mres)
-            rows.append([r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[9], r[10], _short(r[11])])
-        widths = [max(len(str(c)) for c in col) for col in zip(cols, *rows)]
+            cls = r[6].split(" (")[0]
+            rows.append([r[0], r[1], r[2], r[3], cls, r[7], r[9], st])
+            if st != "ok" and mres.get("reason"):
+                notes += _wrap("%s %s: %s" % (name, st, mres["reason"]), indent="   ")
         out.append("== %s (%s ops; reference: %s)" % (
             pname, entry["ops"], entry["reference"].get("status")))
-        out.append("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
-        for r in rows:
-            out.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+        if rows:
+            out += _text_table(TERMINAL_COLS, rows)
+        out += notes
         for r in entry["side_by_side"]["rows"]:
             if r["peer"]:
                 out.append("   %s is %.2f× %s's time at %s ops" % (
                     r["mode"], r["ratio"], entry["side_by_side"]["base"], fmt_ops(r["ops"])))
         out.append("")
-    return "\n".join(out + tail)
+    for reason, names in not_run.items():
+        out += _wrap("not run: %s: %s" % (", ".join(dict.fromkeys(names)), reason))
+    if not_run:
+        out.append("")
+    rows = _array_table_rows(results)
+    if rows:
+        out += _wrap("== array programs at the spec point (targets: ÷ numpy fwd <= %g, ÷ autograd "
+                     "<= %g, ÷ torch <= %g)" % (ARRAY_FLOAT_BUDGET, ARRAY_PEER_BUDGET["autograd"],
+                                                ARRAY_PEER_BUDGET["torch"]))
+        out += _text_table(["program", "n", "mode", "grad", "÷ numpy fwd", "÷ autograd",
+                            "÷ torch", "verdict"],
+                           [[r[0], r[1], r[2], r[4], r[5], r[7], r[9], _short_verdict(c)] for r, c in
+                            zip(rows, [a["checks"] for a in results.get("arrays", [])])]) + [""]
+    rows = _checkpoint_rows(results)
+    if rows:
+        out += _wrap("== checkpointed loops: ×float within (recomputations ÷ n + 1) × plain + "
+                     "10%; memory flat")
+        out += _text_table(CKPT_HEADER, rows) + [""]
+    rows = _overhead_table_rows(results)
+    if rows:
+        out += ["== per-operation overhead on shape-(3,) arrays (smallops)"]
+        out += _text_table(OVERHEAD_HEADER, rows) + [""]
+    out += headline_text(results)
+    return "\n".join(_fit(out))
+
+
+def _short_verdict(checks):
+    """``pass``, or ``FAIL`` and what failed in a word each (``fwd``, ``autograd``...)."""
+    failed = [k.split()[1] for k, v in checks.items() if v is False]
+    return "FAIL: " + ", ".join(failed) if failed else "pass"
 
 
 def _short(text, width=70):
@@ -750,49 +919,79 @@ def _short(text, width=70):
 # plots
 
 
-def plots(results, outdir):
-    """One PNG per program: log-log time and memory against operation count, one line per
-    mode. Returns ``{program: path}`` (empty when matplotlib is not importable)."""
-    try:
-        import matplotlib
+def _guide(ax, xs, ys, label):
+    """A dotted slope-1 line through the geometric middle of ``(xs, ys)``, across ``xs``."""
+    if len(xs) < 2:
+        return
+    lx = sum(math.log(x) for x in xs) / len(xs)
+    ly = sum(math.log(y) for y in ys) / len(ys)
+    lo, hi = min(xs), max(xs)
+    ax.plot([lo, hi], [math.exp(ly - lx) * lo, math.exp(ly - lx) * hi], ls=":", lw=1.2,
+            color="0.45", label=label, zorder=1)
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except Exception:
-        return {}
+
+def plots(results, outdir):
+    """One PNG per program: log-log time and memory against operation count with a slope-1
+    guide, and the gradient ÷ plain float against operation count; one line per mode (peers
+    dashed). Returns ``{program: path}``; raises ImportError without matplotlib."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    order = list(results.get("meta", {}).get("modes") or [])
+    palette = ["C%d" % k for k in range(10) if k != 7]  # grey is the guide's
+    os.makedirs(outdir, exist_ok=True)
     paths = {}
     for pname, entry in results["programs"].items():
-        series = [(name, mres) for name, mres in entry["modes"].items() if mres.get("points")]
+        series = [(name, mres) for name, mres in entry["modes"].items() if _timed(mres.get("points") or [])]
         if not series:
             continue
-        fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(12, 4.8))
-        for k, (name, mres) in enumerate(series):
-            pts = sorted(_timed(mres["points"]), key=lambda p: p["ops"])
-            color = "C%d" % (k % 10)
+        fig, (ax_t, ax_m, ax_r) = plt.subplots(1, 3, figsize=(15, 4.6))
+        base = entry["side_by_side"]["base"]
+        for name, mres in series:
+            k = order.index(name) if name in order else len(order) + len(paths)
+            color = palette[k % len(palette)]
             style = "--" if mres.get("peer") else "-"
-            if pts:
-                ax_t.plot([p["ops"] for p in pts], [p["median"] for p in pts], style, marker="o",
-                          ms=3, color=color, label=name)
-                mp = [p for p in pts if p.get("mem_peak")]
-                if mp:
-                    ax_m.plot([p["ops"] for p in mp], [p["mem_peak"] for p in mp], style, marker="o",
-                              ms=3, color=color, label=name)
+            pts = sorted(_timed(mres["points"]), key=lambda p: p["ops"])
+            kw = dict(marker="o", ms=3, color=color, label=name, ls=style)
+            ax_t.plot([p["ops"] for p in pts], [p["median"] for p in pts], **kw)
+            mp = [p for p in pts if p.get("mem_peak")]
+            if mp:
+                ax_m.plot([p["ops"] for p in mp], [p["mem_peak"] for p in mp], **kw)
+            rp = [p for p in pts if p.get("ratio")]
+            if name != "float" and rp:
+                ax_r.plot([p["ops"] for p in rp], [p["ratio"] for p in rp], **kw)
             ab = [p for p in mres["points"] if p.get("aborted")]
             if ab:
                 ax_t.plot([p["ops"] for p in ab], [p["lower_bound"] for p in ab], marker="x",
                           ls="none", ms=8, color=color)
-        for ax, what in ((ax_t, "time per run (s)"), (ax_m, "peak traced memory (bytes)")):
+            if name == base:
+                _guide(ax_t, [p["ops"] for p in pts], [p["median"] for p in pts], "slope 1")
+                if mp:
+                    _guide(ax_m, [p["ops"] for p in mp], [p["mem_peak"] for p in mp], "slope 1")
+        one = ax_r.axhline(1.0, color="0.3", lw=1, ls="-", label="plain float = 1")
+        for ax, what in ((ax_t, "time per run (s)"), (ax_m, "peak traced memory (bytes)"),
+                         (ax_r, "gradient time ÷ plain float")):
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel("operations")
             ax.set_ylabel(what)
             ax.grid(True, which="both", alpha=0.3)
-        ax_t.set_title("%s: time (× = run abandoned)" % pname)
-        ax_m.set_title("%s: memory" % pname)
-        ax_t.legend(fontsize=7)
-        fig.tight_layout()
+        ax_t.set_title("time (× = run abandoned)")
+        ax_m.set_title("memory")
+        ax_r.set_title("gradient ÷ plain float")
+        handles = [h for h in ax_t.get_lines() if not h.get_label().startswith("_")] + [one]
+        rows = 1 if len(handles) <= 7 else 2
+        fig.legend(handles=handles, loc="lower center", ncol=-(-len(handles) // rows), fontsize=8,
+                   frameon=False)
+        peers = any(m.get("peer") for _, m in series)
+        fig.suptitle("%s: %s operations%s" % (pname, entry.get("ops"),
+                                              " (dashed: other libraries)" if peers else ""),
+                     fontsize=11)
+        fig.tight_layout(rect=(0, 0.08 * rows, 1, 1))
         path = os.path.join(outdir, "%s.png" % pname)
-        fig.savefig(path, dpi=110)
+        fig.savefig(path, dpi=100)
         plt.close(fig)
         paths[pname] = path
     return paths

@@ -10,7 +10,9 @@ differences), then one worker process per mode (``python -m bench.worker``, with
 ``DELTAAD_BACKEND`` set for the deltaad modes) that, program by program, checks the mode's
 gradient against the reference and sweeps the sizes timing the float baseline and the mode
 side by side in that process.
-Finally: fits (bench/fit.py), ``results.json``, ``report.md``, PNG plots, and a summary table.
+Finally: fits (bench/fit.py), ``results.json``, ``report.md`` (opening with the headline
+table, also written alone to ``headline.md``), one PNG plot per program (when matplotlib
+imports; the report says why when it does not), and the terminal summary, 100 columns wide.
 """
 
 import argparse
@@ -150,7 +152,8 @@ def spawn(spec, backend, timeout, tmpdir, malloc="steady"):
             res["stderr_tail"] = tail
         out[pname] = res
     if tail and (rc not in (0, None) or any(r.get("status") == "error" for r in out.values())):
-        print("   stderr of the %s worker:\n     %s" % (name, "\n     ".join(tail)), flush=True)
+        print("   stderr of the %s worker:\n     %s" % (
+            name, "\n     ".join(report._fit(tail, 95))), flush=True)
     for res in out.values():
         res["worker_wall"] = wall
     return out
@@ -173,9 +176,9 @@ def run(args):
     load_start = report.machine_info()["loadavg"]
     t0 = time.perf_counter()
     results = {"meta": {}, "programs": {}}
-    print("deltaad benchmark: preset %s, budget %g s per run, median of %d, programs %s, modes %s"
-          % (args.preset, settings["budget"], settings["reps"], ",".join(args.programs),
-             ",".join(args.modes)), flush=True)
+    _say("deltaad benchmark: preset %s, budget %g s per run, median of %d, programs %s, modes %s"
+         % (args.preset, settings["budget"], settings["reps"], ", ".join(args.programs),
+            ", ".join(args.modes)))
     base = {"preset": args.preset, "seed": args.seed, **settings}
     with tempfile.TemporaryDirectory(prefix="deltaad-bench-") as tmpdir:
         # the references: deltaad's reverse mode (compiled if it imports), checked by
@@ -184,8 +187,8 @@ def run(args):
                      120 + 30 * len(args.programs), tmpdir, args.malloc)
         redo = [p for p, r in refs.items() if r.get("status") == "wrong" and r.get("backend") == "c"]
         if redo:
-            print("the compiled core fails finite differences on %s; trying the pure backend"
-                  % ", ".join(redo), flush=True)
+            _say("the compiled core fails finite differences on %s; trying the pure backend"
+                 % ", ".join(redo))
             refs.update(spawn(dict(base, mode="reference", programs=redo), "python", 120, tmpdir,
                               args.malloc))
         for pname in args.programs:
@@ -237,14 +240,33 @@ def run(args):
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "results.json"), "w") as fh:
         json.dump(results, fh, indent=1, default=str)
-    plots = {} if args.no_plots else report.plots(results, args.out)
+    plots, plot_note = draw_plots(results, args)
     with open(os.path.join(args.out, "report.md"), "w") as fh:
-        fh.write(report.markdown(results, plots))
+        fh.write(report.markdown(results, plots, plot_note))
+    with open(os.path.join(args.out, "headline.md"), "w") as fh:
+        fh.write("\n".join(report.headline_markdown(results)))
     print()
     print(report.terminal(results))
-    print("wrote %s (%s, %s%s) in %.0f s" % (
-        args.out, "report.md", "results.json", ", %d plots" % len(plots) if plots else "", duration))
+    if plot_note:
+        _say("plots: %s" % plot_note)
+    _say("wrote %s: report.md, headline.md, results.json%s (%.0f s)" % (
+        args.out, ", %d plots" % len(plots) if plots else "", duration))
     return results
+
+
+def draw_plots(results, args):
+    """``({program: png path}, None)``, or ``({}, why there are none)``."""
+    if args.no_plots:
+        return {}, "not drawn (--no-plots)"
+    try:
+        return report.plots(results, args.out), None
+    except ImportError as exc:
+        return {}, ("not drawn: matplotlib is not installed (%s); `make bench` installs it, "
+                    "or `pip install matplotlib`" % exc)
+
+
+def _say(text):
+    print("\n".join(report._wrap(text)), flush=True)
 
 
 def main(argv=None):

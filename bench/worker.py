@@ -255,7 +255,13 @@ def finite_difference_check(f, xs, grad, eps_rel=1e-6, coords=3):
 # jobs
 
 
-def _emit(line):
+def _emit(line, width=100):
+    """Print a progress line, wrapped to ``width`` columns (continuations indented)."""
+    if len(line) > width:
+        import textwrap
+
+        line = "\n".join(textwrap.wrap(line, width, subsequent_indent="      ",
+                                        break_on_hyphens=False))
     print(line, flush=True)
 
 
@@ -349,7 +355,7 @@ def run_job(spec, mode=None, program=None, emit=_emit, write=None):
     min_time = spec.get("min_time", 0.01)
     seed = spec.get("seed", 0)
     ref = spec.get("reference")
-    tag = "[%s] %-18s" % (prog.name, mode.name)
+    tag = "[%s] %-14s" % (prog.name, mode.name)
     res = {"program": prog.name, "mode": mode.name, "kind": mode.kind, "status": "running",
            "reason": None, "points": [], "check": None, "budget": budget,
            "description": mode.description, "peer": mode.peer}
@@ -462,12 +468,11 @@ def run_job(spec, mode=None, program=None, emit=_emit, write=None):
         finally:
             ablations.set_deadline(math.inf)
         res["points"].append(point)
-        emit("%s n=%-8d ops=%-9d t=%-9s x%-7s mem=%-8s%s%s" % (
+        emit("%s n=%-7d ops=%-8d t=%-8s x%-6s mem=%-8s%s%s" % (
             tag, n, point["ops"], _fmt_t(tm["median"]),
             "%.2f" % point["ratio"] if point.get("ratio") else "-",
             _fmt_b(point.get("mem_peak")),
-            "  tape=%s/%d bindings" % (_fmt_b(point["tape_nbytes"]), point["tape_nbindings"])
-            if "tape_nbytes" in point else "",
+            " tape=%s" % _fmt_b(point["tape_nbytes"]) if "tape_nbytes" in point else "",
             "" if tm["repeated"] else "  (single run)"))
         write(res)
         if tm["over_budget"]:

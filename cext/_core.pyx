@@ -26,14 +26,15 @@ import numbers as _numbers
 from operator import index as _index
 
 from deltaad import _rules
+from deltaad import elementwise as _table
 from deltaad._errors import (escaped_error, kept_intermediate_error, no_float_error,
                             step_reads_error)
 
 cdef double INF = _math.inf
 cdef double NAN = _math.nan
-cdef double LN2 = _rules.LN2
-cdef double LN10 = _rules.LN10
-cdef double TWO_OVER_SQRT_PI = _rules.TWO_OVER_SQRT_PI
+cdef double LN2 = _table.LN2
+cdef double LN10 = _table.LN10
+cdef double TWO_OVER_SQRT_PI = _table.TWO_OVER_SQRT_PI
 
 _hooks = {"fallback": None, "array_ufunc": None, "array_function": None}
 
@@ -1427,35 +1428,9 @@ cdef class Dual:
     def __rdivmod__(self, other):
         return _binop(other, self, OP_FLOORDIV), _binop(other, self, OP_MOD)
 
-    def sin(self): return _unary(self, U_SIN)
-    def cos(self): return _unary(self, U_COS)
-    def tan(self): return _unary(self, U_TAN)
-    def arcsin(self): return _unary(self, U_ARCSIN)
-    def arccos(self): return _unary(self, U_ARCCOS)
-    def arctan(self): return _unary(self, U_ARCTAN)
-    def sinh(self): return _unary(self, U_SINH)
-    def cosh(self): return _unary(self, U_COSH)
-    def tanh(self): return _unary(self, U_TANH)
-    def arcsinh(self): return _unary(self, U_ARCSINH)
-    def arccosh(self): return _unary(self, U_ARCCOSH)
-    def arctanh(self): return _unary(self, U_ARCTANH)
-    def exp(self): return _unary(self, U_EXP)
-    def expm1(self): return _unary(self, U_EXPM1)
-    def exp2(self): return _unary(self, U_EXP2)
-    def log(self): return _unary(self, U_LOG)
-    def log1p(self): return _unary(self, U_LOG1P)
-    def log2(self): return _unary(self, U_LOG2)
-    def log10(self): return _unary(self, U_LOG10)
-    def sqrt(self): return _unary(self, U_SQRT)
-    def cbrt(self): return _unary(self, U_CBRT)
-    def absolute(self): return _unary(self, U_ABSOLUTE)
-    def arctan2(self, other): return arctan2(self, other)
-    def hypot(self, other): return hypot(self, other)
+    # Methods numpy object arrays of duals call (np.sin(a) calls a[i].sin(), ...): the
+    # elementary functions' methods are added from the table at the end of this module.
     def conjugate(self): return self
-    # numpy object arrays call these for np.fabs, np.deg2rad, np.rad2deg, np.fmod, np.rint
-    def fabs(self): return _unary(self, U_ABSOLUTE)
-    def deg2rad(self): return self * _DEG2RAD
-    def rad2deg(self): return self * _RAD2DEG
     def fmod(self, other): return lift([self, other], _math.fmod, _fmod_partials)
     def rint(self): return float(round(check_open(self)))  # half to even, as numpy; derivative 0
 
@@ -1483,10 +1458,6 @@ cdef Py_ssize_t _check_id(Trace tr, object id) except? -2:
         raise ValueError("Dual: id %r is not a binding of this tape (it holds %d); make inputs "
                          "with Tape.input" % (id, (<Tape>tr).n))
     return i
-
-
-_DEG2RAD = _math.pi / 180.0
-_RAD2DEG = 180.0 / _math.pi
 
 
 def _fmod_partials(a, b):
@@ -1742,8 +1713,9 @@ def check_open(x):
 
 
 # --------------------------------------------------------------------------------------------
-# Elementary functions: a C fast path for float duals (the same formulas as ``_rules``, in C),
-# and ``_rules`` itself over this module's functions for everything else.
+# Elementary functions: a C fast path for floats and float duals (the table's formulas in C,
+# for the functions named in ``_UNARY_NAMES``), and the table itself, lifted by ``lift1`` /
+# ``lift2`` as in ``_pure``, for everything else (nesting, and the table's other entries).
 
 cdef enum:
     U_SIN, U_COS, U_TAN, U_ARCSIN, U_ARCCOS, U_ARCTAN, U_SINH, U_COSH, U_TANH, U_ARCSINH,
@@ -1756,7 +1728,7 @@ _UNARY_NAMES = (
     "cbrt", "absolute", "erf", "erfc", "sigmoid", "softplus",
 )
 
-cdef list _UNARY_RULES = []   # filled at the end of the module, once the functions exist
+cdef list _GENERIC = []   # code -> the table's lift of the same function (the general path)
 
 
 cdef inline double _sigmoid(double x) noexcept nogil:
@@ -1779,7 +1751,7 @@ cdef int _check(double x, double r, bint can_overflow) except -1:
 
 
 cdef int _float_unary(int code, double x, double* y, double* d) except -1:
-    """Value and derivative of unary primitive ``code`` at the float ``x``, as ``_rules`` says."""
+    """Value and derivative of unary primitive ``code`` at the float ``x``, as the table says."""
     cdef double r
     if code == U_SIN:
         r = cm.sin(x); _check(x, r, 0); d[0] = cm.cos(x)
@@ -1826,7 +1798,7 @@ cdef int _float_unary(int code, double x, double* y, double* d) except -1:
             raise ValueError("math domain error")
         r = cm.log10(x); d[0] = 1.0 / (x * LN10)
     elif code == U_SQRT:
-        r = cm.sqrt(x); _check(x, r, 0); d[0] = 0.5 / (r + 0.0)  # +inf at -0.0 too (_rules.rdiv)
+        r = cm.sqrt(x); _check(x, r, 0); d[0] = 0.5 / (r + 0.0)  # +inf at -0.0 too (ns.rdiv)
     elif code == U_CBRT:
         r = cm.cbrt(x); d[0] = 1.0 / (3.0 * (r * r))
     elif code == U_ABSOLUTE:
@@ -1860,10 +1832,7 @@ cdef object _unary(object x, int code):
         if a.ov is None:
             _float_unary(code, a.v, &y, &d)
             return _fast1(a, y, d)
-        deriv = _UNARY_RULES[code][1]
-        v = a.ov
-        yo = _unary(v, code)
-        return _emit1(a.tr, yo, a, deriv(v, yo))
+        return _GENERIC[code](x)  # the value is a dual of an outer differentiation
     if tx is int or tx is bool or isinstance(x, _numbers.Real):
         _float_unary(code, float(x), &y, &d)
         return y
@@ -1905,8 +1874,41 @@ def sigmoid(x): return _unary(x, U_SIGMOID)
 def softplus(x): return _unary(x, U_SOFTPLUS)
 
 
-def _make_binary(name, f, partials):
-    """A primitive of two reals: ``f`` on floats, ``partials(a, b, y) -> (da, db)``."""
+def lift1(name, f, derivative, ns=None):
+    """The scalar function of a unary table entry, as ``_pure.lift1``: ``f`` on floats; on a
+    dual, one binding with coefficient ``derivative(ns, x, y)`` (``ns`` defaults to ``NS``)."""
+    if ns is None:
+        ns = NS
+
+    def fn(x):
+        tx = type(x)
+        if tx is float:
+            return f(x)
+        if tx is Dual:
+            t = (<Dual>x).tr
+            if t.closed:
+                raise escaped_error(t.level)
+            v = (<Dual>x).value
+            if type(v) is float:
+                y = f(v)
+            else:
+                y = fn(v)
+            return _emit1(t, y, <Dual>x, derivative(ns, v, y))
+        if tx is int or tx is bool or isinstance(x, _numbers.Real):
+            return f(float(x))
+        return _fallback(name, x)
+
+    fn.__name__ = name
+    fn.__qualname__ = name
+    fn.__doc__ = "%s of a float or a dual (elementwise numpy for arrays)." % name
+    return fn
+
+
+def lift2(name, f, partials, ns=None):
+    """The scalar function of a binary table entry: ``f`` on floats, ``partials(NS, a, b, y)
+    -> (da, db)`` on duals (``ns`` defaults to ``NS``)."""
+    if ns is None:
+        ns = NS
 
     def fn(a, b):
         if type(a) is not Dual and type(b) is not Dual:
@@ -1923,7 +1925,7 @@ def _make_binary(name, f, partials):
             y = f(va, vb)
         else:
             y = fn(va, vb)
-        da, db = partials(va, vb, y)
+        da, db = partials(ns, va, vb, y)
         return _finish(<Trace>t, y, a, a_on, da, b, b_on, db)
 
     fn.__name__ = name
@@ -2012,14 +2014,27 @@ cdef Dual _new_dual_id(object value, Trace tr, Py_ssize_t i):
 
 
 
-_rules_unary = _rules.unary_rules(globals())
-for _name in _UNARY_NAMES:
-    _UNARY_RULES.append(_rules_unary[_name])
-_rules_binary = _rules.binary_rules(globals())
-_ipow, _pow_da = _rules.pow_rules(globals())
-arctan2 = _make_binary("arctan2", *_rules_binary["arctan2"])
-hypot = _make_binary("hypot", *_rules_binary["hypot"])
-logaddexp = _make_binary("logaddexp", *_rules_binary["logaddexp"])
+# The derivative namespace and the table's functions: the C fast function where there is one
+# (its general path calls the table's lift), the lift itself otherwise.
+NS = _rules.namespace(strip, lift)
+_methods = {}
+_GENERIC.extend([None] * U_COUNT)
+_C_CODES = {_name: _code for _code, _name in enumerate(_UNARY_NAMES)}
+for _e in _table.TABLE:
+    _fn = _table.lift(_e, lift1, lift2, _fallback, Dual)
+    if _e.name in _C_CODES:
+        _GENERIC[_C_CODES[_e.name]] = _fn
+    else:
+        globals()[_e.name] = _fn
+    setattr(NS, _e.name, globals()[_e.name])
+    for _u in _e.ufuncs:
+        if not isinstance(_u, str):
+            _methods[_u.__name__] = globals()[_e.name]
+_methods.update(_rules.SCALAR_ATTRIBUTES)  # shape, ndim, size, dtype, as numpy's scalars
+if None in _GENERIC:  # the C copy names a function the table does not have
+    raise ImportError("deltaad._core: C fast paths without a table entry: %s"
+                      % [n for n, g in zip(_UNARY_NAMES, _GENERIC) if g is None])
+_ipow, _pow_da = _rules.pow_rules(strip, lift)
 
 
 def _dual_new(*args, **kwargs):
@@ -2032,6 +2047,9 @@ def _dual_new(*args, **kwargs):
 # direct call of the type's C slot) are unaffected. Cython patches ``__reduce__`` into type
 # dicts the same way.
 (<dict><object>(<PyTypeObject*>Dual).tp_dict)["__new__"] = staticmethod(_dual_new)
+# The table's functions as methods, for numpy object arrays (a final type cannot be given
+# attributes from Python; this is the same type-dict patch).
+(<dict><object>(<PyTypeObject*>Dual).tp_dict).update(_methods)
 PyType_Modified(<PyTypeObject*>Dual)
 
 

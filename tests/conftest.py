@@ -48,3 +48,20 @@ def _no_trace_left_open():
     yield
     left = deltaad.open_traces()
     assert left == [], "the test left traces open: %r" % (left,)
+
+
+@pytest.fixture
+def restore_registry():
+    """Let a test declare numpy rules (deltaad.defvjp ...) without leaking them into others."""
+    from deltaad.numpy import registry
+
+    saved = {k: dict(getattr(registry, k)) for k in
+             ("UFUNCS", "SCALAR_UFUNCS", "FUNCTIONS", "METHODS", "NOTES", "ELEMENTARY", "LATE")}
+    const = set(registry.CONSTANT_UFUNCS)
+    yield
+    for k, v in saved.items():
+        table = getattr(registry, k)
+        table.clear()
+        table.update(v)
+    registry.CONSTANT_UFUNCS.clear()
+    registry.CONSTANT_UFUNCS.update(const)

@@ -1,4 +1,4 @@
-"""Shared checks for the numpy tests: reverse mode, forward mode and central finite differences
+"""Shared checks and strategies for the numpy tests: reverse mode, forward mode and central finite differences
 agree on a random direction, and the paper's Lemma 1 (``<u, J v> == <J^T u, v>``) holds.
 
 Everything is checked along random directions (a cotangent ``u`` on the outputs, a tangent
@@ -6,6 +6,10 @@ Everything is checked along random directions (a cotangent ``u`` on the outputs,
 """
 
 import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import deltaad as d
 from deltaad.pytrees import tree_flatten, tree_unflatten
@@ -149,3 +153,98 @@ def check_second_order(f, args, seed=0, rtol=1e-4, atol=1e-5, modes=("fr", "rr",
 
         _, whv = d.jvp(jv2, args, w)
         close(float(whv), fd, rtol, atol, "forward-over-forward wHv")
+
+
+# --------------------------------------------------------------------------------------------
+# Strategies, and the functions of a rule family under test
+
+seeds = st.integers(0, 2**31 - 1)
+
+
+def bshapes(draw, n=2):
+    """``n`` mutually broadcastable shapes, drawn with ``draw``."""
+    return draw(hnp.mutually_broadcastable_shapes(num_shapes=n, min_dims=0, max_dims=3, max_side=3)).input_shapes
+
+
+def shapes(min_dims=0, max_dims=3, min_side=0, max_side=4):
+    return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side)
+
+
+def uniform(rng, shape, lo=-2.0, hi=2.0):
+    return np.asarray(rng.uniform(lo, hi, shape))
+
+
+def away(rng, shape, lo=0.1, hi=2.0):
+    """Values with |x| in [lo, hi]: away from 0 (the kink of abs, the pole of 1/x)."""
+    return np.asarray(rng.choice([-1.0, 1.0], size=shape) * rng.uniform(lo, hi, shape))
+
+
+def distinct(rng, shape, gap=0.25):
+    """Values at least ``gap`` apart (no ties for max/min/sort)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    return (rng.permutation(n) * gap - n * gap / 2 + rng.uniform(0, 0.05, n)).reshape(shape)
+
+
+@st.composite
+def axis_args(draw, ndim, tuples=True, none=True):
+    opts = []
+    if none:
+        opts.append(st.none())
+    if ndim:
+        opts.append(st.integers(-ndim, ndim - 1))
+        if tuples:
+            opts.append(st.lists(st.integers(0, ndim - 1), unique=True, max_size=ndim).map(tuple))
+    elif tuples:
+        opts.append(st.just(()))
+    return draw(st.one_of(*opts))
+
+
+# A fraction of the profile's examples (conftest: 50 by default, DELTAAD_HYPOTHESIS_EXAMPLES=500
+# for a thorough pass): the parametrisation over ~100 functions multiplies the work.
+_N = settings().max_examples
+FIRST = settings(max_examples=max(6, _N // 5), deadline=None, suppress_health_check=list(HealthCheck))
+SECOND = settings(max_examples=max(3, _N // 12), deadline=None, suppress_health_check=list(HealthCheck))
+
+
+class Family:
+    """The numpy functions of one rule family under test: ``name -> strategy`` of ``(f, args)``.
+    ``family.tests()`` gives the two parametrised tests every family file runs: first order
+    (reverse, forward and finite differences agree, and Lemma 1) and second order."""
+
+    def __init__(self):
+        self.ops = {}
+        self.no_second = set()
+
+    def op(self, name, second=True):
+        def deco(strategy):
+            self.ops[name] = strategy
+            if not second:
+                self.no_second.add(name)
+            return strategy
+
+        return deco
+
+    def tests(self):
+        ops = self.ops
+
+        @pytest.mark.parametrize("name", list(ops))
+        def test_first_order(name):
+            @FIRST
+            @given(ops[name](), seeds)
+            def run(fa, seed):
+                f, args = fa
+                check_first_order(f, args, seed)
+
+            run()
+
+        @pytest.mark.parametrize("name", [n for n in ops if n not in self.no_second])
+        def test_second_order(name):
+            @SECOND
+            @given(ops[name](), seeds)
+            def run(fa, seed):
+                f, args = fa
+                check_second_order(f, args, seed)
+
+            run()
+
+        return test_first_order, test_second_order

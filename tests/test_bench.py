@@ -299,7 +299,7 @@ def test_finite_differences_and_structures():
 
 
 # --------------------------------------------------------------------------------------------
-# array programs (issue 4): mlp, gmm, smallops
+# array programs: mlp, gmm, smallops
 
 
 ARRAY_PROGRAMS = sorted(p for p in PROGRAMS if PROGRAMS[p].kind == "array")
@@ -373,5 +373,90 @@ def test_array_programs_tiny_run_and_report(tmp_path):
     assert over[mode]["us_per_op"] == pytest.approx(2.0)
     assert over["torch"]["us_per_op"] == pytest.approx(1.5)
     md = report.markdown(fake)
-    assert "## Array programs: issue 4 budget" in md and "## Per-operation overhead" in md
+    assert "## Array programs against their targets" in md and "## Per-operation overhead" in md
     assert "per-operation overhead" in report.terminal(fake)
+
+
+# --------------------------------------------------------------------------------------------
+# the report a user reads: headline first, 100 columns, plots, missing peers named
+
+
+def _synthetic_results():
+    """Results of a made-up run: a linear program measured by deltaad, its pure backend, its
+    forward mode, one peer that ran and one that is not installed, an ablation that was
+    stopped, and an array program; names long enough to stress the terminal's width."""
+    from bench import report
+
+    def pts(per_op, sizes=(1000, 10_000, 100_000), mem=24.0, float_per_op=1e-8):
+        return [{"n": o, "ops": o, "median": per_op * o, "float_median": float_per_op * o,
+                 "ratio": per_op / float_per_op, "mem_peak": mem * o, "time": {"repeated": True},
+                 "tape_nbytes": 24 * o, "tape_nbindings": o} for o in sizes]
+
+    def ok(points, peer=False):
+        return {"status": "ok", "peer": peer, "points": points}
+
+    ablation = ok(pts(3e-6, sizes=(10, 100, 1000)))
+    ablation["points"].append({"n": 10_000, "ops": 10_000, "aborted": True, "lower_bound": 0.3})
+    ablation.update(status="stopped", reason="a run at n=10000 (10000 ops) was abandoned "
+                    "after 0.3 s (2 x the 0.15 s budget) " + "and a long explanation " * 4)
+    programs = {}
+    for name, kind in (("a_program_with_a_long_name", "scalar"), ("arrays", "array")):
+        modes = {"float": ok(pts(1e-8)), "deltaad-c": ok(pts(2.5e-8)),
+                 "deltaad-python": ok(pts(4e-7)), "deltaad-c-fwd": ok(pts(2e-8, mem=0.1)),
+                 "naive-delta": ablation, "torch": ok(pts(1e-7), peer=True),
+                 "jax": {"status": "unavailable", "peer": True, "points": [],
+                         "reason": "jax is not installed (No module named 'jax')"}}
+        programs[name] = {"description": "a made-up program", "ops": "n", "kind": kind,
+                          "check_n": 3, "sizes": [1000, 10_000, 100_000], "spec_n": None,
+                          "overhead": False, "modes": modes,
+                          "reference": {"status": "ok", "backend": "c", "n": 3, "fd": [], "fd_ok": True}}
+    meta = report.machine_info()
+    meta.update(preset="quick", command="python -m bench --quick", duration_s=1.0, seed=0,
+                modes=["float", "deltaad-c", "deltaad-python", "deltaad-c-fwd", "naive-delta",
+                       "torch", "jax"],
+                settings={"budget": 0.15, "reps": 5, "min_time": 0.01, "warmups": 1,
+                          "malloc": "steady", "abort_factor": 2.0})
+    return report.analyse({"meta": meta, "programs": programs})
+
+
+def test_headline_numbers():
+    from bench import report
+
+    h = report.headline(_synthetic_results())
+    row = h["rows"][0]
+    assert row["base"] == "deltaad-c" and row["ops"] == 100_000
+    assert row["ratio"] == pytest.approx(2.5) and row["fwd_ratio"] == pytest.approx(2.0)
+    assert row["pure_ratio"] == pytest.approx(40.0)
+    assert row["ns_per_op"] == pytest.approx(25.0) and row["bytes_per_op"] == pytest.approx(24.0)
+    assert row["peers"] == {"torch": pytest.approx(4.0)}  # torch's time ÷ deltaad's
+    assert h["peers"] == ["torch"] and list(h["missing"]) == ["jax"]
+
+
+def test_report_opens_with_the_headline_and_speaks_to_users():
+    from bench import report
+
+    results = _synthetic_results()
+    md = report.markdown(results, {}, "not drawn (--no-plots)")
+    first = md.index("## ")
+    assert md[first:].startswith("## Headline")
+    assert "| program | operations | gradient ÷ float |" in md and "torch ÷ deltaad" in md
+    assert "Peers not measured: jax (not installed)" in md
+    assert "Plots: not drawn (--no-plots)." in md
+    for team_word in ("§7", "DESIGN", "issue", "budget verdict"):
+        assert team_word not in md, team_word
+    text = report.terminal(results)
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert "== headline" in text and "jax (not installed)" in text
+
+
+def test_plots_one_png_per_program(tmp_path):
+    pytest.importorskip("matplotlib")
+    from bench import report
+
+    results = _synthetic_results()
+    paths = report.plots(results, str(tmp_path))
+    assert sorted(paths) == sorted(results["programs"])
+    for path in paths.values():
+        with open(path, "rb") as fh:
+            assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+        assert os.path.getsize(path) > 20_000  # three panels with lines, not an empty canvas

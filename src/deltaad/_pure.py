@@ -12,7 +12,7 @@ fresh ``id``. ``eval`` walks the bindings newest-first once, adding ``c_i * adj[
 ``adj[v_i]`` of one mutable array. A forward level instead carries a tangent in each dual and
 combines the same partials with the operands' tangents on the spot (§4).
 
-Nesting (DESIGN §4): every trace has a level; an operation is recorded on the trace of highest
+Nesting: every trace has a level; an operation is recorded on the trace of highest
 level among its operands, and operands of lower levels are constants there. A dual's ``value``
 may itself be a dual of a lower level; then values, partials and tangents are computed with that
 lower level's arithmetic, so the derivative work is itself differentiated.
@@ -24,6 +24,7 @@ import numbers
 from operator import index as _index
 
 from . import _rules
+from . import elementwise as _table
 from ._errors import (escaped_error, kept_intermediate_error as _kept_intermediate_error,
                       no_float_error, step_reads_error as _step_reads_error)
 
@@ -979,8 +980,6 @@ def _mod(a, b):
 
 
 _float_pow = _rules.float_pow
-_ieee_pow = _rules.ieee_pow
-_ipow, _pow_da = _rules.pow_rules(globals())
 
 
 def _pow(a, b):
@@ -1380,91 +1379,10 @@ class Dual:
             return NotImplemented
         return hook(self, func, types, args, kwargs)
 
-    # -- methods, so numpy object arrays of duals work with np.sin and friends --
-    def sin(self):
-        return sin(self)
-
-    def cos(self):
-        return cos(self)
-
-    def tan(self):
-        return tan(self)
-
-    def arcsin(self):
-        return arcsin(self)
-
-    def arccos(self):
-        return arccos(self)
-
-    def arctan(self):
-        return arctan(self)
-
-    def sinh(self):
-        return sinh(self)
-
-    def cosh(self):
-        return cosh(self)
-
-    def tanh(self):
-        return tanh(self)
-
-    def arcsinh(self):
-        return arcsinh(self)
-
-    def arccosh(self):
-        return arccosh(self)
-
-    def arctanh(self):
-        return arctanh(self)
-
-    def exp(self):
-        return exp(self)
-
-    def expm1(self):
-        return expm1(self)
-
-    def exp2(self):
-        return exp2(self)
-
-    def log(self):
-        return log(self)
-
-    def log1p(self):
-        return log1p(self)
-
-    def log2(self):
-        return log2(self)
-
-    def log10(self):
-        return log10(self)
-
-    def sqrt(self):
-        return sqrt(self)
-
-    def cbrt(self):
-        return cbrt(self)
-
-    def absolute(self):
-        return absolute(self)
-
-    def arctan2(self, other):
-        return arctan2(self, other)
-
-    def hypot(self, other):
-        return hypot(self, other)
-
+    # -- methods numpy object arrays of duals call: np.sin(a) calls a[i].sin(), ... (the
+    #    elementary functions' methods are added from the table at the end of this module) --
     def conjugate(self):
         return self
-
-    # numpy object arrays call these for np.fabs, np.deg2rad, np.rad2deg, np.fmod, np.rint
-    def fabs(self):
-        return absolute(self)
-
-    def deg2rad(self):
-        return self * _DEG2RAD
-
-    def rad2deg(self):
-        return self * _RAD2DEG
 
     def fmod(self, other):
         return lift([self, other], math.fmod, _fmod_partials)
@@ -1473,9 +1391,6 @@ class Dual:
         return float(round(check_open(self)))  # round half to even, as numpy; derivative 0
 
 
-_DEG2RAD = math.pi / 180.0
-_RAD2DEG = 180.0 / math.pi
-
 
 def _fmod_partials(a, b):
     """fmod(a, b) = a - b * trunc(a / b): partials 1 and -trunc(a / b) (0 across the jumps)."""
@@ -1483,13 +1398,17 @@ def _fmod_partials(a, b):
 
 
 # --------------------------------------------------------------------------------------------
-# Elementary functions: the rules of ``_rules`` over this module's own functions.
-
-_UNARY = _rules.unary_rules(globals())
-_BINARY = _rules.binary_rules(globals())
+# Elementary functions: every entry of the table (deltaad.elementwise) lifted to scalars.
 
 
-def _make_unary(name, f, d):
+def lift1(name, f, derivative, ns=None):
+    """The scalar function of a unary table entry: ``f`` on floats; on a dual, one binding
+    whose coefficient is ``derivative(ns, x, y)``, evaluated over the namespace ``ns`` (by
+    default ``NS``, this module's functions), so it is itself differentiable when ``x`` is a
+    dual of an outer differentiation."""
+    if ns is None:
+        ns = NS
+
     def fn(x):
         tx = type(x)
         if tx is float:
@@ -1503,7 +1422,7 @@ def _make_unary(name, f, d):
                 y = f(v)
             else:
                 y = fn(v)
-            c = d(v, y)
+            c = derivative(ns, v, y)
             # t._emit1(y, x, c) inlined, as in Dual.__mul__
             r = _new(Dual)
             r.value = y
@@ -1536,13 +1455,11 @@ def _fallback(name, *args):
     return hook(name, *args)
 
 
-for _name, (_f, _d) in _UNARY.items():
-    globals()[_name] = _make_unary(_name, _f, _d)
-del _name, _f, _d
-
-
-def _make_binary(name, f, partials):
-    """A primitive of two reals: ``f`` on floats, ``partials(a, b, y) -> (da, db)``."""
+def lift2(name, f, partials, ns=None):
+    """The scalar function of a binary table entry: ``f`` on floats, ``partials(NS, a, b, y)
+    -> (da, db)`` on duals (``ns`` defaults to ``NS``)."""
+    if ns is None:
+        ns = NS
 
     def fn(a, b):
         ta = type(a)
@@ -1561,17 +1478,12 @@ def _make_binary(name, f, partials):
             y = f(va, vb)
         else:
             y = fn(va, vb)
-        da, db = partials(va, vb, y)
+        da, db = partials(ns, va, vb, y)
         return _finish(t, y, a, a_on, da, b, b_on, db)
 
     fn.__name__ = name
     fn.__qualname__ = name
     return fn
-
-
-for _name, (_f, _p) in _BINARY.items():
-    globals()[_name] = _make_binary(_name, _f, _p)
-del _name, _f, _p
 
 
 def power(a, b):
@@ -1630,3 +1542,20 @@ def lift(operands, f, partials):
         return top._emit2(y, duals[0], coefs[0], duals[1], coefs[1])
     i = top.push_linear([x.id for x in duals], coefs)
     return Dual(y, top, i, None)
+
+
+# The derivative namespace, the table's functions and the Dual methods numpy object arrays call
+NS = _rules.namespace(strip, lift)
+for _e in _table.TABLE:
+    _fn = _table.lift(_e, lift1, lift2, _fallback, Dual)
+    globals()[_e.name] = _fn
+    setattr(NS, _e.name, _fn)
+    for _u in _e.ufuncs:
+        if not isinstance(_u, str):
+            setattr(Dual, _u.__name__, _fn)
+del _e, _fn, _u
+for _k, _v in _rules.SCALAR_ATTRIBUTES.items():  # shape, ndim, size, dtype as numpy scalars
+    setattr(Dual, _k, _v)
+del _k, _v
+
+_ipow, _pow_da = _rules.pow_rules(strip, lift)

@@ -1,37 +1,54 @@
-"""Derivative rules of the elementary functions, written once for both backends.
+"""The scalar rules both backends share: the derivative namespace and the power operator.
 
-``unary_rules(ns)`` maps a name to ``(value on floats, derivative(x, y))`` where ``y`` is the
-value at ``x``. The derivative is written with the backend's own functions (looked up in the
-backend's namespace ``ns`` at call time), so on a dual of a lower level it is recorded there and
-can be differentiated again. The pure backend uses these rules for floats too; the compiled core
-has a C copy of each float formula for speed, and the tests hold the two to the same bits.
+Each backend lifts every entry of the elementwise table (:mod:`deltaad.elementwise`) to
+scalars -- floats and scalar duals -- and evaluates the entries' derivative expressions over
+:func:`namespace`, whose functions are the backend's own. So a derivative taken where the value
+is a dual of an outer differentiation is recorded there, and differentiates again. The
+compiled core also has a C copy of the float formulas for speed; the tests hold the two to the
+same bits.
 """
 
 import math
+import sys
+from types import SimpleNamespace
+
+import numpy as np
 
 INF = math.inf
 NAN = math.nan
-LN2 = math.log(2.0)
-LN10 = math.log(10.0)
-TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
-def sigmoid_float(x):
-    if x >= 0.0:
-        return 1.0 / (1.0 + math.exp(-x))
-    e = math.exp(x)
-    return e / (1.0 + e)
+def namespace(strip, lift):
+    """The scalar namespace ``ns`` of the table's derivative expressions, before the backend
+    adds its lifted functions (``ns.sin`` ...). ``strip`` gives a scalar's plain value and
+    ``lift`` applies a primitive of n reals (the paper's general primitive)."""
 
+    def rdiv(a, b):
+        """``a / b``, IEEE (inf or nan, never raising) when ``b`` is zero. Every divisor here is
+        >= 0 in exact arithmetic: a -0.0 is an artefact of signed zeros (``sqrt(-0.0)``), so the
+        result takes the sign of ``a`` only (``grad(sqrt)(-0.0)`` is +inf, as for ``x ** 0.5``)."""
+        if type(b) is float:
+            if b == 0.0:
+                sa = strip(a)
+                if sa == 0.0 or sa != sa:
+                    return NAN
+                return math.copysign(INF, sa)
+            return a / b
+        if strip(b) == 0.0:
+            # ``b`` is a dual (of an outer differentiation) at zero: this derivative at the edge
+            # of a domain is itself being differentiated (e.g. sqrt'' at 0). Divide as a
+            # primitive whose value and partials are IEEE too, instead of raising.
+            return lift([a, b], rdiv, lambda u, v: (rdiv(1.0, v), -rdiv(rdiv(u, v), v)))
+        return a / b
 
-def softplus_float(x):
-    return math.log1p(math.exp(-abs(x))) + (x if x > 0.0 else 0.0)
+    def sign(x):
+        s = strip(x)
+        return 1.0 if s > 0.0 else (-1.0 if s < 0.0 else (0.0 if s == 0.0 else NAN))
 
+    def where(c, a, b):
+        return a if c else b
 
-def logaddexp_float(a, b):
-    m = a if a > b else b
-    if m == -INF:
-        return -INF
-    return m + math.log1p(math.exp(-abs(a - b)))
+    return SimpleNamespace(rdiv=rdiv, sign=sign, value=strip, where=where)
 
 
 def float_pow(a, b):
@@ -56,8 +73,8 @@ def ieee_pow(a, b):
         return -INF if a < 0.0 and odd else INF
 
 
-def pow_rules(ns):
-    """``(ipow, pow_da)`` over the backend namespace ``ns``.
+def pow_rules(strip, lift):
+    """``(ipow, pow_da)`` for the power operator of a backend with these ``strip``/``lift``.
 
     ``pow_da(a, b)`` is the partial ``d/da a**b = b * a**(b - 1)``: 0 when ``b`` is the constant
     0 and ``a == 0`` (``a**0`` is 1 everywhere; ``0 * inf`` would give nan there), and IEEE
@@ -68,13 +85,12 @@ def pow_rules(ns):
     def ipow(a, b):
         if type(a) is float and type(b) is float:
             return ieee_pow(a, b)
-        strip = ns["strip"]
         if strip(a) == 0.0 and strip(b) < 0.0:
-            return ns["lift"]([a, b], ieee_pow, lambda u, v: (pow_da(u, v), 0.0))
+            return lift([a, b], ieee_pow, lambda u, v: (pow_da(u, v), 0.0))
         return a ** b
 
     def pow_da(a, b):
-        if ns["strip"](b) == 0.0 and ns["strip"](a) == 0.0:
+        if strip(b) == 0.0 and strip(a) == 0.0:
             # a**0 is 1 everywhere: 0, not 0 * inf; also when b is a dual of an outer
             # differentiation, so nesting does not change this value. Elsewhere
             # b * a**(b-1) is a signed zero, kept as it is.
@@ -84,87 +100,36 @@ def pow_rules(ns):
     return ipow, pow_da
 
 
-def unary_rules(ns):
-    """The unary elementary functions over the backend namespace ``ns``."""
-
-    def f(name):
-        return ns[name]
-
-    def rdiv(a, b):
-        """``a / b``, IEEE (inf or nan, never raising) when ``b`` is a float zero.
-
-        Every divisor here is a square root or a square, >= 0 in exact arithmetic: a -0.0 is
-        an artefact of signed zeros (``sqrt(-0.0)``), so the result takes the sign of ``a``
-        only (``grad(sqrt)(-0.0)`` is +inf, as for ``x ** 0.5``).
-        """
-        if type(b) is float and b == 0.0:
-            sa = f("strip")(a)
-            if sa == 0.0 or sa != sa:
-                return NAN
-            return math.copysign(INF, sa)
-        if f("strip")(b) == 0.0:
-            # ``b`` is a dual (of an outer differentiation) at zero: this derivative at the edge
-            # of a domain is itself being differentiated (e.g. sqrt'' at 0). Divide as a
-            # primitive whose value and partials are IEEE too, instead of raising.
-            return f("lift")([a, b], rdiv, lambda u, v: (rdiv(1.0, v), -rdiv(rdiv(u, v), v)))
-        return a / b
-
-    def sign_of(x):
-        s = f("strip")(x)
-        return 1.0 if s > 0.0 else (-1.0 if s < 0.0 else (0.0 if s == 0.0 else NAN))
-
-    return {
-        "sin": (math.sin, lambda x, y: f("cos")(x)),
-        "cos": (math.cos, lambda x, y: -f("sin")(x)),
-        "tan": (math.tan, lambda x, y: 1.0 + y * y),
-        "arcsin": (math.asin, lambda x, y: rdiv(1.0, f("sqrt")(1.0 - x * x))),
-        "arccos": (math.acos, lambda x, y: -rdiv(1.0, f("sqrt")(1.0 - x * x))),
-        "arctan": (math.atan, lambda x, y: 1.0 / (1.0 + x * x)),
-        "sinh": (math.sinh, lambda x, y: f("cosh")(x)),
-        "cosh": (math.cosh, lambda x, y: f("sinh")(x)),
-        "tanh": (math.tanh, lambda x, y: 1.0 - y * y),
-        "arcsinh": (math.asinh, lambda x, y: 1.0 / f("sqrt")(x * x + 1.0)),
-        "arccosh": (math.acosh, lambda x, y: rdiv(1.0, f("sqrt")(x * x - 1.0))),
-        "arctanh": (math.atanh, lambda x, y: 1.0 / (1.0 - x * x)),
-        "exp": (math.exp, lambda x, y: y),
-        "expm1": (math.expm1, lambda x, y: y + 1.0),
-        "exp2": (math.exp2, lambda x, y: y * LN2),
-        "log": (math.log, lambda x, y: 1.0 / x),
-        "log1p": (math.log1p, lambda x, y: 1.0 / (1.0 + x)),
-        "log2": (math.log2, lambda x, y: 1.0 / (x * LN2)),
-        "log10": (math.log10, lambda x, y: 1.0 / (x * LN10)),
-        "sqrt": (math.sqrt, lambda x, y: rdiv(0.5, y)),
-        "cbrt": (math.cbrt, lambda x, y: rdiv(1.0, 3.0 * (y * y))),
-        "absolute": (abs, lambda x, y: sign_of(x)),
-        "erf": (math.erf, lambda x, y: TWO_OVER_SQRT_PI * f("exp")(-(x * x))),
-        "erfc": (math.erfc, lambda x, y: -(TWO_OVER_SQRT_PI * f("exp")(-(x * x)))),
-        "sigmoid": (sigmoid_float, lambda x, y: y * (1.0 - y)),
-        "softplus": (softplus_float, lambda x, y: f("sigmoid")(x)),
-    }
+_FLOAT64 = np.dtype(np.float64)
 
 
-def binary_rules(ns):
-    """name -> (value on floats, partials(a, b, y) -> (da, db)) for the binary primitives."""
+def _numpy_scalar_tests():
+    """The code of numpy's mean/var/std of object arrays, which take an element with a
+    ``dtype`` for a numpy scalar and convert it with ``float()`` (a dual would lose its
+    derivative there: to them a dual has no dtype, and they keep it as it is)."""
+    try:
+        from numpy._core import _methods
+    except ImportError:  # numpy < 2
+        from numpy.core import _methods
+    return frozenset(getattr(_methods, n).__code__ for n in ("_mean", "_var", "_std")
+                     if hasattr(getattr(_methods, n, None), "__code__"))
 
-    def f(name):
-        return ns[name]
 
-    def atan2_partials(y, x, v):
-        r = x * x + y * y
-        if f("strip")(r) == 0.0:  # undefined at the origin: nan, like 0/0
-            return NAN, NAN
-        return x / r, -y / r
+_NUMPY_SCALAR_TESTS = _numpy_scalar_tests()
 
-    def hypot_partials(a, b, h):
-        if f("strip")(h) == 0.0:  # not differentiable at the origin; 0 is a subgradient
-            return 0.0, 0.0
-        return a / h, b / h
 
-    def logaddexp_partials(a, b, y):
-        return f("exp")(a - y), f("exp")(b - y)
+def _dtype(self):
+    if sys._getframe(1).f_code in _NUMPY_SCALAR_TESTS:
+        raise AttributeError("dtype")
+    return _FLOAT64
 
-    return {
-        "arctan2": (math.atan2, atan2_partials),
-        "hypot": (math.hypot, hypot_partials),
-        "logaddexp": (logaddexp_float, logaddexp_partials),
-    }
+
+# What a scalar dual answers like a numpy scalar (``np.float64(1.0).shape == ()``), so code
+# that asks ``x.shape`` or ``x.dtype`` of an element works on duals too. Both backends add
+# these to their ``Dual`` type (the core through its type dictionary, off the hot path).
+SCALAR_ATTRIBUTES = {
+    "shape": property(lambda self: (), doc="``()``: a scalar, as numpy's scalars."),
+    "ndim": property(lambda self: 0, doc="0: a scalar, as numpy's scalars."),
+    "size": property(lambda self: 1, doc="1: a scalar, as numpy's scalars."),
+    "dtype": property(_dtype, doc="float64, the dtype of the value."),
+}

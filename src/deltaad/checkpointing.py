@@ -2,8 +2,8 @@
 
 Reverse mode keeps one binding per operation until the backward sweep. A *checkpoint* keeps
 none of a sub-computation's: it runs once, and once more when the sweep reaches it (Sigal,
-"Automatic Differentiation via Effects and Handlers", §5.2, and the Frank paper's checkpointed
-reverse mode: the checkpointed thunk is handled by an evaluate-only handler, then by the
+*Automatic Differentiation via Effects and Handlers*, §5.2, and Sigal's *AD via Effects and
+Handlers: An Implementation in Frank*, checkpointed reverse mode: the checkpointed thunk is handled by an evaluate-only handler, then by the
 reverse handler).
 
 How, in the monadic-Delta vocabulary. A checkpointed function very often reads duals it was not
@@ -53,9 +53,11 @@ import numpy as np
 from . import schedules as S
 from ._backend import B
 from ._errors import CheckpointError, divergence_error, escaped_error
-from .arrays import ArrayDual, array_input
+from .numpy.array import array_input
 from .pytrees import tree_flatten, tree_unflatten
-from .transforms import _check_constant_output, _leaf_kind, _local
+from .trace import innermost, is_dual, leaf_kind, open_traces, reopened
+from .trace import value as _plain
+from .transforms import _check_constant_output
 
 Dual = B.Dual
 Tape = B.Tape
@@ -78,10 +80,8 @@ _divergence = divergence_error
 
 def _same(a, b):
     """True when the plain values under ``a`` and ``b`` are the same bits."""
-    while type(a) is Dual or type(a) is ArrayDual:
-        a = a.value
-    while type(b) is Dual or type(b) is ArrayDual:
-        b = b.value
+    a = _plain(a)
+    b = _plain(b)
     ta = type(a)
     if ta is float and type(b) is float:
         if a == b:
@@ -97,65 +97,21 @@ def _same(a, b):
         return a is b
 
 
-def _is_dual(x):
-    t = type(x)
-    return t is Dual or t is ArrayDual
-
-
 # --------------------------------------------------------------------------------------------
 # The trace stack
 
 
-def _stack():
-    return getattr(_local, "stack", None) or ()
-
-
 def _innermost_tape():
     """The innermost open trace if it is a reverse tape, else None."""
-    stack = _stack()
-    if stack:
-        top = stack[-1]
-        if type(top) is Tape and not top.closed:
-            return top
+    top = innermost()
+    if type(top) is Tape and not top.closed:
+        return top
     return None
 
 
 def _outer_tapes(tape):
     """The open reverse tapes of lower level than ``tape`` (its values may be their duals)."""
-    return [t for t in _stack() if type(t) is Tape and not t.closed and t.level < tape.level]
-
-
-class _Reopened:
-    """Context manager: reopen ``tape`` (closed once its function returned) and make it the
-    innermost trace of this thread while a node re-records on it; restore both after."""
-
-    __slots__ = ("tape", "was")
-
-    def __init__(self, tape):
-        self.tape = tape
-
-    def __enter__(self):
-        t = self.tape
-        self.was = t.closed
-        stack = getattr(_local, "stack", None)
-        if stack is None:
-            stack = _local.stack = []
-        stack.append(t)
-        t.closed = False
-        return t
-
-    def __exit__(self, *exc):
-        t = self.tape
-        t.closed = self.was
-        stack = _local.stack
-        if stack and stack[-1] is t:
-            stack.pop()
-        else:
-            for k in range(len(stack) - 1, -1, -1):
-                if stack[k] is t:
-                    del stack[k]
-                    break
-        return False
+    return [t for t in open_traces() if type(t) is Tape and not t.closed and t.level < tape.level]
 
 
 def _fresh(tape, values):
@@ -170,7 +126,7 @@ def _fresh(tape, values):
     ids = []
     where = []
     for j, v in enumerate(values):
-        kind = _leaf_kind(v)
+        kind = leaf_kind(v)
         if kind is None:
             out.append(v)
             continue
@@ -186,7 +142,7 @@ def _fresh(tape, values):
 
 def _value_on(x, tape):
     """The value of leaf ``x`` at ``tape``'s level (a dual of ``tape`` loses that level)."""
-    if (type(x) is Dual or type(x) is ArrayDual) and x.trace is tape:
+    if is_dual(x) and x.trace is tape:
         return x.value
     return x
 
@@ -252,7 +208,7 @@ def _checkpoint_call(fun, args, kwargs):
     firsts = {}    # first-run id -> output index
     outs = []      # the duals computed inside, one per distinct id
     for x in leaves:
-        if _is_dual(x):
+        if is_dual(x):
             t = x.trace
             if t is tape:
                 i = x.id
@@ -318,7 +274,7 @@ class _CheckpointNode:
         who = "checkpoint of %s" % _name(self.fun)
         start = tape.nbindings
         try:
-            with _Reopened(tape):
+            with reopened(tape):
                 out = self.fun(*self.args, **self.kwargs)
             seeds = self._seeds(out, start, cts, who)
             extra = set(tape.region_parents(start)) - self.allowed
@@ -339,7 +295,7 @@ class _CheckpointNode:
         seeds = []
         seen = {}
         for x, q in zip(leaves, self.slots):
-            on = _is_dual(x) and x.trace is tape
+            on = is_dual(x) and x.trace is tape
             if q is None:
                 if on:
                     raise _divergence(who, "a result that was a constant depends on the "
@@ -506,7 +462,7 @@ class _Loop:
         self.k = len(self.init)
         self.free = set()
         for x in self.init:
-            if _is_dual(x) and x.trace is tape:
+            if is_dual(x) and x.trace is tape:
                 self.free.add(x.id)
             else:
                 _check_constant_output(x, tape, who)
@@ -538,7 +494,7 @@ class _Loop:
         out = []
         for x in leaves:
             tx = type(x)
-            if (tx is Dual or tx is ArrayDual) and x.trace is tape:
+            if is_dual(x) and x.trace is tape:
                 out.append(x.value)
             else:
                 if tx is not float:  # a leaf hiding duals would keep them past the step
@@ -593,7 +549,7 @@ class _Loop:
             out = []
             for x in self._leaves(val):
                 tx = type(x)
-                out.append(x.value if (tx is Dual or tx is ArrayDual) and x.trace is tape else x)
+                out.append(x.value if is_dual(x) and x.trace is tape else x)
             if tape.nbindings > start:
                 if self.allowed is None:
                     self.free.update(tape.region_parents(start))
@@ -625,7 +581,7 @@ class _Loop:
             seeds = []
             for x, a in zip(leaves, adj):
                 tx = type(x)
-                if (tx is Dual or tx is ArrayDual) and x.trace is tape:
+                if is_dual(x) and x.trace is tape:
                     vals.append(x.value)
                     if a is not None and (a != 0.0 if type(a) is float else not _zero(a)):
                         seeds.append((x.id, a))
@@ -675,7 +631,7 @@ class _Loop:
             return
         intact = self.intact
         self.intact = False
-        with _Reopened(self.tape):
+        with reopened(self.tape):
             reverse(sweep, adj, intact)
         if _observe is not None:
             _observe(self)

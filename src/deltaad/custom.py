@@ -24,53 +24,18 @@ import numpy as np
 
 from ._backend import B
 from ._errors import escaped_error
-from . import arrays as A
-from . import array_rules as R
-from .arrays import ArrayDual, Dual
+from .numpy import array as A
+from .numpy.array import ArrayDual, Dual
+from .numpy.elementwise import elementwise_primitive
 from .pytrees import tree_flatten, tree_unflatten
+from .trace import dtype_of, is_dual, leaf_kind, opened, top_trace
+from .trace import value as strip
 
 __all__ = ["custom_vjp", "custom_jvp", "primitive"]
 
 
 # --------------------------------------------------------------------------------------------
 # Helpers
-
-
-def _is_dual(x):
-    t = type(x)
-    return t is Dual or t is ArrayDual
-
-
-def _top(leaves):
-    top = None
-    for x in leaves:
-        if _is_dual(x):
-            t = x.trace
-            if top is None or t.level > top.level:
-                top = t
-    return top
-
-
-def _kind(x):
-    """'scalar', 'array' or None (not differentiable) for a value leaf."""
-    t = type(x)
-    if t is float or t is Dual:
-        return "scalar"
-    if t is ArrayDual:
-        return "array"
-    if t is bool or t is int or x is None:
-        return None
-    if isinstance(x, np.ndarray):
-        if x.dtype.kind == "f":
-            return "array"
-        if x.dtype.kind == "c":
-            raise A._complex_error()
-        return None
-    if isinstance(x, (float, np.floating)):
-        return "scalar"
-    if isinstance(x, (complex, np.complexfloating)):
-        raise A._complex_error()
-    return None
 
 
 def _norm_value(x, kind):
@@ -83,7 +48,7 @@ def _zero_like(x, kind):
     if kind == "scalar":
         return 0.0
     if kind == "array":
-        return np.zeros(A.shape_of(x), dtype=A.dtype_of(x))
+        return np.zeros(A.shape_of(x), dtype=dtype_of(x))
     return None
 
 
@@ -175,7 +140,7 @@ def _nondiff(nondiff_argnums, nargs):
 
 def _check_nondiff(args, nd, kind, name):
     for x in tree_flatten(tuple(args[i] for i in sorted(nd)))[0]:
-        if _is_dual(x) and not x.trace.closed:
+        if is_dual(x) and not x.trace.closed:
             raise TypeError(
                 "%s function %s: an argument in nondiff_argnums is a dual number being "
                 "differentiated; make it a differentiable argument" % (kind, name)
@@ -271,11 +236,11 @@ def _fit(ct, kind, like, who, what="cotangent"):
         if ct.dtype.kind == "O":  # e.g. np.array([dual, dual]) built by the rule
             ct = A.asarray(ct)
     if type(ct) is ArrayDual:
-        dk = A.dtype_of(ct).kind
+        dk = dtype_of(ct).kind
     else:
         dk = ct.dtype.kind
     if dk != "f":
-        raise _not_float_error(who, what, _DTYPE_KIND.get(dk, "an array of dtype %s" % A.dtype_of(ct)))
+        raise _not_float_error(who, what, _DTYPE_KIND.get(dk, "an array of dtype %s" % dtype_of(ct)))
     s = () if kind == "scalar" else A.shape_of(like)
     if ct.shape != s:
         raise ValueError(
@@ -286,7 +251,7 @@ def _fit(ct, kind, like, who, what="cotangent"):
     if kind == "scalar":
         return A.to_scalar(ct)
     if type(ct) is np.ndarray:
-        dt = A.dtype_of(like)
+        dt = dtype_of(like)
         if ct.dtype != dt:
             ct = ct.astype(dt)
     return ct
@@ -295,7 +260,7 @@ def _fit(ct, kind, like, who, what="cotangent"):
 def _nonzero(v):
     """True when the plain value under ``v`` has a finite nonzero entry (a linear map applied
     to zeros gives zeros; nan and inf are let pass, as ``0 * inf`` is nan)."""
-    v = A.strip(v)
+    v = strip(v)
     if type(v) is float:
         return v != 0.0 and v - v == 0.0
     v = np.asarray(v)
@@ -309,7 +274,7 @@ def _check_free(leaves, top, who, what, fix, inner=True):
     not account for it."""
     level = top.level
     for x in leaves:
-        while _is_dual(x):
+        while is_dual(x):
             t = x.trace
             if t is top or inner and t.level > level and not t.closed:
                 raise TypeError(
@@ -392,12 +357,12 @@ class _CustomRule:
         diff_idx = [i for i in range(len(args)) if i not in nd]
         leaves, tdef = tree_flatten(tuple(args[i] for i in diff_idx))
         _check_nondiff(args, nd, "custom_" + kind, name)
-        top = _top(leaves)
+        top = top_trace(leaves)
         if top is None:
             return name, args, nd, diff_idx, leaves, tdef, None, None, None
         if top.closed:
             raise escaped_error(top.level)
-        on = [_is_dual(x) and x.trace is top for x in leaves]
+        on = [is_dual(x) and x.trace is top for x in leaves]
         vals = [x.value if o else x for x, o in zip(leaves, on)]
         return name, args, nd, diff_idx, leaves, tdef, top, on, vals
 
@@ -464,7 +429,7 @@ class custom_vjp(_CustomRule):
             )
         out, residuals = res
         out_leaves, out_def = tree_flatten(out)
-        kinds = [_kind(x) for x in out_leaves]
+        kinds = [leaf_kind(x) for x in out_leaves]
         fix = ("compute it from fwd's arguments, or pass the captured value to %s as an "
                "argument" % name)
         _check_free(out_leaves, top, "custom_vjp fwd of %s" % name, "an output", fix)
@@ -473,7 +438,7 @@ class custom_vjp(_CustomRule):
         outs = [_norm_value(x, k) for x, k in zip(out_leaves, kinds)]
         nondiff_vals = [args[i] for i in sorted(nd)]
         bwd = self.bwd
-        in_kinds = [_kind(x) for x in vals]
+        in_kinds = [leaf_kind(x) for x in vals]
         keep = [k for k, o in enumerate(on) if o]
         who = "custom_vjp bwd of %s" % name
 
@@ -506,15 +471,13 @@ class custom_vjp(_CustomRule):
 def _forward_by_transpose(top, outs, kinds, out_def, tans, keep, rule_multi, who):
     """Forward mode from a reverse rule: the tangent ``J v`` is the gradient with respect to
     ``u`` of ``<bwd(u), v>`` (``bwd`` is linear in ``u``), taken on a small inner tape."""
-    from .transforms import _Opened
-
-    with _Opened(B.Tape) as tp:
+    with opened(B.Tape) as tp:
         us = []
         for x, k in zip(outs, kinds):
             if k == "scalar":
                 us.append(tp.input(0.0))
             elif k == "array":
-                us.append(A.array_input(tp, np.zeros(A.shape_of(x), dtype=A.dtype_of(x)), None))
+                us.append(A.array_input(tp, np.zeros(A.shape_of(x), dtype=dtype_of(x)), None))
             else:
                 us.append(None)
         cts = rule_multi(us)
@@ -531,7 +494,7 @@ def _forward_by_transpose(top, outs, kinds, out_def, tans, keep, rule_multi, who
             term = c * t if type(c) is Dual or type(c) is float else np.sum(c * t)
             s = term if s is None else s + term
     wanted = [u.id for u in us if u is not None]
-    if s is not None and _is_dual(s) and s.trace is tp:
+    if s is not None and is_dual(s) and s.trace is tp:
         adj = tp.eval([(s.id, 1.0 if type(s) is Dual else np.ones(()))], wanted)
     else:
         adj = [None] * len(wanted)
@@ -615,7 +578,7 @@ class custom_jvp(_CustomRule):
         name, args, nd, diff_idx, leaves, tdef, top, on, vals = self._split_call(args, kwargs, self.jvp, "jvp")
         if top is None:
             return self.fun(*args)
-        kinds = [_kind(v) for v in vals]
+        kinds = [leaf_kind(v) for v in vals]
         nondiff_vals = [args[i] for i in sorted(nd)]
         who = "custom_jvp rule of %s" % name
         if top.is_forward:
@@ -626,7 +589,7 @@ class custom_jvp(_CustomRule):
             _check_free(p_leaves, top, who, "a primal output", _JVP_FIX % name)
             result = []
             for p, t in zip(p_leaves, t_leaves):
-                k = _kind(p)
+                k = leaf_kind(p)
                 if k is None:
                     result.append(p)
                     continue
@@ -651,9 +614,7 @@ class custom_jvp(_CustomRule):
         inputs of a fresh tape ``tp``; the binding's linear map is ``tp``'s backward sweep from
         the tangent outputs. The tangent outputs are checked as in forward mode (structure,
         shape, dtype) and must be linear in the tangents: zero for zero tangents."""
-        from .transforms import _Opened
-
-        with _Opened(B.Tape) as tp:
+        with opened(B.Tape) as tp:
             tans = []
             for v, o, k in zip(vals, on, kinds):
                 if not o:
@@ -661,7 +622,7 @@ class custom_jvp(_CustomRule):
                 elif k == "scalar":
                     tans.append(tp.input(0.0))
                 else:
-                    tans.append(A.array_input(tp, np.zeros(A.shape_of(v), dtype=A.dtype_of(v)), None))
+                    tans.append(A.array_input(tp, np.zeros(A.shape_of(v), dtype=dtype_of(v)), None))
             pout, tout = self._run(nondiff_vals, tdef, vals, tans, who)
             p_leaves, p_def = tree_flatten(pout)
             t_leaves = _leaves_like(tout, p_def, who + " (tangent output)")
@@ -669,9 +630,9 @@ class custom_jvp(_CustomRule):
             outs = []
             seeds_of = []
             for p, t in zip(p_leaves, t_leaves):
-                if _is_dual(p) and p.trace is tp:
+                if is_dual(p) and p.trace is tp:
                     raise TypeError("%s: the primal output depends on the tangents" % who)
-                k = _kind(p)
+                k = leaf_kind(p)
                 out_kinds.append(k)
                 if k is None:
                     outs.append(p)
@@ -686,7 +647,7 @@ class custom_jvp(_CustomRule):
                         "%s is not linear in the tangents: it returned a nonzero tangent output "
                         "for zero input tangents (reverse mode transposes the rule, which needs "
                         "the tangent output linear in the tangents)" % who)
-                seeds_of.append(t.id if _is_dual(t) and t.trace is tp else None)
+                seeds_of.append(t.id if is_dual(t) and t.trace is tp else None)
         _check_free(p_leaves, top, who, "a primal output", _JVP_FIX % name)
         _check_free(t_leaves, top, who, "a tangent output", _JVP_FIX % name)
         t_ids = [t.id for t, o in zip(tans, on) if o]
@@ -740,7 +701,7 @@ def _array_partial(p, name, j, m=None, nout=None):
     if m is None:
         def partial(*xs):
             c = p(*xs)
-            if type(c) is not float and not _is_dual(c):
+            if type(c) is not float and not is_dual(c):
                 _check_partial(c, name, j)
             return c
     else:
@@ -805,7 +766,7 @@ class primitive:
         return cs
 
     def _lift_multi(self, args):
-        top = _top(args)
+        top = top_trace(args)
         if top is None:
             return tuple(self.f(*args))
         if top.closed:
@@ -830,16 +791,16 @@ class primitive:
         if self._array_prim is None:
             # One elementwise primitive per output: find out once, on plain values, whether
             # f returns a tuple (as the scalar path does on its first call).
-            probe = self.f(*[A.strip(o) for o in ops])
+            probe = self.f(*[strip(o) for o in ops])
             if isinstance(probe, (tuple, list)):
                 nout = len(probe)
                 self._array_prim = tuple(
-                    R.elementwise_primitive(
+                    elementwise_primitive(
                         "%s[%d]" % (self.name, m), lambda *xs, m=m: self.f(*xs)[m],
                         [_array_partial(p, self.name, j, m, nout) for j, p in enumerate(self.partials)])
                     for m in range(nout))
             else:
-                self._array_prim = R.elementwise_primitive(
+                self._array_prim = elementwise_primitive(
                     self.name, self.f,
                     [_array_partial(p, self.name, j) for j, p in enumerate(self.partials)])
         if type(self._array_prim) is tuple:

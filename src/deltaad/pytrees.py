@@ -1,4 +1,4 @@
-"""Pytrees (paper §11, JAX's convention): nested containers whose leaves get differentiated.
+"""Pytrees (Krawiec et al. §11, JAX's convention): nested containers whose leaves get differentiated.
 
 Containers are tuples, lists, dicts, ``collections.OrderedDict``, ``collections.defaultdict``,
 namedtuples, dataclasses and ``None`` (an empty container); the types themselves, not their

@@ -7,101 +7,29 @@ and reads the outputs back (``lookup``/``delta``). Written once against the back
 """
 
 import collections
+import collections.abc
 import functools
-import itertools
 import numbers
 import operator
-import threading
+import types
 import weakref
 
 import numpy as np
 
 from . import delta as _delta
 from ._backend import B
-from ._errors import escaped_error
-from .arrays import dtype_of as _dtype_of  # under every dual level; float64 for floats
+from .numpy.array import array_input, asarray
 from .pytrees import LEAF, all_floats, tree_flatten, tree_unflatten
+from .trace import dtype_of as _dtype_of
+from .trace import is_dual, opened
+from .trace import leaf_kind as _leaf_kind
+from .trace import on_trace as _on_trace
 
 Dual = B.Dual
-
-_levels = itertools.count(1)  # next() is atomic under the GIL: levels never repeat
-_local = threading.local()
-
-
-def open_traces():
-    """The traces open in this thread, outermost first (empty outside any differentiation)."""
-    return list(getattr(_local, "stack", ()))
-
-
-class _Opened:
-    """Context manager: open a trace of ``kind`` above all others; always close it."""
-
-    __slots__ = ("trace",)
-
-    def __init__(self, kind):
-        self.trace = kind(next(_levels))
-
-    def __enter__(self):
-        stack = getattr(_local, "stack", None)
-        if stack is None:
-            stack = _local.stack = []
-        stack.append(self.trace)
-        return self.trace
-
-    def __exit__(self, *exc):
-        self.trace.close()
-        stack = _local.stack
-        if stack and stack[-1] is self.trace:
-            stack.pop()
-        else:  # closed out of order (a generator kept alive); still never leak it
-            try:
-                stack.remove(self.trace)
-            except ValueError:
-                pass
-        return False
 
 
 # --------------------------------------------------------------------------------------------
 # Leaves: which are differentiable, how they become duals and come back
-
-
-def _array_glue():
-    from . import numpy_glue
-
-    return numpy_glue
-
-
-def is_dual(x):
-    """True for any deltaad dual (scalar or array)."""
-    return type(x) is Dual or getattr(type(x), "_deltaad_array_dual", False)
-
-
-def _leaf_kind(x):
-    """'scalar', 'array' or None (static: passed through, ``None`` in its gradient slot)."""
-    tx = type(x)
-    if tx is float or tx is Dual:
-        return "scalar"
-    if tx is int or tx is bool or tx is str or x is None:
-        return None
-    if isinstance(x, np.ndarray):
-        if x.dtype.kind == "f":
-            return "array"
-        if x.dtype.kind == "c":
-            raise TypeError(
-                "deltaad differentiates real functions; got a complex array. Split it into real "
-                "and imaginary parts (x.real, x.imag) and differentiate with respect to those."
-            )
-        return None
-    if isinstance(x, (np.floating, float)):
-        return "scalar"
-    if isinstance(x, (complex, np.complexfloating)):
-        raise TypeError(
-            "deltaad differentiates real functions; got the complex number %r. Differentiate "
-            "with respect to its real and imaginary parts separately." % (x,)
-        )
-    if is_dual(x):
-        return "array"
-    return None
 
 
 def _scalar_value(x):
@@ -130,11 +58,7 @@ def _dualise(trace, leaves, tangents=None, floats=False):
             else:
                 out.append(trace.input(_scalar_value(x), _tangent_value(tangents[k])))
         else:
-            glue = _array_glue()
-            if tangents is None:
-                out.append(glue.array_input(trace, x, None))
-            else:
-                out.append(glue.array_input(trace, x, tangents[k]))
+            out.append(array_input(trace, x, None if tangents is None else tangents[k]))
     return out, kinds
 
 
@@ -170,71 +94,138 @@ def _tangent_value(t):
     )
 
 
-def _on_trace(x, trace):
-    """If leaf ``x`` is a dual of ``trace`` return it; None if it is a constant there.
-
-    Duals of outer traces that are still open are constants here (nesting); a dual of any other
-    trace -- an inner one, or one that has finished (it escaped, e.g. in a global from an
-    earlier grad) -- would silently become a constant, so it is an EscapedDualError."""
-    if is_dual(x):
-        t = x.trace
-        if t is trace:
-            return x
-        if t.closed or t.level > trace.level:
-            raise escaped_error(t.level)
-    return None
-
-
 _FLOAT64 = np.dtype(np.float64)
 
 
-def _holds_dual(items, trace):
-    """True if the plain container ``items`` holds (in nested lists, tuples and object arrays) a
-    dual of ``trace`` or of a finished trace: one whose derivative reading it as a leaf loses."""
+def _holds_dual(items, trace, seen=None):
+    """True if ``items`` holds -- in nested containers, object arrays, dict views, sets and the
+    attributes of plain objects -- a dual of ``trace`` or of a finished trace: one whose
+    derivative reading it as a constant leaf would lose."""
+    if seen is None:
+        seen = set()
     for e in items:
         if is_dual(e):
             t = e.trace
             if t is trace or t.closed:
                 return True
-        elif type(e) is list or type(e) is tuple:
-            if _holds_dual(e, trace):
-                return True
-        elif type(e) is np.ndarray and e.dtype.kind == "O":
-            if _holds_dual(e.ravel().tolist(), trace):
-                return True
+            continue
+        te = type(e)
+        if te is float or te is int or te is bool or te is str or e is None:
+            continue
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        inner = _contents(e)
+        if inner is not None and _holds_dual(inner, trace, seen):
+            return True
     return False
 
 
-_PLAIN_CONTAINERS = (list, tuple, dict, set, frozenset, collections.deque)
+def _contents(x):
+    """What a value that is not a pytree node may hold, read without changing it: a
+    container's items, an object array's elements, a plain object's attributes, a closure's
+    cells; None for numbers, strings, plain arrays, types and modules."""
+    if isinstance(x, np.ndarray):
+        return x.ravel().tolist() if x.dtype.kind == "O" else None
+    if isinstance(x, dict):
+        return list(x.values())
+    if isinstance(x, (list, tuple, set, frozenset, collections.deque, type({}.values()),
+                      type({}.keys()), type({}.items()))):
+        return list(x)
+    if isinstance(x, (numbers.Number, str, bytes, bytearray, type, types.ModuleType, np.generic)):
+        return None
+    if isinstance(x, types.FunctionType):
+        return [c.cell_contents for c in (x.__closure__ or ()) if _cell_full(c)]
+    items = []
+    d = getattr(x, "__dict__", None)
+    if isinstance(d, dict):
+        items.extend(d.values())
+    for cls in type(x).__mro__:
+        for name in cls.__dict__.get("__slots__", ()):
+            if isinstance(name, str) and name not in ("__dict__", "__weakref__"):
+                try:
+                    items.append(getattr(x, name))
+                except AttributeError:
+                    pass
+    return items
+
+
+def _cell_full(c):
+    try:
+        c.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def _is_iterator(x):
+    return isinstance(x, collections.abc.Iterator)
 
 
 def _check_constant_output(x, trace, who):
-    """Raise if the output leaf ``x`` (not a dual of ``trace``) hides duals of ``trace`` in a
-    container deltaad does not look inside (their derivative would silently be zero). Only
-    cheap cases are checked: numpy object arrays and subclasses of the plain containers."""
+    """Raise if the output leaf ``x`` (not a dual of ``trace``) may hide duals of ``trace``
+    where deltaad does not look (their derivative would silently be zero): in a container that
+    is not a pytree node (a subclass of list or dict, a set, a dict view), in a plain object's
+    attributes, or in an iterator or generator, which cannot be looked into without consuming
+    it."""
     tx = type(x)
     if tx is float or tx is int or tx is bool or tx is str or x is None:
         return
-    if isinstance(x, np.ndarray):
-        if x.dtype.kind == "O" and _holds_dual(x.ravel().tolist(), trace):
-            raise TypeError(
-                "%s: the function's output holds a numpy object array of deltaad duals (as "
-                "np.array([x, y]) makes from duals); deltaad does not look inside object arrays, "
-                "so its derivative would be silently lost. Build the array with "
-                "deltaad.stack([...]) or deltaad.asarray(...), or return a tuple or list of the "
-                "duals instead." % who
-            )
+    if isinstance(x, np.ndarray) and x.dtype.kind != "O":
         return
-    if isinstance(x, _PLAIN_CONTAINERS):
-        items = x.values() if isinstance(x, dict) else x
-        if _holds_dual(items, trace):
-            raise TypeError(
-                "%s: the function's output holds deltaad duals inside a %s, which is not a "
-                "pytree container (those are tuple, list, dict, OrderedDict, defaultdict, "
-                "namedtuple, dataclass and None -- the types themselves, not subclasses), so "
-                "it is a constant leaf and its derivative would be silently lost. Return a "
-                "tuple, list or dict instead (e.g. list(x) or dict(x))." % (who, tx.__name__)
-            )
+    if _is_iterator(x):
+        raise TypeError(
+            "%s: the function's output holds a %s, an iterator: deltaad cannot look inside it "
+            "without consuming it, and the deltaad duals it may yield would silently get a zero "
+            "derivative. Return list(...) or tuple(...) of it instead." % (who, tx.__name__)
+        )
+    inner = _contents(x)
+    if inner is None or not _holds_dual(inner, trace, {id(x)}):
+        return
+    if isinstance(x, np.ndarray):
+        raise TypeError(
+            "%s: the function's output holds a numpy object array of deltaad duals that could "
+            "not be read as an array (it holds duals of a finished differentiation, or items "
+            "that are not numbers), so its derivative would be silently lost. Build the array "
+            "with deltaad.stack([...]) or deltaad.asarray(...), or return a tuple or list of the "
+            "duals instead." % who
+        )
+    raise TypeError(
+        "%s: the function's output holds deltaad duals inside a %s, which is not a pytree "
+        "container (those are tuple, list, dict, OrderedDict, defaultdict, namedtuple, dataclass "
+        "and None -- the types themselves, not subclasses), so it is a constant leaf and its "
+        "derivative would be silently lost. Return a tuple, list or dict instead (e.g. list(x) "
+        "or dict(x)), or make the class a dataclass." % (who, tx.__name__)
+    )
+
+
+def _pack_outputs(out, trace):
+    """``out`` with each numpy object array that holds duals (``np.array([x, y])``,
+    ``np.r_[...]``, what numpy's object arithmetic returns) replaced by the array dual of
+    those duals, recorded on ``trace`` while it is still open."""
+    tx = type(out)
+    if tx is Dual or tx is float:
+        return out
+    leaves, d = tree_flatten(out)
+    changed = False
+    for k, x in enumerate(leaves):
+        if type(x) is np.ndarray and x.dtype.kind == "O":
+            flat = x.ravel().tolist()
+            if _holds_dual(flat, trace) and all(
+                    is_dual(e) or isinstance(e, numbers.Real) for e in flat):
+                top = _top(flat)
+                if top is not None and not top.closed:
+                    leaves[k] = asarray(x)
+                    changed = True
+    return tree_unflatten(d, leaves) if changed else out
+
+
+def _top(items):
+    top = None
+    for e in items:
+        if is_dual(e) and (top is None or e.trace.level > top.level):
+            top = e.trace
+    return top
 
 
 def _primal(x, trace):
@@ -444,7 +435,7 @@ def _cotangent(ct, out, k, n):
     elif tc is float:
         return np.array(ct, dtype=_dtype_of(out))
     elif tc is Dual:
-        return _array_glue().asarray(ct)
+        return asarray(ct)
     return ct
 
 
@@ -476,7 +467,7 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
     """Run ``fun`` on a fresh tape, differentiating the arguments in ``argnums``."""
     leaves, in_def = tree_flatten(tuple([args[n] for n in argnums]))
     floats = all_floats(leaves)
-    with _Opened(B.Tape) as tape:
+    with opened(B.Tape) as tape:
         duals, kinds = _dualise(tape, leaves, floats=floats)
         _check_has_float(kinds, who, argnums)
         new_args = list(args)
@@ -488,6 +479,8 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise TypeError("%s(has_aux=True): the function must return a pair (output, aux); got %r" % (who, type(out)))
             out, aux = out
+        if type(out) is not Dual:
+            out = _pack_outputs(out, tape)
     pb = _Pullback()
     pb.tape = tape
     if tape.nnodes:  # checkpoints hold duals of the tape: a cycle the core's GC cannot see
@@ -548,24 +541,75 @@ def _is_scalar_output(x):
     return False
 
 
+class Transformed:
+    """A differentiated function: what ``grad``, ``value_and_grad``, ``jacrev``, ``jacfwd`` and
+    ``hessian`` return. It carries the function it differentiates (``__wrapped__``, its name
+    and docstring, as ``functools.wraps`` gives) and pickles as the call that made it --
+    ``grad(f, argnums)`` -- so ``f`` travels by reference when it is importable and by value
+    through cloudpickle for a lambda or closure: ``ProcessPoolExecutor.map(grad(f), xs)`` and
+    Dask work. As an attribute of a class it binds like a function (a method)."""
+
+    __slots__ = ("fun", "argnums", "has_aux", "who", "recipe", "__dict__", "__weakref__")
+
+    def __init__(self, fun, argnums, has_aux, who, recipe):
+        self.fun = fun
+        self.argnums = argnums
+        self.has_aux = has_aux
+        self.who = who
+        self.recipe = recipe  # (public maker, its arguments)
+        try:
+            functools.update_wrapper(self, recipe[1][0])  # the user's function
+        except AttributeError:  # pragma: no cover -- an object that refuses attribute reads
+            pass
+
+    def __reduce__(self):
+        return self.recipe
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __repr__(self):
+        return "<deltaad.%s of %r>" % (self.who, self.recipe[1][0])
+
+
+class _ValueAndGrad(Transformed):
+    __slots__ = ()
+
+    def __call__(self, *args, **kwargs):
+        return _value_and_grad(self, args, kwargs)
+
+
+class _Grad(Transformed):
+    __slots__ = ()
+
+    def __call__(self, *args, **kwargs):
+        (out, g) = _value_and_grad(self, args, kwargs)
+        if self.has_aux:
+            return g, out[1]
+        return g
+
+
+def _value_and_grad(self, args, kwargs):
+    single, nums = _argnums_tuple(self.argnums, len(args), "grad")
+    has_aux = self.has_aux
+    out, pb, aux = _vjp(self.fun, args, kwargs, nums, has_aux, "grad")
+    if not _is_scalar_output(out):
+        raise TypeError(
+            "grad requires a function returning one real number; got %s. Use "
+            "deltaad.jacrev/jacobian or deltaad.vjp for other outputs, or has_aux=True to "
+            "return extra data beside the number." % (_describe(out),)
+        )
+    g = pb(1.0 if type(out) is Dual or not isinstance(out, np.ndarray) and not is_dual(out) else np.ones(()))
+    g = g[0] if single else g
+    if type(out) is np.ndarray:  # np.sum(x) of an array dual: numpy's scalar, as numpy gives
+        out = out[()]
+    return ((out, aux), g) if has_aux else (out, g)
+
+
 def value_and_grad(fun, argnums=0, has_aux=False):
     """``f(*args) -> (value, gradient)``; gradient has the structure of the argument(s)."""
-
-    @functools.wraps(fun)
-    def value_and_grad_f(*args, **kwargs):
-        single, nums = _argnums_tuple(argnums, len(args), "grad")
-        out, pb, aux = _vjp(fun, args, kwargs, nums, has_aux, "grad")
-        if not _is_scalar_output(out):
-            raise TypeError(
-                "grad requires a function returning one real number; got %s. Use "
-                "deltaad.jacrev/jacobian or deltaad.vjp for other outputs, or has_aux=True to "
-                "return extra data beside the number." % (_describe(out),)
-            )
-        g = pb(1.0 if type(out) is Dual or not isinstance(out, np.ndarray) and not is_dual(out) else np.ones(()))
-        g = g[0] if single else g
-        return ((out, aux), g) if has_aux else (out, g)
-
-    return value_and_grad_f
+    return _ValueAndGrad(fun, argnums, has_aux, "value_and_grad",
+                         (value_and_grad, (fun, argnums, has_aux)))
 
 
 def _describe(x):
@@ -578,16 +622,7 @@ def _describe(x):
 
 def grad(fun, argnums=0, has_aux=False):
     """The gradient of a real-valued ``fun`` with respect to the argument(s) ``argnums``."""
-    vg = value_and_grad(fun, argnums, has_aux)
-
-    @functools.wraps(fun)
-    def grad_f(*args, **kwargs):
-        (out, g) = vg(*args, **kwargs)
-        if has_aux:
-            return g, out[1]
-        return g
-
-    return grad_f
+    return _Grad(fun, argnums, has_aux, "grad", (grad, (fun, argnums, has_aux)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -602,10 +637,12 @@ def jvp(fun, primals, tangents):
     t_leaves, t_def = tree_flatten(tuple(tangents))
     if t_def is not in_def and t_def != in_def:
         raise TypeError("jvp: tangents must have the structure of primals, %r; got %r" % (in_def, t_def))
-    with _Opened(B.ForwardLevel) as level:
+    with opened(B.ForwardLevel) as level:
         duals, kinds = _dualise(level, leaves, t_leaves, floats=all_floats(leaves))
         _check_has_float(kinds, "jvp")
         out = fun(*tree_unflatten(in_def, duals))
+        if type(out) is not Dual:
+            out = _pack_outputs(out, level)
     if type(out) is Dual and out.trace is level:  # one real output, the commonest
         return out.value, out.tangent
     ps, ts, out_def = _read_forward(out, level, "jvp")
@@ -689,7 +726,7 @@ def _matrix(rows, dtype=_FLOAT64):
     """``np.array(rows, dtype)``; an array dual when entries are duals (Jacobians inside a
     differentiation, e.g. the inner jacrev of hessian), never an object array."""
     if any(is_dual(e) for row in rows for e in row):
-        arr = _array_glue().asarray(rows)
+        arr = asarray(rows)
         return arr if arr.dtype == dtype else arr.astype(dtype)
     if rows and rows[0]:
         return np.array(rows, dtype=dtype)
@@ -751,13 +788,12 @@ def _assemble(J, out_leaves, out_def, out_tree, in_leaves, in_def, in_tree, sing
     return tree_unflatten(out_def, result_leaves)
 
 
-def jacrev(fun, argnums=0):
-    """The Jacobian by reverse mode: one tape, one backward sweep per output component."""
+class _JacRev(Transformed):
+    __slots__ = ()
 
-    @functools.wraps(fun)
-    def jacrev_f(*args, **kwargs):
-        single, nums = _argnums_tuple(argnums, len(args), "jacrev")
-        out, pb, _ = _vjp(fun, args, kwargs, nums, False, "jacrev")
+    def __call__(self, *args, **kwargs):
+        single, nums = _argnums_tuple(self.argnums, len(args), "jacrev")
+        out, pb, _ = _vjp(self.fun, args, kwargs, nums, False, "jacrev")
         if pb.out_leaves is None:
             out_leaves, out_def = [out], LEAF
         else:
@@ -780,7 +816,11 @@ def jacrev(fun, argnums=0):
         in_tree = tuple(args[n] for n in nums)
         return _assemble(J, out_leaves, out_def, out, in_leaves, pb.in_def, in_tree, single)
 
-    return jacrev_f
+
+
+def jacrev(fun, argnums=0):
+    """The Jacobian by reverse mode: one tape, one backward sweep per output component."""
+    return _JacRev(fun, argnums, False, "jacrev", (jacrev, (fun, argnums)))
 
 
 jacobian = jacrev
@@ -788,13 +828,16 @@ jacobian = jacrev
 
 def jacfwd(fun, argnums=0):
     """The Jacobian by forward mode: one ``jvp`` per input component."""
-    return _jacfwd(fun, argnums, "jacfwd")
+    return _JacFwd(fun, argnums, False, "jacfwd", (jacfwd, (fun, argnums)))
 
 
-def _jacfwd(fun, argnums, who):
-    @functools.wraps(fun)
-    def jacfwd_f(*args, **kwargs):
-        single, nums = _argnums_tuple(argnums, len(args), who)
+class _JacFwd(Transformed):
+    __slots__ = ()
+
+    def __call__(self, *args, **kwargs):
+        who = self.who
+        fun = self.fun
+        single, nums = _argnums_tuple(self.argnums, len(args), who)
         in_tree = tuple(args[n] for n in nums)
         in_leaves, in_def = tree_flatten(in_tree)
         in_comps = _components(in_leaves)
@@ -817,21 +860,31 @@ def _jacfwd(fun, argnums, who):
         out = tree_unflatten(out_def, ps)
         return _assemble(J, ps, out_def, out, in_leaves, in_def, in_tree, single)
 
-    return jacfwd_f
-
 
 def _jvp_static(f, in_leaves, in_def, t_leaves, who):
     """``jvp`` where static leaves carry ``None`` tangents (they are not dualised); the output
     as flat lists ``(primals, tangents, treedef)``."""
-    with _Opened(B.ForwardLevel) as level:
+    with opened(B.ForwardLevel) as level:
         duals, kinds = _dualise(level, in_leaves, t_leaves)
-        out = f(*tree_unflatten(in_def, duals))
+        out = _pack_outputs(f(*tree_unflatten(in_def, duals)), level)
     return _read_forward(out, level, who)
 
 
 def hessian(fun, argnums=0):
     """Second derivatives: forward over reverse (``jacfwd(jacrev(fun))``), as JAX does."""
-    return _jacfwd(jacrev(fun, argnums), argnums, "hessian")
+    return _JacFwd(jacrev(fun, argnums), argnums, False, "hessian", (hessian, (fun, argnums)))
+
+
+def hvp(fun, primals, tangents, argnums=0):
+    """The Hessian-vector product ``H @ v`` of a real-valued ``fun`` at ``primals``, without
+    the Hessian: forward over reverse (``jvp(grad(fun), primals, tangents)``, JAX's recipe),
+    so time and memory are a small multiple of one gradient's. ``tangents`` has the structure
+    of ``primals`` (one tangent per argument); the result has the structure of the
+    argument(s) ``argnums`` -- ``hessp`` for ``scipy.optimize.minimize`` is
+    ``lambda x, p: deltaad.hvp(f, (x,), (p,))``."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("hvp: primals and tangents must be tuples (one entry per argument)")
+    return jvp(grad(fun, argnums), tuple(primals), tuple(tangents))[1]
 
 
 # --------------------------------------------------------------------------------------------
@@ -845,12 +898,12 @@ def make_delta(fun, *primals):
     ``deltaad.delta.eval(1.0, delta, {})`` evaluates it to ``{input id: partial derivative}``.
     """
     leaves, in_def = tree_flatten(tuple(primals))
-    with _Opened(B.Tape) as tape:
+    with opened(B.Tape) as tape:
         duals, kinds = _dualise(tape, leaves)
         _check_has_float(kinds, "make_delta")
         if any(k == "array" for k in kinds):
             raise TypeError("make_delta shows the Delta of scalar programs; pass floats, not arrays")
-        out = fun(*tree_unflatten(in_def, duals))
+        out = _pack_outputs(fun(*tree_unflatten(in_def, duals)), tape)
     d = _on_trace(out, tape)
     if d is None:
         _check_constant_output(out, tape, "make_delta")

@@ -1,5 +1,6 @@
-"""Inputs and outputs as pytrees (DESIGN.md §5, paper §11): tuples, lists, dicts, namedtuples,
-dataclasses (also frozen), None, nesting, static leaves, sum-typed values, Jacobian layout."""
+"""Inputs and outputs as pytrees (Krawiec et al. §11, JAX's convention): tuples, lists, dicts,
+namedtuples, dataclasses (also frozen), None, nesting, static leaves, sum-typed values, Jacobian
+layout."""
 
 import dataclasses
 import math

@@ -7,9 +7,11 @@ import weakref
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import deltaad as d
-from deltaad import numpy_glue
+from numpy_checks import seeds, shapes
 
 X = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
 
@@ -145,7 +147,6 @@ def test_deltaad_stack_and_asarray_of_scalar_duals():
     assert gb == pytest.approx(4 * 8.0 + 1.5 ** 2 - 1.0)
 
 
-@pytest.mark.skipif(not numpy_glue.SCALAR_ARRAY_FUNCTION, reason="this backend's Dual has no __array_function__")
 def test_np_stack_of_scalar_duals_gives_array_dual():
     def f(a, b):
         v = np.stack([a, b])
@@ -193,13 +194,11 @@ def test_deltaad_functions_on_arrays_and_lists():
 
 def test_unsupported_numpy_function_raises_naming_it():
     for fn, name in [
-        (lambda x: np.linalg.eigh(x), "numpy.linalg.eigh"),
+        (lambda x: np.linalg.tensorinv(x, ind=1), "numpy.linalg.tensorinv"),
         (lambda x: np.fft.fft(x), "fft"),
-        (lambda x: np.convolve(x[0], x[1]), "numpy.convolve"),
-        (lambda x: np.unique(x), "numpy.unique"),
         (lambda x: np.nextafter(x, 1.0), "numpy.nextafter"),
         (lambda x: np.add.reduceat(x, [0, 1]), "numpy.add.reduceat"),
-        (lambda x: np.linalg.svd(x), "numpy.linalg.svd"),
+        (lambda x: np.corrcoef(x), "numpy.corrcoef"),
     ]:
         with pytest.raises(NotImplementedError, match=name.replace(".", r"\.")):
             d.grad(lambda x: np.sum(fn(x)))(np.eye(2) + 1.0)
@@ -208,7 +207,7 @@ def test_unsupported_numpy_function_raises_naming_it():
 def test_conversions_that_would_drop_the_derivative_raise():
     def f(x):
         with pytest.raises(TypeError, match="drop"):
-            np.asarray(x)
+            np.asarray(x, dtype=float)
         with pytest.raises(TypeError, match="drop"):
             float(x[0:1])
         with pytest.raises(TypeError):
@@ -478,3 +477,17 @@ def test_mlp_softmax_cross_entropy_gradient():
         pm = dict(params, **{k: params[k] - eps * v})
         fd = (loss(pp) - loss(pm)) / (2 * eps)
         assert np.sum(g[k] * v) == pytest.approx(fd, rel=1e-6, abs=1e-9)
+
+
+@settings(deadline=None, suppress_health_check=list(HealthCheck))
+@given(shapes(min_dims=1, max_dims=4, max_side=5), st.data())
+def test_unbroadcast_sums_like_numpy(shape, data):
+    """The cotangent sum over broadcast axes (einsum on the fast path) equals np.sum."""
+    from deltaad.numpy.array import _sum_axes
+    axes = tuple(sorted(data.draw(st.sets(st.integers(0, len(shape) - 1), min_size=1))))
+    dtype = data.draw(st.sampled_from([np.float64, np.float32]))
+    g = np.random.default_rng(data.draw(seeds)).uniform(-2, 2, shape).astype(dtype)
+    got, want = _sum_axes(g, axes), np.sum(g, axis=axes)
+    assert np.shape(got) == np.shape(want) and np.asarray(got).dtype == want.dtype
+    tol = 1e-5 if dtype is np.float32 else 1e-13
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)

@@ -1,39 +1,40 @@
-"""Array duals: a numpy array with one ``Var`` on a tape, or with a tangent on a forward level.
+"""The array dual and how numpy operations on duals are applied: the array mechanism.
 
-DESIGN §6 and the paper's §10.2 "pair of vectors": an array dual is ``(ndarray value, id)`` on
-the same tape as the scalar duals. Its binding holds a linear map — the parent ids and a vjp
-callable, the paper's ``Scale`` by a linear operator — pushed with ``Tape.push_linear``. On a
+An array dual is ``(ndarray value, Var id)`` on the same tape as the scalar duals (Krawiec et
+al., §10.2, "pair of vectors"): its binding holds a linear map -- the parent ids and a vjp
+callable, the paper's ``Scale`` by a linear operator -- pushed with ``Tape.push_linear``. On a
 forward level it is ``(value, tangent)`` instead, and each operation pushes its tangent forward
 at once.
 
 Every array operation is a :class:`Primitive`: an ``impl`` on plain values, a ``vjp`` maker
 that returns the binding's linear map (computed in the forward pass, keeping only what the
 backward pass needs) and a ``jvp`` rule. :func:`apply` runs one primitive on operands of any
-levels (DESIGN §4): it is recorded on the trace of highest level among its operands; operands of
-lower levels are constants there, and the value itself is computed by applying the same
-primitive one level down. The rules are written with numpy functions on values and cotangents,
-so when those are duals of an outer trace the rules dispatch to deltaad again and higher
-derivatives come for free (HIPS autograd's approach).
+levels: it is recorded on the trace of highest level among its operands; operands of lower
+levels are constants there, and the value itself is computed by applying the same primitive
+one level down. Rules are written with numpy functions on values and cotangents, so when those
+are duals of an outer trace they dispatch to deltaad again and higher derivatives come for free
+(HIPS autograd's approach).
 
-numpy reaches this module through ``ArrayDual.__array_ufunc__`` and ``__array_function__``;
-the rules themselves live in :mod:`deltaad.array_rules`, which registers them here.
+numpy reaches this module through the duals' ``__array_ufunc__`` and ``__array_function__``
+(:func:`ufunc_dispatch`, :func:`function_dispatch`), which find the rules in
+:mod:`deltaad.numpy.registry`. Indexing (``x[i]``, ``x.at[i].set(v)``), reshaping and packing
+scalars into arrays are primitives of their own here: the array dual itself needs them.
 """
 
 import numbers
 
 import numpy as np
 
-from ._backend import B
-from ._errors import escaped_error, no_float_error
+from .._backend import B
+from .._errors import EscapedDualError, complex_error, escaped_error, no_float_error
+from ..trace import dtype_of, register_dual_type
+from ..trace import value as strip
+from . import registry
 
 Dual = B.Dual
-
-# Filled by deltaad.array_rules: numpy ufunc -> function of (normalised) operands; numpy
-# function -> implementation with numpy's signature; ufuncs whose result has derivative zero.
-UFUNC_RULES = {}
-FUNCTION_RULES = {}
-PLAIN_UFUNCS = set()
-REDUCE_RULES = {}  # ufunc -> function for ufunc.reduce / ufunc.accumulate (keyed (ufunc, method))
+_new = object.__new__
+_UFUNCS = registry.UFUNCS
+_CONSTANT_UFUNCS = registry.CONSTANT_UFUNCS
 
 
 class Primitive:
@@ -65,25 +66,6 @@ class Primitive:
         return apply(self, args, params)
 
 
-def is_array_dual(x):
-    return type(x) is ArrayDual
-
-
-def is_any_dual(x):
-    t = type(x)
-    return t is ArrayDual or t is Dual
-
-
-def strip(x):
-    """The plain value under every dual level (scalar or array)."""
-    while True:
-        t = type(x)
-        if t is ArrayDual or t is Dual:
-            x = x.value
-        else:
-            return x
-
-
 def shape_of(v):
     """Shape of a value: ndarray, array dual, numpy scalar, float or scalar dual."""
     t = type(v)
@@ -92,14 +74,6 @@ def shape_of(v):
     if t is float or t is Dual or t is int:
         return ()
     return getattr(v, "shape", ())
-
-
-def dtype_of(v):
-    v = strip(v)
-    try:
-        return v.dtype
-    except AttributeError:
-        return np.dtype(float)
 
 
 _EMPTY = {}
@@ -155,7 +129,7 @@ def apply(prim, args, params=_EMPTY):
     if inner:
         out = apply(prim, vals, params)
     else:
-        out = prim.impl(*vals, **params)
+        out = prim.impl(*vals, **params) if params else prim.impl(*vals)
         if type(out) is not np.ndarray and type(out) is not float:
             out = np.asarray(out)
     if forward:
@@ -170,9 +144,16 @@ def apply(prim, args, params=_EMPTY):
                 isinstance(t, (np.ndarray, np.floating)) and t.dtype != out.dtype:
             t = np.asarray(t, dtype=out.dtype)  # a tangent has its primal's dtype (float32 stays)
         return wrap(out, top, -1, t)
-    rule = prim.vjp(out, vals, on, **params)
+    rule = prim.vjp(out, vals, on, **params) if params else prim.vjp(out, vals, on)
     if scalar is not None or len(keep) != k:
         rule = _select(rule, keep, scalar)
+    if type(out) is np.ndarray:  # wrap(), inlined for the commonest result
+        r = _new(ArrayDual)
+        r.value = out
+        r.trace = top
+        r.id = top.push_linear(ids, rule)
+        r.tangent = None
+        return r
     return wrap(out, top, top.push_linear(ids, rule), None)
 
 
@@ -280,20 +261,20 @@ def operand(x):
         if k == "O":
             return asarray(x)
         if k == "c":
-            raise _complex_error()
+            raise complex_error(x)
         if k in "fiub":
             return x
         return None
     if isinstance(x, np.generic):
         if x.dtype.kind == "c":
-            raise _complex_error()
+            raise complex_error(x)
         return x
     if tx is list or tx is tuple:
         return asarray(x)
     if isinstance(x, numbers.Real):
         return float(x)
     if isinstance(x, numbers.Complex):
-        raise _complex_error()
+        raise complex_error(x)
     return None
 
 
@@ -304,21 +285,14 @@ def operand_or_raise(x, what="argument"):
     return o
 
 
-def _complex_error():
-    return TypeError(
-        "deltaad differentiates real functions; got a complex value. Split it into real and "
-        "imaginary parts and differentiate with respect to those."
-    )
-
-
-def _has_dual(seq):
+def has_dual(seq):
     for e in seq:
         te = type(e)
         if te is Dual or te is ArrayDual:
             return True
-        if (te is list or te is tuple) and _has_dual(e):
+        if (te is list or te is tuple) and has_dual(e):
             return True
-        if te is np.ndarray and e.dtype.kind == "O" and _has_dual(e.ravel()):
+        if te is np.ndarray and e.dtype.kind == "O" and has_dual(e.ravel()):
             return True
     return False
 
@@ -335,13 +309,13 @@ def asarray(x):
         if x.dtype.kind != "O":
             return x
         flat = x.ravel().tolist()
-        if not _has_dual(flat):
+        if not has_dual(flat):
             return np.asarray(x.tolist(), dtype=float) if x.size else x.astype(float)
         if all(type(e) is not ArrayDual and not isinstance(e, (list, tuple, np.ndarray)) for e in flat):
             return reshape(pack_scalars(flat), x.shape)
         return asarray(x.tolist())
     if tx is list or tx is tuple:
-        if not _has_dual(x):
+        if not has_dual(x):
             return np.asarray(x)
         if all(type(e) is Dual or type(e) is float or isinstance(e, (numbers.Real, np.generic)) and not isinstance(e, np.ndarray) for e in x):
             return pack_scalars(list(x))
@@ -380,7 +354,112 @@ def pack_scalars(items):
 
 def stack(arrays, axis=0):
     """``deltaad.stack``: like ``np.stack``, also for scalar duals and lists holding duals."""
-    return FUNCTION_RULES[np.stack](arrays, axis=axis)
+    return registry.FUNCTIONS[np.stack](arrays, axis=axis)
+
+
+# --------------------------------------------------------------------------------------------
+# Unpacking: an array dual as the numpy object array of its scalar duals (what np.asarray of
+# an array dual gives, so that library code which converts its input keeps its derivative)
+#
+# Reverse mode records one *gather* binding G (parent: the array) and, per element k, a
+# binding ``e_k := slot_k * Var(G)`` whose coefficient is a marker: the sweep's product
+# ``slot_k * adj[e_k]`` is the sparse cotangent "adj[e_k] at position k", and the sweep's sum
+# collects these at G (in place: each product is a fresh object). G's linear map then makes
+# the dense cotangent of the array. Time and memory are linear in the number of elements (a
+# binding per element), where n ``x[k]`` bindings would each scatter a dense cotangent.
+
+
+class _Slot:
+    """The coefficient of element ``k``'s binding: multiplying it by an adjoint gives that
+    adjoint at position ``k`` (a :class:`_Gathered`)."""
+
+    __slots__ = ("k",)
+
+    def __init__(self, k):
+        self.k = k
+
+    def __mul__(self, a):
+        return _Gathered([self.k], [a])
+
+    __rmul__ = __mul__
+
+    def __repr__(self):
+        return "<element %d>" % self.k
+
+
+class _Gathered:
+    """The adjoint of a gather binding while the sweep collects it: element adjoints by flat
+    position. ``+`` appends in place (every operand is fresh from a :class:`_Slot` product)."""
+
+    __slots__ = ("idx", "cts")
+    __array_ufunc__ = None  # never an operand of numpy's arithmetic
+
+    def __init__(self, idx, cts):
+        self.idx = idx
+        self.cts = cts
+
+    def __add__(self, other):
+        self.idx += other.idx
+        self.cts += other.cts
+        return self
+
+
+_SLOT_RULES = []  # k -> (_Slot(k),): one rule per position, shared by every unpacked array
+
+
+def _slot_rule(k):
+    rules = _SLOT_RULES
+    while len(rules) <= k:
+        rules.append((_Slot(len(rules)),))
+    return rules[k]
+
+
+def _gather_rule(shape, dtype):
+    n = int(np.prod(shape, dtype=np.intp))
+
+    def rule(g):
+        idx = np.array(g.idx, dtype=np.intp)
+        cts = g.cts
+        if all(type(c) is float for c in cts):
+            dense = np.bincount(idx, weights=cts, minlength=n)
+            if dense.dtype != dtype:
+                dense = dense.astype(dtype)
+            return (dense.reshape(shape),)
+        # adjoints that are duals of an outer differentiation (nesting): the same sum, recorded
+        dense = scatter(pack_scalars(cts), (n,), dtype, (idx,), False)
+        return (reshape(dense, shape),)
+
+    return rule
+
+
+def unpack(x):
+    """The scalar duals of array dual ``x`` (same trace), flat in C order, as a list."""
+    t = x.trace
+    if t.closed:
+        raise escaped_error(t.level)
+    v = x.value
+    vals = unpack(v) if type(v) is ArrayDual else v.ravel().tolist()
+    if t.is_forward:
+        tan = x.tangent
+        if type(tan) is ArrayDual:
+            tans = unpack(tan)
+        else:
+            tans = np.broadcast_to(tan, v.shape).ravel().tolist()
+        return t.inputs(vals, tans)
+    g = t.push_linear((x.id,), _gather_rule(v.shape, dtype_of(v)))
+    parents = (g,)
+    push = t.push_linear
+    out = []
+    for k, e in enumerate(vals):
+        out.append(Dual(e, t, push(parents, _slot_rule(k)), None))
+    return out
+
+
+def object_array(x):
+    """``x`` (an array dual) as a numpy object array of its scalar duals."""
+    a = np.empty(x.shape, dtype=object)
+    a.reshape(-1)[:] = unpack(x) if a.size else []
+    return a
 
 
 # --------------------------------------------------------------------------------------------
@@ -625,7 +704,7 @@ def reshape_scalar(x):
 
 def unbroadcast(g, shape):
     """Sum ``g`` down to ``shape`` (the transpose of broadcasting ``shape`` to ``g``'s shape)."""
-    gs = shape_of(g)
+    gs = g.shape if type(g) is np.ndarray else shape_of(g)
     if gs == shape:
         return g
     nd = len(gs) - len(shape)
@@ -675,10 +754,7 @@ def zeros_of(v):
 # The array dual
 
 
-def _no_float(what):
-    return no_float_error(what)
-
-
+@register_dual_type
 class ArrayDual:
     """An array dual number: a numpy array ``value`` with ``Var id`` on ``trace`` (a tape) or
     with ``tangent`` (a forward level). ``value`` is a float ndarray or an array dual of a lower
@@ -689,7 +765,6 @@ class ArrayDual:
     """
 
     __slots__ = ("value", "trace", "id", "tangent", "__weakref__")
-    _deltaad_array_dual = True
     __array_priority__ = 1000.0
     __hash__ = None
 
@@ -701,18 +776,30 @@ class ArrayDual:
 
     # -- numpy protocols --
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and not kwargs:  # ufunc_dispatch's fast path, inlined
+            rule = _UFUNCS.get(ufunc)
+            if rule is not None and ufunc not in _CONSTANT_UFUNCS:
+                if len(inputs) == 1:
+                    return rule(self)
+                if len(inputs) == 2:
+                    a, b = inputs
+                    ta = type(a)
+                    tb = type(b)
+                    if (ta is ArrayDual or ta is float) and (tb is ArrayDual or tb is float):
+                        return rule(a, b)
         return ufunc_dispatch(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
         return function_dispatch(func, args, kwargs)
 
     def __array__(self, dtype=None, copy=None):
-        raise TypeError(
-            "converting a deltaad array dual to a plain numpy array would silently drop its "
-            "derivative (np.asarray/np.array, or storing it into a numpy array). Use numpy "
-            "functions on it directly, deltaad.asarray / np.stack to build arrays from duals, "
-            "x.at[i].set(v) to update, or deltaad.value(x) for the plain value."
-        )
+        """``np.asarray(x)``: the object array of ``x``'s scalar duals, on the same trace, so
+        code that converts its input keeps the derivative through numpy's object arithmetic
+        (it re-enters deltaad as an array dual where it meets one). A float ``dtype`` would
+        drop the derivative: an error naming the conversion."""
+        if dtype is not None and np.dtype(dtype).kind != "O":
+            raise no_float_error("array", dtype)
+        return object_array(self)
 
     # -- attributes --
     @property
@@ -733,11 +820,11 @@ class ArrayDual:
 
     @property
     def T(self):
-        return FUNCTION_RULES[np.transpose](self)
+        return registry.FUNCTIONS[np.transpose](self)
 
     @property
     def mT(self):
-        return FUNCTION_RULES[np.swapaxes](self, -1, -2)
+        return registry.FUNCTIONS[np.swapaxes](self, -1, -2)
 
     @property
     def real(self):
@@ -776,27 +863,47 @@ class ArrayDual:
 
     # -- arithmetic --
     def __add__(self, other):
+        to = type(other)
+        if to is ArrayDual or to is float:
+            return _UFUNCS[np.add](self, other)
         return _binop(np.add, self, other)
 
     def __radd__(self, other):
+        if type(other) is float:
+            return _UFUNCS[np.add](other, self)
         return _binop(np.add, other, self)
 
     def __sub__(self, other):
+        to = type(other)
+        if to is ArrayDual or to is float:
+            return _UFUNCS[np.subtract](self, other)
         return _binop(np.subtract, self, other)
 
     def __rsub__(self, other):
+        if type(other) is float:
+            return _UFUNCS[np.subtract](other, self)
         return _binop(np.subtract, other, self)
 
     def __mul__(self, other):
+        to = type(other)
+        if to is ArrayDual or to is float:
+            return _UFUNCS[np.multiply](self, other)
         return _binop(np.multiply, self, other)
 
     def __rmul__(self, other):
+        if type(other) is float:
+            return _UFUNCS[np.multiply](other, self)
         return _binop(np.multiply, other, self)
 
     def __truediv__(self, other):
+        to = type(other)
+        if to is ArrayDual or to is float:
+            return _UFUNCS[np.true_divide](self, other)
         return _binop(np.true_divide, self, other)
 
     def __rtruediv__(self, other):
+        if type(other) is float:
+            return _UFUNCS[np.true_divide](other, self)
         return _binop(np.true_divide, other, self)
 
     def __floordiv__(self, other):
@@ -826,7 +933,7 @@ class ArrayDual:
         return _binop(np.matmul, other, self)
 
     def __neg__(self):
-        return UFUNC_RULES[np.negative](self)
+        return registry.UFUNCS[np.negative](self)
 
     def __pos__(self):
         if self.trace.closed:
@@ -834,7 +941,7 @@ class ArrayDual:
         return self
 
     def __abs__(self):
-        return UFUNC_RULES[np.absolute](self)
+        return registry.UFUNCS[np.absolute](self)
 
     # -- comparisons: on values, plain bool arrays --
     def __eq__(self, other):
@@ -860,13 +967,13 @@ class ArrayDual:
 
     # -- conversions that would drop the derivative --
     def __float__(self):
-        raise _no_float("float")
+        raise no_float_error("float", array=True)
 
     def __int__(self):
-        raise _no_float("int")
+        raise no_float_error("int", array=True)
 
     def __complex__(self):
-        raise _no_float("complex")
+        raise no_float_error("complex", array=True)
 
     def __round__(self, ndigits=None):
         return np.round(strip(self), ndigits or 0)
@@ -899,25 +1006,25 @@ class ArrayDual:
     def reshape(self, *shape, order="C"):
         if len(shape) == 1 and not isinstance(shape[0], int):
             shape = shape[0]
-        return FUNCTION_RULES[np.reshape](self, shape, order=order)
+        return registry.FUNCTIONS[np.reshape](self, shape, order=order)
 
     def transpose(self, *axes):
         if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
             axes = axes[0]
-        return FUNCTION_RULES[np.transpose](self, axes if axes else None)
+        return registry.FUNCTIONS[np.transpose](self, axes if axes else None)
 
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
-        return FUNCTION_RULES[np.astype](self, dtype)
+        return registry.FUNCTIONS[np.astype](self, dtype)
 
     def copy(self, order="C"):
         return self
 
     def flatten(self, order="C"):
-        return FUNCTION_RULES[np.ravel](self, order)
+        return registry.FUNCTIONS[np.ravel](self, order)
 
     def sort(self, axis=-1, kind=None, order=None):
         """Sorted copy (JAX's semantics: array duals are immutable, there is no in-place sort)."""
-        return FUNCTION_RULES[np.sort](self, axis)
+        return registry.FUNCTIONS[np.sort](self, axis)
 
     def conj(self):
         return self
@@ -946,9 +1053,9 @@ _METHODS = {
 
 def _make_method(func):
     def method(self, *args, **kwargs):
-        impl = FUNCTION_RULES.get(func)
+        impl = registry.FUNCTIONS.get(func)
         if impl is None:
-            raise _not_implemented(func)
+            raise registry.not_implemented(func)
         return impl(self, *args, **kwargs)
 
     method.__name__ = func.__name__
@@ -962,36 +1069,23 @@ del _name, _func
 
 
 def _binop(ufunc, a, b):
+    ta = type(a)
+    tb = type(b)
+    if (ta is ArrayDual or ta is float) and (tb is ArrayDual or tb is float):
+        rule = registry.UFUNCS.get(ufunc)  # (None for // : piecewise constant, below)
+        if rule is not None and ufunc not in registry.CONSTANT_UFUNCS:
+            return rule(a, b)
     oa = operand(a)
     ob = operand(b)
     if oa is None or ob is None:
         return NotImplemented
-    if ufunc in PLAIN_UFUNCS:  # // : piecewise constant, a plain result (derivative 0)
+    if ufunc in registry.CONSTANT_UFUNCS:  # // : piecewise constant, a plain result (derivative 0)
         return ufunc(strip(oa), strip(ob))
-    return UFUNC_RULES[ufunc](oa, ob)
+    return registry.UFUNCS[ufunc](oa, ob)
 
 
 # --------------------------------------------------------------------------------------------
 # numpy dispatch
-
-
-def _fullname(f):
-    mod = getattr(f, "__module__", None) or "numpy"
-    name = getattr(f, "__name__", repr(f))
-    if isinstance(f, np.ufunc):
-        mod = "numpy"
-    return "%s.%s" % (mod, name)
-
-
-def _not_implemented(f, method=None):
-    name = _fullname(f)
-    if method is not None:
-        name = "%s.%s" % (name, method)
-    return NotImplementedError(
-        "deltaad has no derivative rule for %s on dual numbers. Use a supported numpy function, "
-        "or give it a derivative with deltaad.custom_vjp / deltaad.custom_jvp / "
-        "deltaad.primitive (see deltaad's documentation for the supported list)." % name
-    )
 
 
 _NOOP_UFUNC_KW = {"casting": "same_kind", "order": "K", "subok": True, "signature": None}
@@ -1025,6 +1119,19 @@ def _obj0(x):
 
 def ufunc_dispatch(ufunc, method, inputs, kwargs):
     """numpy's ``__array_ufunc__`` for array duals and for scalar duals meeting arrays."""
+    if method == "__call__" and not kwargs:  # the commonest calls, straight to the rule
+        rule = registry.UFUNCS.get(ufunc)
+        if rule is not None and ufunc not in registry.CONSTANT_UFUNCS:
+            if len(inputs) == 1:
+                if type(inputs[0]) is ArrayDual:
+                    return rule(inputs[0])
+            elif len(inputs) == 2:
+                a, b = inputs
+                ta = type(a)
+                tb = type(b)
+                if (ta is ArrayDual and (tb is ArrayDual or tb is float)) or \
+                        (tb is ArrayDual and ta is float):
+                    return rule(a, b)
     extra = {}
     if kwargs:
         if method == "__call__" and "axis" in kwargs and ufunc is getattr(np, "vecdot", None):
@@ -1035,7 +1142,6 @@ def ufunc_dispatch(ufunc, method, inputs, kwargs):
     else:
         dtype = None
     if method == "__call__":
-        rule = UFUNC_RULES.get(ufunc)
         has_array = False
         has_obj = False
         for x in inputs:
@@ -1049,37 +1155,58 @@ def ufunc_dispatch(ufunc, method, inputs, kwargs):
                     has_array = True
             elif tx is list or tx is tuple:
                 has_array = True
-        if ufunc in PLAIN_UFUNCS:
+        if ufunc in registry.CONSTANT_UFUNCS:
             if has_obj and not has_array:
                 return ufunc(*[_obj0(x) if type(x) is Dual else x for x in inputs])
             return ufunc(*[strip(x) if type(x) is not np.ndarray or x.dtype.kind != "O" else asarray_plain(x) for x in inputs])
+        rule = registry.ufunc_rule(ufunc)
         if rule is None:
-            from .array_rules import late_ufunc_rule
-
-            rule = late_ufunc_rule(ufunc)
-            if rule is None:
-                raise _not_implemented(ufunc)
+            raise registry.not_implemented(ufunc)
         if not has_array:
             if has_obj:  # numpy's object semantics: elementwise through the scalar duals' methods
                 return ufunc(*[_obj0(x) if type(x) is Dual else x for x in inputs])
-            from . import numpy_glue
-
-            return numpy_glue.scalar_ufunc(ufunc, inputs)
+            return _scalar_ufunc(ufunc, rule, inputs)
         ops = [operand_or_raise(x) for x in inputs]
         r = rule(*ops, **extra)
         if dtype is not None:
-            r = FUNCTION_RULES[np.astype](r, dtype)
+            r = registry.FUNCTIONS[np.astype](r, dtype)
         return r
-    rule = REDUCE_RULES.get((ufunc, method))
+    rule = registry.METHODS.get((ufunc, method))
     if rule is None:
-        raise _not_implemented(ufunc, method)
+        raise registry.not_implemented(ufunc, method)
     kw = dict(kwargs)
     # out= and a non-float dtype= raise as for a call; a float dtype= casts the result
     _check_ufunc_kwargs(ufunc, {k: kw.pop(k) for k in ("out", "dtype") if k in kw})
     r = rule(*[operand_or_raise(x) for x in inputs], **kw)
     if dtype is not None:
-        r = FUNCTION_RULES[np.astype](r, dtype)
+        r = registry.FUNCTIONS[np.astype](r, dtype)
     return r
+
+
+def _scalar(x):
+    """A scalar operand of a ufunc as a float or a scalar dual; None if it is not one."""
+    if type(x) is Dual or type(x) is float:
+        return x
+    if isinstance(x, (numbers.Real, np.bool_)):  # np.bool_ is not a numbers.Real
+        return float(x)
+    if isinstance(x, np.ndarray) and x.shape == () and x.dtype.kind in "fiub":
+        return float(x)
+    if isinstance(x, (complex, np.complexfloating)) or isinstance(x, np.ndarray) and x.dtype.kind == "c":
+        raise complex_error(x)
+    return None
+
+
+def _scalar_ufunc(ufunc, rule, inputs):
+    """A ufunc whose inputs are all scalars (at least one a scalar dual): a scalar result, as
+    numpy gives for scalars."""
+    args = [_scalar(x) for x in inputs]
+    if any(a is None for a in args):
+        return NotImplemented
+    f = registry.SCALAR_UFUNCS.get(ufunc)
+    if f is not None:
+        return f(*args)
+    r = rule(*args)  # e.g. a user's rule: the array rule on 0-d operands, back to a scalar
+    return getitem(r, (), True) if type(r) is ArrayDual else r
 
 
 def asarray_plain(x):
@@ -1089,7 +1216,83 @@ def asarray_plain(x):
 
 def function_dispatch(func, args, kwargs):
     """numpy's ``__array_function__`` for array duals (and scalar duals, where installed)."""
-    impl = FUNCTION_RULES.get(func)
+    impl = registry.FUNCTIONS.get(func)
     if impl is None:
-        raise _not_implemented(func)
+        return object_fallback(func, args, kwargs)
     return impl(*args, **kwargs)
+
+
+def object_fallback(func, args, kwargs):
+    """A numpy function without a rule: numpy's own Python code, run on the duals as they are.
+    It converts them with ``np.asarray`` -- the object arrays of their scalar duals -- so where
+    its arithmetic stays in numpy's object loops the derivative is recorded operation by
+    operation (correct, and as slow as Python arithmetic on each element); object arrays of
+    duals in its result become array duals again. Where numpy's code cannot run on objects,
+    the error says that the function has no rule."""
+    impl = getattr(func, "_implementation", None)
+    if impl is None:
+        raise registry.not_implemented(func)
+    try:
+        r = impl(*args, **kwargs)
+    except EscapedDualError:
+        raise
+    except Exception as exc:
+        raise registry.not_implemented(func, cause=exc) from exc
+    return repack(r)
+
+
+def repack(r):
+    """``r`` with object arrays of duals (numpy's object arithmetic) turned into array duals:
+    where the result of numpy's own code re-enters deltaad."""
+    tr = type(r)
+    if tr is np.ndarray:
+        if r.dtype.kind == "O" and r.size:
+            flat = r.ravel().tolist()
+            if has_dual(flat) and all(type(e) is Dual or type(e) is ArrayDual
+                                      or isinstance(e, (numbers.Real, np.generic)) for e in flat):
+                return asarray(r)
+        return r
+    if tr is tuple or tr is list:
+        return tr(repack(e) for e in r)
+    return r
+
+
+# --------------------------------------------------------------------------------------------
+# Scalar duals meeting numpy: the hooks the backend's Dual calls
+
+
+def scalar_array_ufunc(ufunc, method, inputs, kwargs):
+    """``Dual.__array_ufunc__``: a scalar dual in a numpy ufunc."""
+    return ufunc_dispatch(ufunc, method, inputs, dict(kwargs))
+
+
+def scalar_array_function(self, func, types, args, kwargs):
+    """``Dual.__array_function__``: numpy functions on scalar duals, e.g. ``np.stack([x, y])``
+    gives an array dual; a 0-d result of scalars is a scalar, as numpy gives."""
+    r = function_dispatch(func, args, kwargs)
+    if type(r) is ArrayDual and r.ndim == 0 and not _mentions_array_dual(args, kwargs):
+        return getitem(r, (), True)
+    return r
+
+
+def _mentions_array_dual(args, kwargs):
+    for a in list(args) + list(kwargs.values()):
+        if type(a) is ArrayDual:
+            return True
+        if type(a) in (list, tuple) and any(type(e) is ArrayDual for e in a):
+            return True
+    return False
+
+
+def scalar_fallback(name, *args):
+    """A deltaad function (``deltaad.sin``...) called on something that is not a scalar: the
+    table's function on arrays, registered under its name."""
+    fn = registry.ELEMENTARY.get(name)
+    if fn is not None:
+        ops = [operand(a) for a in args]
+        if all(o is not None for o in ops):
+            return fn(*ops)
+    f = getattr(np, name, None)
+    if f is None:
+        raise TypeError("deltaad.%s: unsupported argument types %s" % (name, [type(a).__name__ for a in args]))
+    return f(*args)

@@ -1,0 +1,607 @@
+"""The elementary functions, one table entry each: the single place their derivatives live.
+
+Each entry says, once: the function's names (numpy's spelling, and ``math``'s), its value on a
+float (``math``'s semantics: a ``ValueError`` outside the domain), its value on arrays (numpy's
+semantics: nan outside the domain), its derivative, its domain and the value chosen where it is
+not differentiable. Everything else is derived from this table: the backends' scalar
+functions and ``Dual`` methods, ``deltaad.sin`` and friends, the rules for ``np.sin`` on array
+duals, the documentation's table and the tests' tables.
+
+A derivative is written once, as an expression over a *namespace* ``ns`` (Haskell ``ad``'s
+``sin = lift1 sin cos``, with the namespace as the carrier): ``ns.cos(x)`` means deltaad's
+``cos`` on scalars and numpy's on arrays. So the same expression serves a float, a scalar
+dual, a 0-d or n-d array and an array dual, and because ``ns``'s functions are themselves
+differentiable, a derivative differentiates again (second derivatives, nesting). Besides the
+table's functions a namespace offers four helpers, each with the same meaning on scalars and
+on arrays:
+
+- ``ns.value(x)``: the plain value of ``x`` (a constant);
+- ``ns.where(c, a, b)``: ``a`` where the plain condition ``c`` holds, else ``b``;
+- ``ns.rdiv(a, b)``: ``a / b``, but IEEE (inf or nan, never an exception) where ``b`` is 0;
+  every divisor given to it is >= 0 in exact arithmetic (a square, a square root, ``x`` of
+  ``log``), so at 0 the result takes the sign of ``a`` only -- the one-sided derivative;
+- ``ns.sign(x)``: -1, 0, 1 or nan, the sign of ``x``'s value (a constant).
+
+To add an elementary function, add one entry (and, only if it must be fast on scalars, a case
+in the compiled core's ``_float_unary``, which a test holds to this table).
+
+Two extensions of the form: an entry with ``orders=1`` takes a leading integer *order* before
+its real argument (``polygamma(n, x)``): the order is a static parameter, not differentiable,
+and the derivative is ``(ns, n, x, y) -> dy/dx``. An entry with ``needs="scipy"`` computes its
+values with ``scipy.special`` (imported on first use: scipy is optional); without scipy it
+raises an ``ImportError`` naming the function, never a wrong value.
+"""
+
+import math
+
+import numpy as np
+
+INF = math.inf
+NAN = math.nan
+LN2 = math.log(2.0)
+LN10 = math.log(10.0)
+LOG2E = 1.0 / LN2
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+HALF_SQRT_PI = 0.5 * math.sqrt(math.pi)
+SQRT_2PI = math.sqrt(2.0 * math.pi)
+INV_SQRT_2PI = 1.0 / SQRT_2PI
+DEG2RAD = math.pi / 180.0
+RAD2DEG = 180.0 / math.pi
+
+
+class Domain:
+    """The real interval on which a function is real: ``[lo, hi]``, each end open or closed."""
+
+    __slots__ = ("lo", "hi", "lo_closed", "hi_closed")
+
+    def __init__(self, lo=-INF, hi=INF, lo_closed=False, hi_closed=False):
+        self.lo, self.hi, self.lo_closed, self.hi_closed = lo, hi, lo_closed, hi_closed
+
+    def __contains__(self, x):
+        lo_ok = x > self.lo or (self.lo_closed and x == self.lo)
+        hi_ok = x < self.hi or (self.hi_closed and x == self.hi)
+        return lo_ok and hi_ok
+
+    def __str__(self):
+        if self.lo == -INF and self.hi == INF:
+            return "all reals"
+        return "%s%s, %s%s" % ("[" if self.lo_closed else "(", _num(self.lo), _num(self.hi),
+                               "]" if self.hi_closed else ")")
+
+
+def _num(v):
+    return {INF: "inf", -INF: "-inf"}.get(v, "%g" % v)
+
+
+REALS = Domain()
+
+
+class Elementary:
+    """One elementary function (see the module docstring).
+
+    - ``name``: deltaad's name, numpy's spelling (``deltaad.<name>``);
+    - ``arity``: 1 or 2;
+    - ``float``: the value on Python floats, ``math``'s semantics;
+    - ``array``: the value on numpy arrays and scalars, numpy's semantics;
+    - ``ufuncs``: the numpy ufuncs it answers for (``np.arcsin``), and ``scipy.special``
+      ufuncs named ``"scipy.special.<name>"`` (registered only when scipy is imported);
+    - ``math``: its names in Python's ``math`` module;
+    - ``derivative``: ``(ns, x, y) -> dy/dx`` (unary) or ``(ns, a, b, y) -> (dy/da, dy/db)``,
+      where ``y`` is the function's value;
+    - ``domain``: where it is real; ``chosen``: the derivative chosen where there is none (text);
+    - ``edges``: its derivative can be infinite or nan at a point of its domain where the value
+      is finite (then a zero tangent or cotangent must be kept an exact zero explicitly on
+      arrays, as the scalar paths do);
+    - ``orders``: 1 for a function with a leading integer order (``polygamma(n, x)``): ``float``,
+      ``array`` and ``derivative`` take it before ``x``; it is not differentiable;
+    - ``needs``: the optional module its values come from (``"scipy"``), or ``""``.
+    """
+
+    __slots__ = ("name", "arity", "float", "array", "ufuncs", "math", "derivative", "domain",
+                 "chosen", "edges", "orders", "needs")
+
+    def __init__(self, name, arity, float_impl, array, ufuncs, math_names, derivative, domain,
+                 chosen, edges, orders=0, needs=""):
+        self.name = name
+        self.arity = arity
+        self.float = float_impl
+        self.array = array
+        self.ufuncs = ufuncs
+        self.math = math_names
+        self.derivative = derivative
+        self.domain = domain
+        self.chosen = chosen
+        self.edges = edges
+        self.orders = orders
+        self.needs = needs
+
+    def __repr__(self):
+        return "<elementary %s>" % self.name
+
+
+TABLE = []
+
+
+def _entry(arity, name, float_impl, array, derivative, *, ufuncs=None, math=(), domain=REALS,
+           chosen="", edges=False, orders=0, needs=""):
+    if ufuncs is None:
+        ufuncs = (array,) if isinstance(array, np.ufunc) else ()
+    e = Elementary(name, arity, float_impl, array, tuple(ufuncs), tuple(math), derivative,
+                   domain, chosen, edges, orders, needs)
+    TABLE.append(e)
+    return e
+
+
+def order_of(name, n):
+    """The integer order ``n`` of an entry with ``orders`` (``polygamma(n, x)``), or None for
+    an array of orders (the array path takes it). The order is static: a dual is an error."""
+    if isinstance(n, (int, np.integer)) and not isinstance(n, bool):
+        return int(n)
+    if isinstance(n, (float, np.floating)) and n == math.floor(n):
+        return int(n)
+    if isinstance(n, np.ndarray) and n.dtype.kind in "iuf":
+        return None
+    raise TypeError("deltaad.%s: the order n must be an integer, not %s (the order has no "
+                    "derivative; pass a plain int)" % (name, type(n).__name__))
+
+
+def lift(e, lift1, lift2, fallback, dual):
+    """The scalar function of entry ``e`` made with a backend's ``lift1``/``lift2`` (its
+    ``Dual`` type is ``dual``, its ``fallback`` gives the array path): for an entry with an
+    order, one lifted function per order, made on first use."""
+    if not e.orders:
+        return (lift1 if e.arity == 1 else lift2)(e.name, e.float, e.derivative)
+    by_order = {}
+
+    def fn(n, x):
+        k = order_of(e.name, n)
+        tx = type(x)
+        if k is None or not (tx is float or tx is dual or tx is int or
+                             isinstance(x, (float, int)) and not isinstance(x, bool)):
+            return fallback(e.name, n, x)
+        f = by_order.get(k)
+        if f is None:
+            f = by_order[k] = lift1(e.name, lambda v: e.float(k, v),
+                                    lambda ns, v, y: e.derivative(ns, k, v, y))
+        return f(x)
+
+    fn.__name__ = fn.__qualname__ = e.name
+    fn.__doc__ = "%s(n, x) of a float or a dual (elementwise numpy for arrays)." % e.name
+    return fn
+
+
+def unary(name, float_impl, array, derivative, **kw):
+    """Add a function of one real to the table."""
+    return _entry(1, name, float_impl, array, derivative, **kw)
+
+
+def binary(name, float_impl, array, derivative, **kw):
+    """Add a function of two reals to the table."""
+    return _entry(2, name, float_impl, array, derivative, **kw)
+
+
+# --------------------------------------------------------------------------------------------
+# Float implementations that ``math`` does not have
+
+
+def sigmoid_float(x):
+    if x >= 0.0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def sigmoid_array(x):
+    x = np.asarray(x)
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def softplus_float(x):
+    return math.log1p(math.exp(-abs(x))) + (x if x > 0.0 else 0.0)
+
+
+def softplus_array(x):
+    x = np.asarray(x)
+    return np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0)
+
+
+def logaddexp_float(a, b):
+    if a == b:  # numpy's formula, also for infinities of one sign
+        return a + LN2
+    d = a - b
+    if d != d:
+        return d
+    m = a if d > 0 else b
+    return m + math.log1p(math.exp(-abs(d)))
+
+
+def logaddexp2_float(a, b):
+    if a == b:  # numpy's formula, also for infinities of one sign
+        return a + 1.0
+    d = a - b
+    if d != d:
+        return d
+    m = a if d > 0 else b
+    return m + LOG2E * math.log1p(math.exp2(-abs(d)))
+
+
+def special(name):
+    """``scipy.special.<name>``, importing scipy on first use; an ``ImportError`` naming the
+    function when scipy is not installed (scipy is optional)."""
+    f = _SPECIAL.get(name)
+    if f is None:
+        try:
+            from scipy import special as sp
+        except ImportError:
+            raise ImportError("deltaad.%s computes scipy.special.%s, and scipy is not installed "
+                              "(pip install scipy)" % (name, name)) from None
+        f = _SPECIAL[name] = getattr(sp, name)
+    return f
+
+
+_SPECIAL = {}
+
+
+def _scipy_array(name):
+    """The values of ``scipy.special.<name>`` on arrays (scipy imported on first use)."""
+
+    def impl(*args):
+        return special(name)(*args)
+
+    impl.__name__ = name
+    return impl
+
+
+def _scipy_float(name, overflows=False):
+    """``scipy.special.<name>`` on floats with ``math``'s semantics: a ``ValueError`` ("math
+    domain error") where scipy gives nan or an infinity at a finite point (a pole, the end of
+    the domain), an ``OverflowError`` instead for a function that ``overflows`` (grows past
+    the largest float)."""
+
+    def f(*args):
+        y = float(special(name)(*args))
+        if not math.isfinite(y) and all(math.isfinite(a) for a in args):
+            if y != y or not overflows:
+                raise ValueError("math domain error")
+            raise OverflowError("math range error")
+        if y != y and all(a == a for a in args):
+            raise ValueError("math domain error")
+        return y
+
+    f.__name__ = name
+    return f
+
+
+def logit_float(x):
+    """scipy's formula: log(x / (1 - x)), and log1p(s) - log1p(-s) with s = 2 (x - 1/2)
+    near 1/2, where the first loses precision."""
+    if not 0.0 < x < 1.0:
+        if x != x:
+            return x
+        raise ValueError("math domain error")
+    if x < 0.3 or x > 0.65:
+        return math.log(x / (1.0 - x))
+    s = 2.0 * (x - 0.5)
+    return math.log1p(s) - math.log1p(-s)
+
+
+def log_expit_float(x):
+    """scipy's formula for log(expit(x))."""
+    if x < 0.0:
+        return x - math.log1p(math.exp(x))
+    return -math.log1p(math.exp(-x))
+
+
+def xlogy_float(x, y):
+    """x log(y), and 0 where x is 0 (unless y is nan), as scipy."""
+    if x == 0.0 and y == y:
+        return 0.0
+    return x * math.log(y)
+
+
+def xlog1py_float(x, y):
+    """x log1p(y), and 0 where x is 0 (unless y is nan), as scipy."""
+    if x == 0.0 and y == y:
+        return 0.0
+    return x * math.log1p(y)
+
+
+def entr_float(x):
+    """-x log(x), 0 at 0 (a ValueError below 0, where scipy gives -inf)."""
+    if x > 0.0:
+        return -x * math.log(x)
+    if x == 0.0 or x != x:
+        return x + 0.0
+    raise ValueError("math domain error")
+
+
+def exp10_float(x):
+    return math.pow(10.0, x)
+
+
+def _scipy_or(name, fallback):
+    """scipy.special's ufunc ``name`` on arrays when scipy imports, else ``fallback`` applied
+    elementwise (scipy is optional; it is imported on first use: it is slow to import)."""
+    box = []
+
+    def impl(x):
+        if not box:
+            try:
+                from scipy import special
+                box.append(getattr(special, name))
+            except ImportError:
+                box.append(np.vectorize(_ieee(fallback), otypes=[float]))
+        x = np.asarray(x)
+        r = box[0](x)
+        return r.astype(x.dtype) if x.dtype.kind == "f" and r.dtype != x.dtype else r
+
+    impl.__name__ = name
+    return impl
+
+
+def _ieee(f):
+    """A float function with ``math``'s errors as one giving nan (numpy's semantics)."""
+
+    def g(*args):
+        try:
+            return f(*args)
+        except (ValueError, ZeroDivisionError):
+            return NAN
+        except OverflowError:
+            return INF
+
+    return g
+
+
+# --------------------------------------------------------------------------------------------
+# The table
+
+LOG = "+inf at 0 (the one-sided derivative)"
+
+unary("sin", math.sin, np.sin, lambda ns, x, y: ns.cos(x), math=["sin"])
+unary("cos", math.cos, np.cos, lambda ns, x, y: -ns.sin(x), math=["cos"])
+unary("tan", math.tan, np.tan, lambda ns, x, y: 1.0 + y * y, math=["tan"])
+unary("arcsin", math.asin, np.arcsin, lambda ns, x, y: ns.rdiv(1.0, ns.sqrt(1.0 - x * x)),
+      math=["asin"], domain=Domain(-1.0, 1.0, True, True), chosen="+inf at -1 and 1",
+      edges=True)
+unary("arccos", math.acos, np.arccos, lambda ns, x, y: -ns.rdiv(1.0, ns.sqrt(1.0 - x * x)),
+      math=["acos"], domain=Domain(-1.0, 1.0, True, True), chosen="-inf at -1 and 1",
+      edges=True)
+unary("arctan", math.atan, np.arctan, lambda ns, x, y: 1.0 / (1.0 + x * x), math=["atan"])
+unary("sinh", math.sinh, np.sinh, lambda ns, x, y: ns.cosh(x), math=["sinh"])
+unary("cosh", math.cosh, np.cosh, lambda ns, x, y: ns.sinh(x), math=["cosh"])
+unary("tanh", math.tanh, np.tanh, lambda ns, x, y: 1.0 - y * y, math=["tanh"])
+unary("arcsinh", math.asinh, np.arcsinh, lambda ns, x, y: 1.0 / ns.sqrt(x * x + 1.0),
+      math=["asinh"])
+unary("arccosh", math.acosh, np.arccosh, lambda ns, x, y: ns.rdiv(1.0, ns.sqrt(x * x - 1.0)),
+      math=["acosh"], domain=Domain(1.0, INF, True), chosen="+inf at 1", edges=True)
+unary("arctanh", math.atanh, np.arctanh, lambda ns, x, y: ns.rdiv(1.0, 1.0 - x * x),
+      math=["atanh"], domain=Domain(-1.0, 1.0), edges=True)
+unary("exp", math.exp, np.exp, lambda ns, x, y: y, math=["exp"])
+unary("expm1", math.expm1, np.expm1, lambda ns, x, y: y + 1.0, math=["expm1"])
+unary("exp2", math.exp2, np.exp2, lambda ns, x, y: y * LN2, math=["exp2"])
+unary("log", math.log, np.log, lambda ns, x, y: ns.rdiv(1.0, x), math=["log"],
+      domain=Domain(0.0), chosen=LOG, edges=True)
+unary("log1p", math.log1p, np.log1p, lambda ns, x, y: ns.rdiv(1.0, 1.0 + x), math=["log1p"],
+      domain=Domain(-1.0), chosen="+inf at -1", edges=True)
+unary("log2", math.log2, np.log2, lambda ns, x, y: ns.rdiv(1.0, x * LN2), math=["log2"],
+      domain=Domain(0.0), chosen=LOG, edges=True)
+unary("log10", math.log10, np.log10, lambda ns, x, y: ns.rdiv(1.0, x * LN10), math=["log10"],
+      domain=Domain(0.0), chosen=LOG, edges=True)
+unary("sqrt", math.sqrt, np.sqrt, lambda ns, x, y: ns.rdiv(0.5, y), math=["sqrt"],
+      domain=Domain(0.0, INF, True), chosen="+inf at 0 (also at -0.0)", edges=True)
+unary("cbrt", math.cbrt, np.cbrt, lambda ns, x, y: ns.rdiv(1.0, 3.0 * (y * y)), math=["cbrt"],
+      chosen="+inf at 0", edges=True)
+unary("absolute", abs, np.absolute, lambda ns, x, y: ns.sign(x), ufuncs=[np.absolute, np.fabs],
+      math=["fabs"], chosen="0 at 0 (a subgradient; nan at nan)")
+unary("square", lambda x: x * x, np.square, lambda ns, x, y: 2.0 * x)
+unary("reciprocal", lambda x: 1.0 / x, np.reciprocal, lambda ns, x, y: -(y * y))
+unary("deg2rad", lambda x: x * DEG2RAD, np.deg2rad, lambda ns, x, y: DEG2RAD,
+      ufuncs=[np.deg2rad, np.radians], math=["radians"])
+unary("rad2deg", lambda x: x * RAD2DEG, np.rad2deg, lambda ns, x, y: RAD2DEG,
+      ufuncs=[np.rad2deg, np.degrees], math=["degrees"])
+unary("erf", math.erf, _scipy_or("erf", math.erf),
+      lambda ns, x, y: TWO_OVER_SQRT_PI * ns.exp(-(x * x)),
+      ufuncs=["scipy.special.erf"], math=["erf"])
+unary("erfc", math.erfc, _scipy_or("erfc", math.erfc),
+      lambda ns, x, y: -(TWO_OVER_SQRT_PI * ns.exp(-(x * x))),
+      ufuncs=["scipy.special.erfc"], math=["erfc"])
+unary("sigmoid", sigmoid_float, sigmoid_array, lambda ns, x, y: y * (1.0 - y),
+      ufuncs=["scipy.special.expit"])
+unary("softplus", softplus_float, softplus_array, lambda ns, x, y: ns.sigmoid(x))
+
+
+def _arctan2_partials(ns, y, x, v):
+    r = x * x + y * y
+    origin = ns.value(r) == 0.0  # undefined at the origin: nan, like 0/0
+    rs = ns.where(origin, 1.0, r)
+    return ns.where(origin, NAN, x / rs), ns.where(origin, NAN, -y / rs)
+
+
+def _hypot_partials(ns, a, b, h):
+    origin = ns.value(h) == 0.0  # not differentiable at the origin; 0 is a subgradient
+    hs = ns.where(origin, 1.0, h)
+    return ns.where(origin, 0.0, a / hs), ns.where(origin, 0.0, b / hs)
+
+
+def heaviside_float(x, h0):
+    """numpy's heaviside: 0 below 0, ``h0`` at 0, 1 above (nan at nan)."""
+    if x != x:
+        return x
+    return 0.0 if x < 0.0 else (h0 if x == 0.0 else 1.0)
+
+
+def sinc_float(x):
+    """numpy's formula: sin(y) / y with y = pi x (pi 1e-20 at 0)."""
+    y = math.pi * (1.0e-20 if x == 0.0 else x)
+    return math.sin(y) / y
+
+
+_SINC_SERIES = [(-1) ** k * 2 * k * math.pi ** (2 * k) / math.factorial(2 * k + 1)
+                for k in range(1, 12)]
+
+
+def _sinc_derivative(ns, x, y):
+    """(cos(pi x) - sinc(x)) / x; for |x| < 1/4 its power series (the quotient cancels, and
+    its own derivative more so), 0 at 0."""
+    small = abs(ns.value(x)) < 0.25
+    u = x * x
+    series = _SINC_SERIES[-1]
+    for c in reversed(_SINC_SERIES[:-1]):
+        series = c + u * series
+    return ns.where(small, x * series,
+                    (ns.cos(math.pi * x) - y) / ns.where(small, 1.0, x))
+
+
+unary("sinc", sinc_float, np.sinc, _sinc_derivative, ufuncs=[np.sinc])
+binary("copysign", math.copysign, np.copysign,
+       lambda ns, a, b, y: (ns.sign(a) * ns.sign(y), 0.0), math=["copysign"],
+       chosen="d/da 0 at a = 0 (as abs); d/db 0 (b gives only a sign)")
+binary("heaviside", heaviside_float, np.heaviside,
+       lambda ns, x, h0, y: (0.0, ns.where(ns.value(x) == 0.0, 1.0, 0.0)),
+       chosen="d/dx 0 (also at the jump); d/dh0 1 where x = 0, else 0")
+binary("arctan2", math.atan2, np.arctan2, _arctan2_partials, math=["atan2"],
+       chosen="nan at (0, 0)")
+binary("hypot", math.hypot, np.hypot, _hypot_partials, math=["hypot"], chosen="(0, 0) at (0, 0)")
+binary("logaddexp", logaddexp_float, np.logaddexp,
+       lambda ns, a, b, y: (ns.exp(a - y), ns.exp(b - y)))
+binary("logaddexp2", logaddexp2_float, np.logaddexp2,
+       lambda ns, a, b, y: (ns.exp2(a - y), ns.exp2(b - y)))
+
+
+
+# --------------------------------------------------------------------------------------------
+# scipy.special's functions (the values of those marked ``needs="scipy"`` are scipy's own)
+
+SCIPY = "scipy"
+
+
+def _sp(name):
+    return ["scipy.special." + name]
+
+
+def _guard_pos(ns, x, f, at_zero):
+    """``f(x)`` where ``x > 0``, ``at_zero`` at 0 and nan below, without evaluating ``f`` at
+    the others (``log`` at 0 would raise on floats)."""
+    xv = ns.value(x)
+    pos = xv > 0.0
+    return ns.where(pos, f(ns.where(pos, x, 1.0)), ns.where(xv == 0.0, at_zero, NAN))
+
+
+_RATIO_SERIES = [0.5 / (4.0 ** k * math.factorial(k) * math.factorial(k + 1)) for k in range(10)]
+
+
+def _bessel_ratio(ns, x, y, alternating, scaled=False):
+    """``y / x`` for ``y = I1(x)`` or ``J1(x)`` (``alternating``), times ``exp(-|x|)`` when
+    ``scaled`` (``i1e``): for ``|x| < 1`` the power series ``sum (+-x^2/4)^k / (2 k! (k+1)!)``
+    (to rounding: ten terms), where the quotient's own derivative ``y'/x - y/x^2`` would cancel
+    (catastrophically near 0); 1/2 at 0."""
+    small = abs(ns.value(x)) < 1.0
+    u = x * x
+    series = 0.0
+    for k in range(len(_RATIO_SERIES) - 1, -1, -1):
+        c = -_RATIO_SERIES[k] if alternating and k % 2 else _RATIO_SERIES[k]
+        series = c + u * series if k < len(_RATIO_SERIES) - 1 else c
+    if scaled:
+        series = series * ns.exp(-ns.absolute(x))
+    return ns.where(small, series, y / ns.where(small, 1.0, x))
+
+
+def _xlogy_partials(ns, x, y, v):
+    # d/dy x / y is 0/0 at the origin only; xlogy(0, y) is 0 for every y: choose 0 there
+    origin = (ns.value(x) == 0.0) & (ns.value(y) == 0.0)
+    return _guard_pos(ns, y, ns.log, -INF), ns.where(origin, 0.0, ns.rdiv(x, y))
+
+
+def _xlog1py_partials(ns, x, y, v):
+    yv = ns.value(y)
+    ok = yv > -1.0
+    dx = ns.where(ok, ns.log1p(ns.where(ok, y, 0.0)), ns.where(yv == -1.0, -INF, NAN))
+    origin = (ns.value(x) == 0.0) & (yv == -1.0)
+    return dx, ns.where(origin, 0.0, ns.rdiv(x, 1.0 + y))
+
+
+def _beta_partials(ns, a, b, y):
+    s = ns.digamma(a + b)
+    return y * (ns.digamma(a) - s), y * (ns.digamma(b) - s)
+
+
+def _betaln_partials(ns, a, b, y):
+    s = ns.digamma(a + b)
+    return ns.digamma(a) - s, ns.digamma(b) - s
+
+
+POLES = "the poles 0, -1, -2, ... are outside its domain"
+
+unary("gammaln", math.lgamma, _scipy_or("gammaln", math.lgamma),
+      lambda ns, x, y: ns.digamma(x), ufuncs=_sp("gammaln"), math=["lgamma"], chosen=POLES)
+unary("gamma", math.gamma, _scipy_or("gamma", math.gamma),
+      lambda ns, x, y: y * ns.digamma(x), ufuncs=_sp("gamma"), math=["gamma"], chosen=POLES)
+unary("digamma", _scipy_float("digamma"), _scipy_array("digamma"),
+      lambda ns, x, y: ns.polygamma(1, x), ufuncs=_sp("digamma") + _sp("psi"), chosen=POLES,
+      needs=SCIPY)
+unary("polygamma", _scipy_float("polygamma"), _scipy_array("polygamma"),
+      lambda ns, n, x, y: ns.polygamma(n + 1, x), ufuncs=_sp("polygamma"), orders=1,
+      chosen="the order n is an integer, not differentiable; " + POLES, needs=SCIPY)
+binary("beta", _scipy_float("beta"), _scipy_array("beta"), _beta_partials, ufuncs=_sp("beta"),
+       chosen=POLES, needs=SCIPY)
+binary("betaln", _scipy_float("betaln"), _scipy_array("betaln"), _betaln_partials,
+       ufuncs=_sp("betaln"), chosen=POLES, needs=SCIPY)
+unary("erfinv", _scipy_float("erfinv"), _scipy_array("erfinv"),
+      lambda ns, x, y: HALF_SQRT_PI * ns.exp(y * y), ufuncs=_sp("erfinv"),
+      domain=Domain(-1.0, 1.0), edges=True, needs=SCIPY)
+unary("erfcinv", _scipy_float("erfcinv"), _scipy_array("erfcinv"),
+      lambda ns, x, y: -(HALF_SQRT_PI * ns.exp(y * y)), ufuncs=_sp("erfcinv"),
+      domain=Domain(0.0, 2.0), edges=True, needs=SCIPY)
+unary("ndtr", _scipy_float("ndtr"), _scipy_array("ndtr"),
+      lambda ns, x, y: INV_SQRT_2PI * ns.exp(-0.5 * (x * x)), ufuncs=_sp("ndtr"), needs=SCIPY)
+unary("log_ndtr", _scipy_float("log_ndtr"), _scipy_array("log_ndtr"),
+      lambda ns, x, y: INV_SQRT_2PI * ns.exp(-0.5 * (x * x) - y), ufuncs=_sp("log_ndtr"),
+      needs=SCIPY)
+unary("ndtri", _scipy_float("ndtri"), _scipy_array("ndtri"),
+      lambda ns, x, y: SQRT_2PI * ns.exp(0.5 * (y * y)), ufuncs=_sp("ndtri"),
+      domain=Domain(0.0, 1.0), edges=True, needs=SCIPY)
+unary("logit", logit_float, _scipy_or("logit", logit_float),
+      lambda ns, x, y: ns.rdiv(1.0, x * (1.0 - x)), ufuncs=_sp("logit"),
+      domain=Domain(0.0, 1.0), edges=True)
+unary("log_expit", log_expit_float, _scipy_or("log_expit", log_expit_float),
+      lambda ns, x, y: ns.sigmoid(-x), ufuncs=_sp("log_expit"))
+binary("xlogy", xlogy_float, _scipy_or("xlogy", xlogy_float), _xlogy_partials,
+       ufuncs=_sp("xlogy"), edges=True,
+       chosen="d/dy 0 at (0, 0) (xlogy(0, y) is 0 for every y); d/dx log(y), -inf at y = 0")
+binary("xlog1py", xlog1py_float, _scipy_or("xlog1py", xlog1py_float), _xlog1py_partials,
+       ufuncs=_sp("xlog1py"), edges=True,
+       chosen="d/dy 0 at (0, -1) (xlog1py(0, y) is 0 for every y); d/dx log1p(y), -inf at "
+              "y = -1")
+unary("entr", entr_float, _scipy_or("entr", entr_float),
+      lambda ns, x, y: _guard_pos(ns, x, lambda u: -(ns.log(u) + 1.0), INF), ufuncs=_sp("entr"),
+      domain=Domain(0.0, INF, True), chosen="+inf at 0 (the one-sided derivative)", edges=True)
+unary("exp10", exp10_float, _scipy_or("exp10", exp10_float), lambda ns, x, y: y * LN10,
+      ufuncs=_sp("exp10"))
+unary("i0", _scipy_float("i0", True), _scipy_array("i0"), lambda ns, x, y: ns.i1(x),
+      ufuncs=_sp("i0"), needs=SCIPY)
+unary("i0e", _scipy_float("i0e"), _scipy_array("i0e"),
+      lambda ns, x, y: ns.i1e(x) - ns.sign(x) * y, ufuncs=_sp("i0e"),
+      chosen="0 at 0 (the mean of the one-sided derivatives -1 and 1)", needs=SCIPY)
+unary("i1", _scipy_float("i1", True), _scipy_array("i1"),
+      lambda ns, x, y: ns.i0(x) - _bessel_ratio(ns, x, y, False), ufuncs=_sp("i1"), needs=SCIPY)
+unary("i1e", _scipy_float("i1e"), _scipy_array("i1e"),
+      lambda ns, x, y: ns.i0e(x) - ns.sign(x) * y - _bessel_ratio(ns, x, y, False, True),
+      ufuncs=_sp("i1e"), needs=SCIPY)
+unary("j0", _scipy_float("j0"), _scipy_array("j0"), lambda ns, x, y: -ns.j1(x),
+      ufuncs=_sp("j0"), needs=SCIPY)
+unary("j1", _scipy_float("j1"), _scipy_array("j1"),
+      lambda ns, x, y: ns.j0(x) - _bessel_ratio(ns, x, y, True), ufuncs=_sp("j1"), needs=SCIPY)
+unary("y0", _scipy_float("y0"), _scipy_array("y0"), lambda ns, x, y: -ns.y1(x),
+      ufuncs=_sp("y0"), domain=Domain(0.0), needs=SCIPY)
+unary("y1", _scipy_float("y1"), _scipy_array("y1"), lambda ns, x, y: ns.y0(x) - ns.rdiv(y, x),
+      ufuncs=_sp("y1"), domain=Domain(0.0), needs=SCIPY)
+
+# scipy.special's versions of numpy's functions: the same entries, scipy's own values
+for _name in ("log1p", "expm1", "exp2", "cbrt", "erf", "erfc"):
+    _e = next(e for e in TABLE if e.name == _name)
+    _e.ufuncs = tuple(dict.fromkeys(_e.ufuncs + tuple(_sp(_name))))
+del _name, _e
+
+BY_NAME = {e.name: e for e in TABLE}

@@ -1,0 +1,32 @@
+"""deltaad's numpy support: numpy functions on dual numbers, differentiated.
+
+- :mod:`.array`: the array dual and the mechanism -- primitives, how they are applied on
+  operands of any level, indexing, and numpy's dispatch protocols;
+- :mod:`.registry`: where the rules are found; :mod:`.define`: how a rule is declared
+  (``defvjp``, ``defjvp``, ``defconst``, ``register``), by deltaad and by users;
+- the rule families: :mod:`.elementwise` (the elementwise table, arithmetic, choices, casts),
+  :mod:`.shape` (shape and indexing), :mod:`.reductions`, :mod:`.products` (matmul, einsum),
+  :mod:`.linalg`, :mod:`.constant` (results without derivative).
+
+Importing this package declares every rule and installs the hooks through which the backend's
+scalar duals answer numpy.
+"""
+
+from .._backend import B
+from . import (  # noqa: F401 (the rule families)
+    constant, elementwise, linalg, products, reductions, registry, shape, special,
+)
+from .array import (
+    ArrayDual, array_input, asarray, at, scalar_array_function, scalar_array_ufunc,
+    scalar_fallback, stack,
+)
+from .define import Primitive, defconst, defjvp, defvjp, register
+from .reductions import logsumexp
+
+__all__ = [
+    "ArrayDual", "array_input", "asarray", "at", "stack", "logsumexp", "Primitive", "defconst",
+    "defjvp", "defvjp", "register",
+]
+
+B.set_hooks(scalar_fallback, scalar_array_ufunc, scalar_array_function)
+registry.watch_late()  # scipy.special's Python functions, now or when scipy.special is imported

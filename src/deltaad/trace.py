@@ -1,0 +1,187 @@
+"""Traces: their levels, the stack of open ones, and what every layer asks of a value.
+
+A differentiation opens a *trace* -- a tape for reverse mode, a forward level for forward mode
+-- at a level above every trace already open in its thread, and closes it when it is done, also
+on exceptions. An operation is recorded on the trace of highest level among its operands;
+operands of lower levels are constants there. That is what keeps nested derivatives apart
+(no perturbation confusion) and gives every nesting of the modes without special cases.
+
+This module is low in the house: the differential operators, custom rules, checkpointing and
+the numpy support all ask it the same questions -- is this a dual, which kind of leaf is it,
+what is its plain value, which trace is the innermost -- and get one answer.
+"""
+
+import itertools
+import threading
+
+import numpy as np
+
+from ._backend import B
+from ._errors import complex_error, escaped_error
+
+Dual = B.Dual
+
+_levels = itertools.count(1)  # next() is atomic under the GIL: levels never repeat
+_local = threading.local()
+
+# The types of dual numbers: the backend's scalar Dual, and the array dual, which registers
+# itself here when deltaad's numpy support is imported (it lives higher in the house).
+_dual_types = {Dual}
+
+
+def register_dual_type(cls):
+    """Declare ``cls`` a dual number type (its instances have ``value``, ``trace``, ``id``,
+    ``tangent``)."""
+    _dual_types.add(cls)
+    return cls
+
+
+def open_traces():
+    """The traces open in this thread, outermost first (empty outside any differentiation)."""
+    return list(getattr(_local, "stack", ()))
+
+
+class opened:
+    """``with opened(kind) as trace``: open a trace of ``kind`` (``B.Tape`` or
+    ``B.ForwardLevel``) above all others in this thread; it is closed on the way out."""
+
+    __slots__ = ("trace",)
+
+    def __init__(self, kind):
+        self.trace = kind(next(_levels))
+
+    def __enter__(self):
+        stack = getattr(_local, "stack", None)
+        if stack is None:
+            stack = _local.stack = []
+        stack.append(self.trace)
+        return self.trace
+
+    def __exit__(self, *exc):
+        self.trace.close()
+        stack = _local.stack
+        if stack and stack[-1] is self.trace:
+            stack.pop()
+        else:  # closed out of order (a generator kept alive); still never leak it
+            try:
+                stack.remove(self.trace)
+            except ValueError:
+                pass
+        return False
+
+
+class reopened:
+    """``with reopened(trace)``: make an existing ``trace`` the innermost of this thread and
+    open again (a checkpoint re-records on the tape it was dropped from, possibly after that
+    tape's function returned); its open/closed state and the stack are restored on the way
+    out."""
+
+    __slots__ = ("trace", "was")
+
+    def __init__(self, trace):
+        self.trace = trace
+
+    def __enter__(self):
+        t = self.trace
+        self.was = t.closed
+        stack = getattr(_local, "stack", None)
+        if stack is None:
+            stack = _local.stack = []
+        stack.append(t)
+        t.closed = False
+        return t
+
+    def __exit__(self, *exc):
+        t = self.trace
+        t.closed = self.was
+        stack = _local.stack
+        for k in range(len(stack) - 1, -1, -1):
+            if stack[k] is t:
+                del stack[k]
+                break
+        return False
+
+
+def innermost():
+    """The trace opened last in this thread and still open, or None."""
+    stack = getattr(_local, "stack", None)
+    return stack[-1] if stack else None
+
+
+# --------------------------------------------------------------------------------------------
+# Questions about values
+
+
+def is_dual(x):
+    """True for any deltaad dual number, scalar or array."""
+    return type(x) in _dual_types
+
+
+def value(x):
+    """The primal value of ``x``: the plain number (or array) under every dual level.
+
+    Identity on anything that is not a dual. Works on duals whose differentiation has finished.
+    """
+    while type(x) in _dual_types:
+        x = x.value
+    return x
+
+
+def dtype_of(x):
+    """The numpy dtype of ``x``'s plain value (float64 for a Python float)."""
+    v = value(x)
+    try:
+        return v.dtype
+    except AttributeError:
+        return np.dtype(float)
+
+
+def leaf_kind(x):
+    """What a pytree leaf is to a differentiation: ``"scalar"`` (a float, a numpy float scalar
+    or a scalar dual), ``"array"`` (a float array or an array dual) or None (a constant:
+    passed through, ``None`` in its gradient slot). Complex values are an error: deltaad
+    differentiates real functions."""
+    tx = type(x)
+    if tx is float or tx is Dual:
+        return "scalar"
+    if tx is int or tx is bool or tx is str or x is None:
+        return None
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind == "f":
+            return "array"
+        if x.dtype.kind == "c":
+            raise complex_error(x)
+        return None
+    if isinstance(x, (np.floating, float)):
+        return "scalar"
+    if isinstance(x, (complex, np.complexfloating)):
+        raise complex_error(x)
+    if tx in _dual_types:
+        return "array"
+    return None
+
+
+def top_trace(xs):
+    """The trace of highest level among the duals in ``xs`` (None if there is none)."""
+    top = None
+    for x in xs:
+        if type(x) in _dual_types:
+            t = x.trace
+            if top is None or t.level > top.level:
+                top = t
+    return top
+
+
+def on_trace(x, trace):
+    """``x`` if it is a dual of ``trace``; None if it is a constant there.
+
+    Duals of outer traces that are still open are constants (nesting); a dual of any other
+    trace -- an inner one, or one that has finished (it escaped, e.g. in a global from an
+    earlier grad) -- would silently become a constant, so it is an EscapedDualError."""
+    if type(x) in _dual_types:
+        t = x.trace
+        if t is trace:
+            return x
+        if t.closed or t.level > trace.level:
+            raise escaped_error(t.level)
+    return None
