@@ -539,7 +539,7 @@ cdef class Tape(Trace):
                     sw.adj[i] += PyFloat_AS_DOUBLE((<tuple>pair)[1])
                 sw._float_range(0, n)
                 if sw.floats:
-                    return [sw.adj[<Py_ssize_t>w] for w in wanted]
+                    return _float_adjoints(sw.adj, wanted, self.linear)
                 return [sw.oadj[<Py_ssize_t>w] for w in wanted]
             sw.oadj = [None] * n
             for j in nodes:
@@ -552,6 +552,20 @@ cdef class Tape(Trace):
             sw._finish()
             if nodes:
                 self.busy = False
+
+
+cdef list _float_adjoints(double* adj, list wanted, dict linear):
+    """The wanted adjoints of a sweep that stayed over floats. A linear binding's value may be
+    an array (an array input, an array operation) whose adjoint no array cotangent reached
+    (else the sweep would have turned to objects): its 0.0 is "untouched", None, as the object
+    sweep says, not a float in an array's place. For a scalar binding None and 0.0 both mean
+    zero."""
+    cdef list out = []
+    cdef double a
+    for w in wanted:
+        a = adj[<Py_ssize_t>w]
+        out.append(None if a == 0.0 and w in linear else a)
+    return out
 
 
 class _Released:

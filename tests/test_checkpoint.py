@@ -635,3 +635,20 @@ def test_scalar_custom_rules_keep_the_float_sweep():
     sq.defvjp(lambda x: (sq(x), x), lambda x, g: (2.0 * x * g,))
     g = ad.grad(lambda x, y: sq(x) + 0.0 * y, argnums=(0, 1))(1.5, 2.0)
     assert g == (3.0, 0.0) and all(type(v) is float for v in g)
+
+
+@pytest.mark.parametrize("f, dw", [
+    (lambda v, w: v[0] * 0.0 + w, 1.0),                         # a zero cotangent into v[0]
+    (lambda v, w: (lambda a: a[0] - a[0])(list(v)) + w, 1.0),   # contributions that cancel
+    (lambda v, w: w * 2.0, 2.0),                                # v not read at all
+    (lambda v, w: ad.checkpoint(lambda: v[1] * 0.0)() + w, 1.0),
+], ids=["zero", "cancel", "unread", "checkpointed"])
+def test_an_array_input_no_array_cotangent_reaches_gets_zeros(f, dw):
+    # the sweep stays over floats (no rule gives an array cotangent): an array input's
+    # untouched adjoint is a zero array of its shape, not a float
+    v = np.array([0.5, -1.0, 2.0])
+    gv, gw = ad.grad(f, argnums=(0, 1))(v, 1.5)
+    assert isinstance(gv, np.ndarray) and gv.shape == v.shape and gv.dtype == v.dtype
+    assert not gv.any() and gw == dw
+    hv = ad.hvp(lambda v: f(v, 1.5), (v,), (np.ones(3),))
+    assert isinstance(hv, np.ndarray) and hv.shape == v.shape and not hv.any()

@@ -383,6 +383,13 @@ class Tape(Trace):
                 for i, ct in seeds:
                     adj[i] += ct
                 sw._float_range(0, n)
+                if sw.floats:
+                    # a linear binding's value may be an array no array cotangent reached
+                    # (else the sweep would have turned to objects): its 0.0 means untouched,
+                    # None, as the object sweep says (for a scalar both mean zero)
+                    linear = self._linear
+                    return [None if adj[w] == 0.0 and w in linear else adj[w] for w in wanted]
+                adj = sw.adj
             else:
                 adj = sw.adj = [None] * n
                 for j in nodes:
