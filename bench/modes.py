@@ -81,7 +81,7 @@ def default_modes():
 class FloatMode(Mode):
     name = "float"
     kind = "value"
-    kinds = ("scalar", "array")
+    kinds = ("scalar", "array", "loop")
     description = "the program on plain Python floats (the baseline)"
 
     def runner(self, program, n, direction):
@@ -109,9 +109,11 @@ def _deltaad(expect):
     return deltaad
 
 
-def deltaad_ns(deltaad):
+def deltaad_ns(deltaad, checkpoints=None):
+    def fori_loop(lower, upper, body, val):
+        return deltaad.fori_loop(lower, upper, body, val, checkpoints=checkpoints)
     return NS("deltaad", deltaad.sin, deltaad.cos, deltaad.exp, deltaad.sqrt,
-              log=deltaad.log, tanh=deltaad.tanh)
+              log=deltaad.log, tanh=deltaad.tanh, fori_loop=fori_loop)
 
 
 def pullback_ones(vjp, f):
@@ -125,7 +127,7 @@ def pullback_ones(vjp, f):
 
 class DeltaadReverse(Mode):
     kind = "reverse"
-    kinds = ("scalar", "array")
+    kinds = ("scalar", "array", "loop")
     scale = 1.0  # != 1 only for the deliberately wrong test mode
 
     def __init__(self, backend, name=None, scale=1.0, hidden=False):
@@ -176,7 +178,7 @@ class DeltaadReverse(Mode):
 
 class DeltaadForward(DeltaadReverse):
     kind = "forward"
-    kinds = ("scalar",)  # not run on the array programs
+    kinds = ("scalar", "loop")  # not run on the array programs
 
     def __init__(self, backend, hidden=False):
         DeltaadReverse.__init__(self, backend, "deltaad-%s-fwd" % backend, hidden=hidden)
@@ -196,8 +198,26 @@ class DeltaadForward(DeltaadReverse):
         return self.runner(program, n, direction)(xs), {}
 
 
+class DeltaadCheckpoint(DeltaadReverse):
+    """``deltaad.grad`` of a loop program with ``fori_loop(..., checkpoints=c)``."""
+
+    kinds = ("loop",)
+
+    def __init__(self, backend, checkpoints):
+        DeltaadReverse.__init__(self, backend, "deltaad-%s-ckpt%s" % (backend, checkpoints))
+        self.checkpoints = checkpoints
+        self.description = "deltaad.grad, fori_loop(..., checkpoints=%r), %s backend" % (
+            checkpoints, "compiled" if backend == "c" else "pure-Python")
+
+    def prepare(self):
+        self.dd = _deltaad(self.backend)
+        self.ns = deltaad_ns(self.dd, self.checkpoints)
+
+
 register(DeltaadReverse("c"))
 register(DeltaadReverse("python"))
+for _c in (10, 30, "auto"):
+    register(DeltaadCheckpoint("c", _c))
 register(DeltaadForward("c"))
 register(DeltaadForward("python", hidden=True))  # on request: --modes ...,deltaad-python-fwd
 register(DeltaadReverse(None, name="deltaad-wrong", scale=1.1, hidden=True))

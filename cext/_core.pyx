@@ -37,7 +37,8 @@ from operator import index as _index
 
 from deltaad import _rules
 from deltaad import elementwise as _table
-from deltaad._errors import escaped_error, no_float_error
+from deltaad._errors import (escaped_error, kept_intermediate_error, no_float_error,
+                            step_reads_error)
 
 cdef double INF = _math.inf
 cdef double NAN = _math.nan
@@ -297,7 +298,9 @@ cdef class Tape(Trace):
     """A reverse trace: a growable C array of 24-byte bindings ``id := c1*Var(p1) + c2*Var(p2)``.
 
     Coefficients that are not C doubles (outer duals, when nesting) are kept beside the array
-    in ``ocoef``; bindings with other than two scalar parents in ``linear``.
+    in ``ocoef``; bindings with other than two scalar parents in ``linear``, and so are nodes
+    (``p1 == -3``: computations the tape does not keep, re-run by the sweep; see ``_pure``).
+    The flags ``general`` and ``truncated`` are set once and never reset, as in ``_pure``.
     """
 
     cdef Binding* b
@@ -305,7 +308,12 @@ cdef class Tape(Trace):
     cdef Py_ssize_t cap
     cdef dict ocoef
     cdef dict linear
-    cdef bint general
+    cdef list nodes     # ids of the node bindings, ascending
+    cdef Py_ssize_t max_linear  # the largest key of ``linear`` (-1: none): truncating below
+                                # it is the only case that must look into the dict
+    cdef bint general   # some coefficient is not a C double (an outer dual)
+    cdef bint truncated # bindings were dropped: the sweep checks parents are older
+    cdef bint busy      # a sweep that may run nodes is in progress
     cdef int sweeping   # float sweeps in progress (without the GIL) over ``b``: do not move it
 
     def __cinit__(self, *args):
@@ -315,7 +323,11 @@ cdef class Tape(Trace):
         self.sweeping = 0
         self.ocoef = {}
         self.linear = {}
+        self.nodes = []
+        self.max_linear = -1
         self.general = False
+        self.truncated = False
+        self.busy = False
         self.is_forward = False
 
     def __dealloc__(self):
@@ -401,9 +413,135 @@ cdef class Tape(Trace):
         if self.closed:
             raise escaped_error(self.level)
         parents = _check_parents(parents, self.n)
+        if not callable(rule) and not all_floats(rule):
+            self.general = True
         cdef Py_ssize_t i = self._push(-2, 0.0, -1, 0.0)
         self.linear[i] = (parents, rule)
+        self.max_linear = i
         return i
+
+    def push_node(self, parents, node):
+        """Record a node binding (checkpointing); see ``_pure.Tape.push_node``."""
+        if self.closed:
+            raise escaped_error(self.level)
+        parents = _check_parents(parents, self.n)
+        cdef Py_ssize_t i = self._push(-3, 0.0, -1, 0.0)
+        self.linear[i] = (parents, node)
+        self.max_linear = i
+        self.nodes.append(i)
+        return i
+
+    @property
+    def nnodes(self):
+        """The number of node bindings (checkpoints) on the tape."""
+        return len(self.nodes)
+
+    def release_nodes(self):
+        """Let go of what the nodes hold; see ``_pure.Tape.release_nodes``."""
+        for i in self.nodes:
+            parents, node = self.linear[i]
+            self.linear[i] = (parents, _RELEASED)
+
+    def truncate(self, m):
+        """Drop the bindings ``m, m+1, ...``; see ``_pure.Tape.truncate``."""
+        self._truncate(m)
+
+    cdef int _truncate(self, Py_ssize_t m) except -1:
+        if m < 0 or m > self.n:
+            raise ValueError("truncate: %d is not between 0 and the tape's %d bindings" % (m, self.n))
+        if m == self.n:
+            return 0
+        if self.sweeping:
+            raise RuntimeError("deltaad tape: cannot drop bindings while another thread runs its "
+                               "backward sweep; give each thread its own differentiation")
+        if self.max_linear >= m:
+            _pop_tail(self.linear, m)
+            self.max_linear = next(reversed(self.linear)) if self.linear else -1
+            nodes = self.nodes
+            while nodes and <Py_ssize_t>nodes[len(nodes) - 1] >= m:
+                nodes.pop()
+        if self.ocoef:
+            _pop_tail(self.ocoef, m)
+        self.n = m
+        self.truncated = True
+        return 0
+
+    def region_parents(self, m):
+        """The ids below ``m`` that bindings ``m, m+1, ...`` read, ascending (see ``_pure``)."""
+        cdef Py_ssize_t mm = _index(m)
+        cdef Py_ssize_t i, j, k
+        cdef _IdSet ids
+        if mm < 0 or mm > self.n:
+            raise ValueError("region_parents: %d is not between 0 and the tape's %d bindings" % (mm, self.n))
+        ids.v = NULL
+        ids.n = 0
+        ids.cap = 0
+        for i in range(64):
+            ids.seen[i] = -1
+        extra = None
+        cdef Binding* b = self.b
+        cdef Py_ssize_t n = self.n
+        try:
+            for i in range(mm, n):  # the region reads no Python code: b and n stay valid
+                j = b[i].p1
+                if j >= 0:
+                    if j < mm and ids.seen[j & 63] != j:
+                        _idset_add(&ids, <int32_t>j)
+                    k = b[i].p2
+                    if 0 <= k < mm and ids.seen[k & 63] != k:
+                        _idset_add(&ids, <int32_t>k)
+                elif j < -1:
+                    for p in (<tuple>self.linear[i])[0]:
+                        if p < mm:
+                            if extra is None:
+                                extra = set()
+                            extra.add(p)
+            out = [ids.v[i] for i in range(ids.n)]
+        finally:
+            PyMem_Free(ids.v)
+        if extra is not None:
+            extra.update(out)
+            out = sorted(extra)
+        return out
+
+    def advance(self, body, first, Py_ssize_t count, state, Py_ssize_t limit, free, who):
+        """Run ``count`` steps of a loop whose state is a flat tuple or list of floats or
+        scalar duals, recording and dropping in batches; see ``_pure.Tape.advance``."""
+        return self._advance(body, first, count, state, limit, free, who)
+
+    cdef list _advance(self, body, first, Py_ssize_t count, state, Py_ssize_t limit, free, who):
+        cdef Py_ssize_t start = self.n
+        cdef Py_ssize_t lim = start + limit
+        cdef Py_ssize_t j, f0 = 0
+        cdef bint indexed = first is not None
+        kind = type(state)
+        cdef Py_ssize_t k = len(state)
+        if indexed:
+            f0 = first
+        val = state
+        try:
+            for j in range(count):
+                if indexed:
+                    val = body(f0 + j, val)
+                else:
+                    val = body(val)
+                if self.n > lim:
+                    val = kind(_flat_values(self, val, kind, k, who))
+                    self._drop(start, free)
+            out = _flat_values(self, val, kind, k, who)
+            self._drop(start, free)
+            return out
+        except BaseException:
+            if self.n > start:
+                self._truncate(start)
+            raise
+
+    cdef int _drop(self, Py_ssize_t start, object free) except -1:
+        if self.n > start:
+            if free is not None:
+                free.update(self.region_parents(start))
+            self._truncate(start)
+        return 0
 
     @property
     def nbindings(self):
@@ -419,7 +557,7 @@ cdef class Tape(Trace):
         if i < 0 or i >= self.n:
             raise IndexError("binding %d not on this tape of %d" % (i, self.n))
         cdef Binding bb = self.b[i]
-        if bb.p1 == -2:
+        if bb.p1 < -1:
             return self.linear[i]
         if bb.p1 == -1:
             return (), ()
@@ -495,9 +633,12 @@ cdef class Tape(Trace):
                     raise IndexError("wanted id %r is not on this tape of %d bindings" % (w_, n0))
                 wl.append(sid)
             nw = len(wl)
-        if not (float_seeds and not self.general and not self.linear):
-            out = self._eval_general(sids, cts, wl if wl is not None
-                                     else [r0 + m * rstep for m in range(nw)])
+        if self.n < n0:
+            raise RuntimeError("deltaad eval: the tape lost bindings while its seeds were read")
+        if not (float_seeds and not self.general and not self.linear and not self.truncated):
+            out = self._eval_sweep(list(zip(sids, cts)),
+                                   wl if wl is not None else [r0 + m * rstep for m in range(nw)],
+                                   float_seeds)
             if _recorder is not None and not self.linear and _recorded_floats(cts, self.ocoef):
                 # The float sweep would have run: its adjoints start at 0.0, so a sum of -0.0
                 # terms ends +0.0 there. Record that addition too (same bits as the float path).
@@ -551,34 +692,568 @@ cdef class Tape(Trace):
             self.sweeping -= 1
             _offer_spare_adj(adj, adj_n)
 
-    cdef list _eval_general(self, object sids, list seed_cts, list wanted):
+    cdef list _eval_sweep(self, list seeds, list wanted, bint float_seeds):
+        """The sweep of a tape with linear bindings or nodes (see ``Sweep``): over C doubles
+        when every seed and coefficient is one and no rule is a callable, else over objects."""
+        cdef Sweep sw = Sweep.__new__(Sweep)
         cdef Py_ssize_t n = self.n
-        cdef Py_ssize_t i, j, k
-        cdef list adj = [None] * n
-        cdef dict ocoef = self.ocoef
-        cdef dict linear = self.linear
+        cdef Py_ssize_t i, j
+        cdef list nodes = self.nodes
+        sw.tape = self
+        sw.floats = float_seeds and not self.general
+        sw.active = True
+        sw.end = n
+        sw.base = sw.keep = set(wanted)
+        if nodes:
+            if self.busy:
+                raise RuntimeError(_BUSY)
+            self.busy = True
+        try:
+            if sw.floats:
+                sw._ensure(n)
+                memset(sw.adj, 0, n * sizeof(double))
+                for j in nodes:  # ids below n: the marker that makes the sweep stop at a node
+                    sw.adj[j] = 1.0
+                for pair in seeds:  # ids checked by eval; cotangents exact floats
+                    i = (<tuple>pair)[0]
+                    sw.adj[i] += PyFloat_AS_DOUBLE((<tuple>pair)[1])
+                sw._float_range(0, n)
+                if sw.floats:
+                    return _float_adjoints(sw.adj, wanted, self.linear)
+                return [sw.oadj[<Py_ssize_t>w] for w in wanted]
+            sw.oadj = [None] * n
+            for j in nodes:
+                sw.oadj[j] = 1.0
+            for pair in seeds:
+                _accumulate(sw.oadj, (<tuple>pair)[0], (<tuple>pair)[1])
+            sw._general_range(0, n)
+            return [sw.oadj[<Py_ssize_t>w] for w in wanted]
+        finally:
+            sw._finish()
+            if nodes:
+                self.busy = False
+
+
+cdef list _float_adjoints(double* adj, list wanted, dict linear):
+    """The wanted adjoints of a sweep that stayed over floats. A linear binding's value may be
+    an array (an array input, an array operation) whose adjoint no array cotangent reached
+    (else the sweep would have turned to objects): its 0.0 is "untouched", None, as the object
+    sweep says, not a float in an array's place. For a scalar binding None and 0.0 both mean
+    zero."""
+    cdef list out = []
+    cdef double a
+    for w in wanted:
+        a = adj[<Py_ssize_t>w]
+        out.append(None if a == 0.0 and w in linear else a)
+    return out
+
+
+class _Released:
+    """What a node becomes once its tape's owner has gone (``Tape.release_nodes``)."""
+
+    def run(self, sweep, i):
+        raise RuntimeError("deltaad: this tape's checkpoints were released when the "
+                           "differentiation that recorded them (its vjp function) was freed")
+
+    def __call__(self, *args):
+        raise TypeError("a released checkpoint node is not a linear map")
+
+
+_RELEASED = _Released()
+
+_BUSY = ("deltaad: this tape is already being swept (by another thread, or re-entrantly from a "
+         "checkpointed function); a tape holding checkpoints is swept by one caller at a time")
+
+_NODE_DROPPED = ("deltaad: a node dropped bindings of the part of the tape being swept; a node "
+                 "may drop only what it recorded itself")
+
+_NEW_KIND = ("deltaad checkpoint: the re-run of a checkpointed computation recorded operations "
+             "its first run did not (array or custom-rule operations, or values of an outer "
+             "differentiation), so it is not a function of its inputs: it read state that "
+             "changed in between")
+
+
+cdef bint _reads_within(Tape tape, Py_ssize_t m, object allowed) except -1:
+    """True when every id below ``m`` that bindings ``m ..`` read is in the set ``allowed``
+    (``region_parents`` without building its list: a loop step checks this once)."""
+    cdef Py_ssize_t i, j, k, q
+    cdef int32_t seen[64]
+    cdef Binding* b = tape.b
+    for i in range(64):
+        seen[i] = -1
+    for i in range(m, tape.n):  # no Python code runs below: b stays valid
+        j = b[i].p1
+        if j < -1:
+            for p in (<tuple>tape.linear[i])[0]:
+                if p < m and p not in allowed:
+                    return False
+            continue
+        for q in range(2):
+            k = j if q == 0 else b[i].p2
+            if 0 <= k < m and seen[k & 63] != k:
+                if k not in allowed:
+                    return False
+                seen[k & 63] = <int32_t>k
+    return True
+
+
+cdef list _flat_values(Tape tape, object val, object kind, Py_ssize_t k, object who):
+    """The leaves of a flat loop state as values at ``tape``'s level (see ``_pure``)."""
+    if type(val) is not kind or len(val) != k:
+        raise TypeError("%s: body_fun must return a value with the structure of init_val (a %s of %d "
+                        "float leaves); got %s"
+                        % (who, kind.__name__, k, _describe(val)))
+    cdef list out = []
+    for x in val:
+        if type(x) is Dual:
+            out.append((<Dual>x).value if (<Dual>x).tr is tape else x)
+        elif type(x) is float:
+            out.append(x)
+        else:
+            raise TypeError("%s: body_fun must return a value with the structure of init_val (a %s "
+                            "of %d float leaves); got a leaf of type %s" % (who, kind.__name__, k, type(x).__name__))
+    return out
+
+
+def _describe(x):
+    if type(x) is tuple or type(x) is list:
+        return "a %s of %d" % (type(x).__name__, len(x))
+    return "a value of type %s" % type(x).__name__
+
+
+ctypedef struct _IdSet:
+    int32_t* v          # distinct ids, ascending
+    Py_ssize_t n
+    Py_ssize_t cap
+    int32_t seen[64]    # ids known to be in the set, by their low bits (a region reads the
+                        # same few ids over and over: most adds end here)
+
+
+cdef int _idset_add(_IdSet* s, int32_t x) except -1:
+    """Add ``x`` to the sorted set ``s`` (binary search; the sets are small)."""
+    cdef Py_ssize_t lo = 0, hi, mid, k
+    cdef int32_t* nv
+    if s.seen[x & 63] == x:
+        return 0
+    s.seen[x & 63] = x
+    hi = s.n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if s.v[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < s.n and s.v[lo] == x:
+        return 0
+    if s.n == s.cap:
+        k = s.cap * 2 if s.cap else 16
+        nv = <int32_t*>PyMem_Realloc(s.v, k * sizeof(int32_t))
+        if nv == NULL:
+            raise MemoryError("deltaad region_parents: out of memory")
+        s.v = nv
+        s.cap = k
+    for k in range(s.n, lo, -1):
+        s.v[k] = s.v[k - 1]
+    s.v[lo] = x
+    s.n += 1
+    return 0
+
+
+cdef _pop_tail(dict d, Py_ssize_t m):
+    """Remove the keys >= m of ``d``, whose keys were inserted in increasing order."""
+    while d:
+        last = next(reversed(d))
+        if <Py_ssize_t>last < m:
+            break
+        del d[last]
+
+
+def zero_adjoint(a):
+    """True for an adjoint that contributes nothing: None, a float zero, or a forward dual
+    that is zero all the way down (what the sweep skips)."""
+    return a is None or _is_zero(a)
+
+
+@cython.final
+@cython.auto_pickle(False)
+cdef class Sweep:
+    """A backward sweep in progress over a tape with linear bindings or nodes (see ``_pure``).
+
+    Float mode keeps the adjoints in a C array (``adj``, room for ``cap``), swept without the
+    GIL between linear bindings and nodes, and turns into object mode (a list, ``oadj``) at
+    the first cotangent a rule gives that is not a float; see ``_pure.Sweep``. A node's
+    segment is swept into the same adjoints, so results are those of the program without
+    checkpoints to the last bit.
+    """
+
+    cdef Tape tape
+    cdef bint floats
+    cdef bint active
+    cdef double* adj
+    cdef Py_ssize_t cap
+    cdef Py_ssize_t end     # adjoint slots in use: the end of the part being swept
+    cdef list oadj
+    cdef object keep        # the ids an object sweep must not free: base and every segment's
+    cdef object base        # the eval's wanted ids
+    cdef list wanted        # the wanted ids (lists or ranges) of the segments being swept
+
+    def __cinit__(self):
+        self.adj = NULL
+        self.cap = 0
+        self.wanted = []
+
+    def __dealloc__(self):
+        if self.adj != NULL:
+            PyMem_Free(self.adj)
+            self.adj = NULL
+
+    cdef int _ensure(self, Py_ssize_t n) except -1:
+        """Room for ``n`` float adjoints (the kept part is preserved)."""
+        global _spare_adj, _spare_adj_n
+        cdef Py_ssize_t newcap
+        cdef double* na
+        if n <= self.cap:
+            return 0
+        if self.adj == NULL and _spare_adj != NULL and _spare_adj_n >= n and not _tracing():
+            self.adj = _spare_adj
+            self.cap = _spare_adj_n
+            _spare_adj = NULL
+            _spare_adj_n = 0
+            return 0
+        newcap = self.cap * 2
+        if newcap < n:
+            newcap = n
+        if newcap < 16:
+            newcap = 16
+        na = <double*>PyMem_Realloc(self.adj, newcap * sizeof(double))
+        if na == NULL:
+            raise MemoryError("deltaad eval: out of memory for %d adjoints" % newcap)
+        self.adj = na
+        self.cap = newcap
+        return 0
+
+    cdef void _finish(self) noexcept:
+        """End of the sweep: later calls of its methods raise; the adjoint array is freed or
+        kept as the spare (see ``_spare_adj``)."""
+        global _spare_adj, _spare_adj_n
+        self.active = False
+        self.oadj = None
+        if self.adj == NULL:
+            return
+        if (self.cap > _spare_adj_n and self.cap * <Py_ssize_t>sizeof(double) <= SPARE_MAX_BYTES
+                and not _tracing()):
+            if _spare_adj != NULL:
+                PyMem_Free(_spare_adj)
+            _spare_adj = self.adj
+            _spare_adj_n = self.cap
+        else:
+            PyMem_Free(self.adj)
+        self.adj = NULL
+        self.cap = 0
+
+    def adjoint(self, i):
+        """The adjoint accumulated so far for id ``i`` (0.0 or None when untouched)."""
+        if not self.active:
+            raise RuntimeError("deltaad: this sweep has finished")
+        cdef Py_ssize_t k = _index(i)
+        if not 0 <= k < self.end:  # the slots in use: a node's new segment has none yet
+            raise IndexError("adjoint: id %d is not in the part of the tape being swept" % k)
+        if self.floats:
+            return self.adj[k]
+        return self.oadj[k]
+
+    def sweep(self, start, seeds, wanted):
+        """Sweep the segment ``start .. end`` recorded by a node into this sweep's adjoints
+        after adding ``seeds``; return the ``wanted`` adjoints; drop the segment (see ``_pure``)."""
+        if not self.active:
+            raise RuntimeError("deltaad: this sweep has finished")
+        cdef Py_ssize_t n = self.tape.n
+        cdef Py_ssize_t w
+        cdef list wl = []
+        for w_ in wanted:
+            w = w_
+            if not 0 <= w < n:
+                raise IndexError("sweep: wanted id %d is not on the tape" % w)
+            wl.append(w)
+        return self._segment(start, seeds, wl, 0, 0)
+
+    cdef list _segment(self, Py_ssize_t st, object seeds, list wl, Py_ssize_t w0, Py_ssize_t nw):
+        """``sweep``; the wanted ids are ``wl``, or when it is None the ``nw`` ids from
+        ``w0`` (checked by the caller)."""
+        cdef Tape tape = self.tape
+        cdef Py_ssize_t n = tape.n
+        cdef Py_ssize_t i, k
+        cdef list nodes = tape.nodes
+        if st != self.end or st > n:
+            raise ValueError("sweep: a segment starts where the swept part ends (%d), not at %d "
+                             "(the tape holds %d)" % (self.end, st, n))
+        self.wanted.append(wl if wl is not None else range(w0, w0 + nw))
+        if not self.floats:
+            self.keep = self._keep()
+        try:
+            if self.floats:
+                if tape.general:
+                    raise RuntimeError(_NEW_KIND)
+                self._ensure(n)
+                memset(self.adj + st, 0, (n - st) * sizeof(double))
+            else:
+                self.oadj.extend([None] * (n - st))
+            for k in range(len(nodes) - 1, -1, -1):
+                i = nodes[k]
+                if i < st:
+                    break
+                if self.floats:
+                    self.adj[i] = 1.0
+                else:
+                    self.oadj[i] = 1.0
+            for pair in seeds:
+                i_, ct = pair
+                i = i_
+                if not 0 <= i < n:
+                    raise IndexError("sweep: seed id %d is not on the tape" % i)
+                if self.floats:
+                    if type(ct) is not float:
+                        raise TypeError("sweep: a float sweep takes float cotangents, not %s"
+                                        % type(ct).__name__)
+                    self.adj[i] += PyFloat_AS_DOUBLE(ct)
+                else:
+                    _accumulate(self.oadj, i, ct)
+            self.end = n
+            if self.floats:
+                self._float_range(st, n)
+                if self.floats:
+                    if wl is None:
+                        return [self.adj[w0 + i] for i in range(nw)]
+                    return [self.adj[<Py_ssize_t>w_] for w_ in wl]
+            else:
+                self._general_range(st, n)
+            if wl is None:
+                return [self.oadj[w0 + i] for i in range(nw)]
+            return [self.oadj[<Py_ssize_t>w_] for w_ in wl]
+        finally:
+            self.wanted.pop()
+            if not self.floats:
+                self.keep = self._keep()
+            self.end = st
+            if tape.n > st:
+                tape._truncate(st)
+            if not self.floats and self.oadj is not None:
+                del self.oadj[st:]
+
+    def reverse(self, actions, dict snaps, body, first, kind, adj, expect, allowed, check,
+                who, Py_ssize_t limit):
+        """A loop's reversal schedule for a flat state of scalars, up to the turn of step 0;
+        see ``_pure.Sweep.reverse``."""
+        if not self.active:
+            raise RuntimeError("deltaad: this sweep has finished")
+        cdef Tape tape = self.tape
+        cdef Py_ssize_t most = len(snaps), pos, q, f0 = 0
+        cdef bint indexed = first is not None
+        cdef tuple act, entry
+        if indexed:
+            f0 = first
+        for a_ in actions:
+            act = <tuple>a_
+            op = act[0]
+            if op == 4:  # TURN
+                entry = <tuple>snaps[act[1]]
+                pos = entry[0]
+                cur = entry[1]
+                q = act[2]
+                if q > pos:
+                    cur = tape._advance(body, f0 + pos if indexed else None, q - pos, kind(cur),
+                                        limit, None, who)
+                if q == 0:
+                    return adj, expect, most
+                adj, vals = self._turn(body, f0 + q if indexed else None, kind(cur), adj,
+                                       allowed, who)
+                if not (all_floats(vals) and vals == expect):  # == is bitwise but for 0.0
+                    check(q, vals, expect)
+                expect = cur
+                if all_floats(adj):
+                    if not any(adj):
+                        return None, expect, most
+                else:
+                    for a in adj:
+                        if not (a is None or _is_zero(a)):
+                            break
+                    else:
+                        return None, expect, most
+            elif op == 0:  # ADVANCE
+                entry = <tuple>snaps[act[1]]
+                pos = entry[0]
+                q = act[2]
+                snaps[act[3]] = (q, tape._advance(body, f0 + pos if indexed else None, q - pos,
+                                                  kind(entry[1]), limit, None, who))
+                if len(snaps) > most:
+                    most = len(snaps)
+            else:  # FREE
+                del snaps[act[1]]
+        return adj, expect, most
+
+    def turn(self, body, index, state, adj, allowed, who):
+        """Record one step of a loop from the flat state ``state`` and sweep it; see
+        ``_pure.Sweep.turn``."""
+        if not self.active:
+            raise RuntimeError("deltaad: this sweep has finished")
+        return self._turn(body, index, state, adj, allowed, who)
+
+    cdef tuple _turn(self, body, index, state, adj, allowed, who):
+        cdef Tape tape = self.tape
+        cdef Py_ssize_t start = tape.n
+        cdef Py_ssize_t k = len(state)
+        cdef Py_ssize_t j, i
+        kind = type(state)
+        cdef list ins = [None] * k
+        if k > MAX_BINDINGS - start:
+            raise MemoryError("deltaad tape: more than %d bindings on one tape" % MAX_BINDINGS)
+        for j in range(k):  # Tape.inputs inlined
+            v = state[j]
+            _check_lower(tape, v)
+            i = tape._push(-1, 0.0, -1, 0.0)
+            ins[j] = _new_dual(v, tape, i)
+        cdef list seeds = []
+        try:
+            arg = tuple(ins) if kind is tuple else ins
+            out = body(arg) if index is None else body(index, arg)
+            vals = _flat_values(tape, out, kind, k, who)
+            for x, a in zip(out, adj):
+                if type(x) is Dual and (<Dual>x).tr is tape:
+                    if a is None or _is_zero(a):
+                        continue
+                    seeds.append(((<Dual>x).i, a))
+            if tape.n > start and not _reads_within(tape, start, allowed):
+                raise step_reads_error(who, index, tape.region_parents(start), allowed)
+        except BaseException:
+            if tape.n > start:
+                tape._truncate(start)
+            raise
+        return self._segment(start, seeds, None, start, k), vals
+
+    cdef int _float_range(self, Py_ssize_t lo, Py_ssize_t hi) except -1:
+        """Sweep bindings ``hi - 1`` down to ``lo`` over C doubles: without the GIL up to the
+        next linear binding or node, which is handled with it."""
+        cdef Tape tape = self.tape
+        cdef Py_ssize_t i = hi - 1
+        cdef Py_ssize_t j, k
+        cdef double a
         cdef Binding* b
-        for m in range(len(seed_cts)):
-            _accumulate(adj, <Py_ssize_t>sids[m], seed_cts[m])
-        keep = set(wanted)
-        for i in range(n - 1, -1, -1):
+        cdef double* adj
+        cdef bint check = tape.truncated
+        cdef bint bad
+        while i >= lo:
+            b = tape.b  # re-read: a node may have recorded on the tape and moved it
+            adj = self.adj
+            bad = False
+            tape.sweeping += 1
+            with nogil:
+                # Parents are older than their binding (checked when the tape was truncated),
+                # so every index is in bounds.
+                while i >= lo:
+                    a = adj[i]
+                    if a != 0.0:
+                        j = b[i].p1
+                        if j >= 0:
+                            k = b[i].p2
+                            if check and (j >= i or k >= i):
+                                bad = True
+                                break
+                            adj[j] += b[i].c1 * a
+                            if k >= 0:
+                                adj[k] += b[i].c2 * a
+                        elif j != -1:
+                            break
+                    i -= 1
+            tape.sweeping -= 1
+            if i < lo:
+                break
+            if bad:
+                raise kept_intermediate_error()
+            if tape.b[i].p1 == -2:
+                a = adj[i]
+                parents, rule = <tuple>tape.linear[i]
+                if callable(rule):
+                    for p, ct in zip(<tuple>parents, rule(a)):
+                        if ct is None:
+                            continue
+                        if type(ct) is float and self.floats:
+                            self.adj[<Py_ssize_t>p] += PyFloat_AS_DOUBLE(ct)  # p < i: in bounds
+                        else:
+                            if self.floats:
+                                self._to_objects()
+                            _accumulate(self.oadj, p, ct)
+                    if not self.floats:  # the rest of the range over objects
+                        if i not in self.keep:
+                            self.oadj[i] = None
+                        return self._general_range(lo, i)
+                else:
+                    for p, c in zip(<tuple>parents, rule):  # float coefficients (else general)
+                        adj[<Py_ssize_t>p] += PyFloat_AS_DOUBLE(c) * a
+            else:
+                (<tuple>tape.linear[i])[1].run(self, i)
+                if tape.n < hi:
+                    raise RuntimeError(_NODE_DROPPED)
+                if not self.floats:  # a segment turned the sweep into an object sweep
+                    return self._general_range(lo, i)
+            i -= 1
+        return 0
+
+    cdef int _to_objects(self) except -1:
+        """Turn this float sweep into an object sweep (a rule gave a cotangent that is not a
+        float): zeros (untouched or not) become None, what the object sweep skips."""
+        cdef Py_ssize_t j
+        cdef list o = [None] * self.end
+        for j in range(self.end):
+            if self.adj[j] != 0.0:
+                o[j] = self.adj[j]
+        self.oadj = o
+        self.floats = False
+        self.keep = self._keep()
+        return 0
+
+    cdef object _keep(self):
+        """The ids an object sweep must not free: the eval's wanted ids and the segments'."""
+        if not self.wanted:
+            return self.base
+        keep = set(self.base)
+        for w in self.wanted:
+            keep.update(w)
+        return keep
+
+    cdef int _general_range(self, Py_ssize_t lo, Py_ssize_t hi) except -1:
+        """Sweep bindings ``hi - 1`` down to ``lo`` over Python objects (as ``_pure``)."""
+        cdef Tape tape = self.tape
+        cdef object keep = self.keep
+        cdef list adj = self.oadj
+        cdef dict ocoef = tape.ocoef
+        cdef dict linear = tape.linear
+        cdef bint check = tape.truncated
+        cdef Py_ssize_t i, j, k
+        cdef Binding* b
+        for i in range(hi - 1, lo - 1, -1):
             a = adj[i]
             if a is None or _is_zero(a):
                 continue
-            b = self.b  # re-read: a vjp callback may have recorded on this tape and moved it
+            b = tape.b  # re-read: a vjp callback or a node may have recorded and moved it
             j = b[i].p1
             if j == -2:
-                parents, rule = linear[i]
+                parents, rule = <tuple>linear[i]
                 if callable(rule):
                     cts = rule(a)
-                    for p, ct in zip(parents, cts):
+                    for p, ct in zip(<tuple>parents, cts):
                         if ct is not None:
                             _accumulate(adj, p, ct)
                 else:
-                    for p, c in zip(parents, rule):
+                    for p, c in zip(<tuple>parents, rule):
                         _accumulate(adj, p, c * a)
+            elif j == -3:
+                (<tuple>linear[i])[1].run(self, i)
+                if tape.n < hi:
+                    raise RuntimeError(_NODE_DROPPED)
             elif j >= 0:
                 k = b[i].p2
+                if check and (j >= i or k >= i):
+                    raise kept_intermediate_error()
                 oc = ocoef.get(i)
                 if oc is None:
                     _accumulate(adj, j, b[i].c1 * a)
@@ -590,7 +1265,7 @@ cdef class Tape(Trace):
                         _accumulate(adj, k, oc[1] * a)
             if i not in keep:
                 adj[i] = None
-        return [adj[w] for w in wanted]
+        return 0
 
 
 cdef bint _recorded_floats(list cts, dict ocoef) except -1:
@@ -1897,3 +2572,149 @@ deltaad_swap_richcompare(<PyTypeObject*>Dual, &_cy_richcmp)  # likewise the comp
 # attributes from Python; this is the same type-dict patch).
 (<dict><object>(<PyTypeObject*>Dual).tp_dict).update(_methods)
 PyType_Modified(<PyTypeObject*>Dual)
+
+
+# --------------------------------------------------------------------------------------------
+# The revolve schedule for the checkpointed loop's hot path: the compiled twin of
+# ``deltaad.schedules.plan`` (that module is the specification; tests compare the two action
+# by action). A step of a loop can cost as little as its schedule does in Python.
+
+ctypedef struct _Frame:
+    Py_ssize_t kind     # 0: reverse s..e-1 from slot with c snapshots; 1: free slot;
+    Py_ssize_t s        # 2: turn steps e, e-1, ..., s from slot (c == 1)
+    Py_ssize_t e
+    Py_ssize_t slot
+    Py_ssize_t c
+
+cdef Py_ssize_t _BINOM_CAP = (<Py_ssize_t>1) << 62
+
+
+cdef Py_ssize_t _beta(Py_ssize_t c, Py_ssize_t r) noexcept nogil:
+    """C(c + r, c), saturated at 2**62 (it is only compared with step counts)."""
+    cdef Py_ssize_t b = 1, j
+    if r < 0:
+        return 0
+    for j in range(1, r + 1):
+        if b > _BINOM_CAP // (c + j):
+            return _BINOM_CAP
+        b = b * (c + j) // j
+    return b
+
+
+cdef Py_ssize_t _split(Py_ssize_t n, Py_ssize_t c) noexcept nogil:
+    """``deltaad.schedules.split``."""
+    cdef Py_ssize_t r = 0, m, a
+    while _beta(c, r) < n:
+        r += 1
+    m = _beta(c, r - 2)
+    a = n - _beta(c - 1, r)
+    if a > m:
+        m = a
+    if m < 1:
+        m = 1
+    if m > n - 1:
+        m = n - 1
+    return m
+
+
+@cython.final
+@cython.auto_pickle(False)
+cdef class Plan:
+    """``deltaad.schedules.plan(n, c, frees)`` as an iterator in C."""
+
+    cdef _Frame* stack
+    cdef Py_ssize_t top
+    cdef Py_ssize_t cap
+    cdef Py_ssize_t* free
+    cdef Py_ssize_t nfree
+    cdef bint frees
+    cdef bint started
+
+    def __cinit__(self, n, c, frees=True):
+        cdef Py_ssize_t nn = n, cc = c, j
+        if nn < 1 or cc < 1:
+            raise ValueError("schedules: need at least one step and one snapshot (n=%r, c=%r)"
+                             % (n, c))
+        if cc > nn:
+            cc = nn
+        self.stack = NULL
+        self.free = NULL
+        self.top = 0
+        self.cap = 0
+        self.frees = frees
+        self.started = False
+        self.free = <Py_ssize_t*>PyMem_Malloc(cc * sizeof(Py_ssize_t))
+        if self.free == NULL:
+            raise MemoryError("deltaad plan: out of memory")
+        self.nfree = 0
+        for j in range(cc - 1, 0, -1):
+            self.free[self.nfree] = j
+            self.nfree += 1
+        self._push(0, 0, nn, 0, cc)
+
+    def __dealloc__(self):
+        PyMem_Free(self.stack)
+        PyMem_Free(self.free)
+
+    cdef int _push(self, Py_ssize_t kind, Py_ssize_t s, Py_ssize_t e, Py_ssize_t slot,
+                   Py_ssize_t c) except -1:
+        cdef _Frame* ns
+        cdef Py_ssize_t k
+        if self.top == self.cap:
+            k = self.cap * 2 if self.cap else 64
+            ns = <_Frame*>PyMem_Realloc(self.stack, k * sizeof(_Frame))
+            if ns == NULL:
+                raise MemoryError("deltaad plan: out of memory")
+            self.stack = ns
+            self.cap = k
+        self.stack[self.top].kind = kind
+        self.stack[self.top].s = s
+        self.stack[self.top].e = e
+        self.stack[self.top].slot = slot
+        self.stack[self.top].c = c
+        self.top += 1
+        return 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef _Frame f
+        cdef Py_ssize_t n, m, new
+        if not self.started:
+            self.started = True
+            return (1, 0)  # (STORE, 0)
+        while self.top > 0:
+            self.top -= 1
+            f = self.stack[self.top]
+            if f.kind == 1:
+                self.free[self.nfree] = f.slot  # at most c - 1 slots are ever spare
+                self.nfree += 1
+                if self.frees:
+                    return (3, f.slot)  # (FREE, slot)
+                continue
+            if f.kind == 2:
+                if f.e > f.s:
+                    self._push(2, f.s, f.e - 1, f.slot, 1)
+                return (4, f.slot, f.e)  # (TURN, slot, k)
+            n = f.e - f.s
+            if n == 1:
+                return (4, f.slot, f.s)
+            if f.c == 1:
+                self._push(2, f.s, f.e - 1, f.slot, 1)
+                continue
+            m = f.s + _split(n, f.c)
+            if self.nfree == 0:  # cannot happen: a part with c snapshots has c - 1 spare
+                raise SystemError("deltaad plan: no spare snapshot slot")
+            self.nfree -= 1
+            new = self.free[self.nfree]
+            self._push(0, f.s, m, f.slot, f.c)
+            self._push(1, 0, 0, new, 0)
+            self._push(0, m, f.e, new, f.c - 1)
+            return (0, f.slot, m, new)  # (ADVANCE, slot, to, new)
+        raise StopIteration
+
+
+def plan(n, c, frees=True):
+    """``deltaad.schedules.plan`` in C (the same actions)."""
+    return Plan(n, c, frees)

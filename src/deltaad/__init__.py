@@ -20,6 +20,7 @@ from .numpy import ArrayDual, ComplexDual, asarray, at, defconst, defjvp, defvjp
 from .pytrees import tree_flatten, tree_map, tree_unflatten
 from .custom import custom_jvp, custom_vjp, primitive
 from .compile import CompileWarning, ReplayMismatch, compile
+from .checkpointing import CheckpointError, checkpoint, fori_loop, remat, while_loop
 from .support import support_table
 from .trace import open_traces
 from .transforms import (
@@ -36,6 +37,7 @@ __all__ = [
     "make_delta",
     "open_traces", "tree_flatten", "tree_unflatten", "tree_map",
     "ArrayDual", "ComplexDual", "asarray", "stack", "at", "logsumexp",
-    "custom_vjp", "custom_jvp", "primitive", "compile", "CompileWarning", "ReplayMismatch",
-    "defvjp", "defjvp", "defconst", "support_table",
+    "custom_vjp", "custom_jvp", "primitive", "defvjp", "defjvp", "defconst", "support_table",
+    "compile", "CompileWarning", "ReplayMismatch",
+    "checkpoint", "remat", "fori_loop", "while_loop", "CheckpointError",
 ] + list(_functions)

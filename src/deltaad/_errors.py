@@ -281,3 +281,38 @@ def no_float_error(what, dtype=None, array=False):
     """The TypeError for converting a dual to a plain ``what``: ``"float"``, ``"int"``,
     ``"complex"``, or ``"array"`` (with the requested ``dtype``)."""
     return TypeError(conversion_message(what, array=array or what == "array", dtype=dtype))
+
+
+KEPT_INTERMEDIATE = (
+    "a deltaad Dual computed inside a checkpointed function or loop body was kept (e.g. in a list "
+    "or a global) and used after it returned; checkpointing drops such values from the tape. "
+    "Return every value a checkpointed function computes, or compute it outside the checkpoint."
+)
+
+
+def kept_intermediate_error():
+    return EscapedDualError(KEPT_INTERMEDIATE)
+
+
+class CheckpointError(RuntimeError):
+    """The re-run of a checkpointed function or loop step differs from its first run."""
+
+
+DIVERGENCE = (
+    "{who}: the re-run differs from the first run ({what}). A checkpointed function (a loop "
+    "body) is run again during the backward sweep and must compute the same thing from the same "
+    "arguments and captured values: it must not depend on state that changes in between (a "
+    "global, a counter, a random draw, an iterator), nor keep or return duals it did not "
+    "compute or receive."
+)
+
+
+def divergence_error(who, what):
+    return CheckpointError(DIVERGENCE.format(who=who, what=what))
+
+
+def step_reads_error(who, index, ids, allowed):
+    extra = sorted(set(ids) - set(allowed))[:5]
+    where = "a step" if index is None else "step %d" % index
+    return divergence_error(who, "%s read variables %s that the loop's run did not read"
+                            % (where, extra))

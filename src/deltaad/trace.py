@@ -87,6 +87,38 @@ class opened:
         return False
 
 
+class reopened:
+    """``with reopened(trace)``: make an existing ``trace`` the innermost of this thread and
+    open again (a checkpoint re-records on the tape it was dropped from, possibly after that
+    tape's function returned); its open/closed state and the stack are restored on the way
+    out."""
+
+    __slots__ = ("trace", "was")
+
+    def __init__(self, trace):
+        self.trace = trace
+
+    def __enter__(self):
+        t = self.trace
+        self.was = t.closed
+        stack = getattr(_local, "stack", None)
+        if stack is None:
+            stack = _local.stack = []
+        stack.append(t)
+        t.closed = False
+        return t
+
+    def __exit__(self, *exc):
+        t = self.trace
+        t.closed = self.was
+        stack = _local.stack
+        for k in range(len(stack) - 1, -1, -1):
+            if stack[k] is t:
+                del stack[k]
+                break
+        return False
+
+
 def innermost():
     """The trace opened last in this thread and still open, or None."""
     stack = getattr(_local, "stack", None)

@@ -12,6 +12,7 @@ import functools
 import numbers
 import operator
 import types
+import weakref
 
 import numpy as np
 
@@ -502,6 +503,8 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
         if type(out) is not Dual:
             out = _pack_outputs(out, tape)
     pb.tape = tape
+    if tape.nnodes:  # checkpoints hold duals of the tape: a cycle the core's GC cannot see
+        weakref.finalize(pb, tape.release_nodes)
     pb.in_def = in_def
     pb.in_leaves = leaves
     pb.all_float = floats
