@@ -228,11 +228,20 @@ def _qr(draw):
     k = min(m, n)
 
     def f(a):
+        # LAPACK's Householder QR takes each diagonal sign from a pivot element: where a
+        # pivot crosses zero, Q's column and R's row flip sign, a jump finite differences
+        # would straddle. Q D and D R, with D the (piecewise constant) signs of R's diagonal,
+        # are smooth there and still go through every rule of qr.
         if mode == "r":
-            return np.linalg.qr(a, mode="r")
-        q, r = np.linalg.qr(a, mode=mode)
+            r = np.linalg.qr(a, mode="r")
+        else:
+            q, r = np.linalg.qr(a, mode=mode)
+        dg = np.sign(np.diagonal(r[..., :k, :k], axis1=-2, axis2=-1))
+        r = np.concatenate([r[..., :k, :] * dg[..., :, None], r[..., k:, :]], axis=-2)
+        if mode == "r":
+            return r
         qc = q[..., :, k:]  # the complement (complete mode): through its projector
-        return q[..., :, :k], r, np.matmul(qc, np.swapaxes(qc, -1, -2))
+        return q[..., :, :k] * dg[..., None, :], r, np.matmul(qc, np.swapaxes(qc, -1, -2))
 
     return f, [_with_spectrum(rng, m, n, batch)]
 
