@@ -89,6 +89,17 @@ cdef class Trace:
         """End recording: duals of this trace may no longer enter arithmetic."""
         self.closed = True
 
+    def run(self, fn, *args):
+        """``fn(*args)`` with this trace open; it is closed when ``fn`` returns or raises.
+
+        Opening, the call and closing are one C function: no bytecode runs between them, so
+        an asynchronous exception (``KeyboardInterrupt``, a tracer's) cannot skip the close."""
+        self.closed = False
+        try:
+            return fn(*args)
+        finally:
+            self.closed = True
+
 
 ctypedef struct Binding:
     double c1

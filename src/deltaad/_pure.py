@@ -56,18 +56,46 @@ def all_floats(xs):
 
 
 class Trace:
-    """One differentiation in progress; ``level`` orders nested traces (higher = inner)."""
+    """One differentiation in progress; ``level`` orders nested traces (higher = inner).
+
+    ``closed`` is a list, empty while the trace is open and ``[True]`` once it has closed (a
+    list is as quick to test as a bool, and ``run`` needs one: see there)."""
 
     __slots__ = ("level", "closed", "__weakref__")
     is_forward = False
 
     def __init__(self, level):
         self.level = level
-        self.closed = False
+        self.closed = []
 
     def close(self):
         """End recording: duals of this trace may no longer enter arithmetic."""
-        self.closed = True
+        if not self.closed:
+            self.closed.append(True)
+
+    def run(self, fn, *args):
+        """``fn(*args)`` with this trace open; it is closed when ``fn`` returns or raises.
+
+        Closing must not be Python code: an asynchronous exception (``KeyboardInterrupt``, or
+        one a tracer raises) arrives between any two bytecodes and would skip it. The compiled
+        core closes in C; here ``list.sort`` does it. While sorting, CPython empties the list
+        and calls the key function on each item, and afterwards puts the items back -- in C,
+        whether the key function returned or raised. So ``closed``, ``[True]`` before, reads
+        empty (open) exactly while ``fn`` runs as the key function of its one item."""
+        closed = self.closed
+        if not closed:
+            closed.append(True)
+        out = []
+
+        def key(_):
+            out.append(fn(*args))
+
+        try:
+            closed.sort(key=key)
+        except ValueError:  # "list modified during sort": fn called close(); closed anyway
+            if not out:
+                raise
+        return out[0]
 
 
 class Tape(Trace):

@@ -28,7 +28,7 @@ from .numpy import array as A
 from .numpy.array import ArrayDual, Dual
 from .numpy.elementwise import elementwise_primitive
 from .pytrees import tree_flatten, tree_unflatten
-from .trace import dtype_of, is_dual, leaf_kind, opened, top_trace
+from .trace import dtype_of, is_dual, leaf_kind, top_trace, traced
 from .trace import value as strip
 
 __all__ = ["custom_vjp", "custom_jvp", "primitive"]
@@ -468,31 +468,37 @@ class custom_vjp(_CustomRule):
         return tree_unflatten(out_def, _record(top, ids, outs, kinds, rule_multi))
 
 
+def _transpose_bwd(tp, outs, kinds, tans, rule_multi, who):
+    """``(us, s)``: fresh inputs ``us`` of ``tp`` for the output cotangents, and
+    ``s = <bwd(us), tangents>``, whose gradient is the tangent output."""
+    us = []
+    for x, k in zip(outs, kinds):
+        if k == "scalar":
+            us.append(tp.input(0.0))
+        elif k == "array":
+            us.append(A.array_input(tp, np.zeros(A.shape_of(x), dtype=dtype_of(x)), None))
+        else:
+            us.append(None)
+    cts = rule_multi(us)
+    s = None
+    for c, t in zip(cts, tans):
+        if c is None or t is None:
+            continue
+        if _nonzero(c):
+            # bwd(0) must be 0: transposing bwd relies on its being linear in g.
+            raise ValueError(
+                "%s is not linear in the output cotangent: it returned a nonzero cotangent "
+                "for a zero one (forward mode transposes bwd, which needs bwd(res, g) "
+                "linear in g)" % who)
+        term = c * t if type(c) is Dual or type(c) is float else np.sum(c * t)
+        s = term if s is None else s + term
+    return us, s
+
+
 def _forward_by_transpose(top, outs, kinds, out_def, tans, keep, rule_multi, who):
     """Forward mode from a reverse rule: the tangent ``J v`` is the gradient with respect to
     ``u`` of ``<bwd(u), v>`` (``bwd`` is linear in ``u``), taken on a small inner tape."""
-    with opened(B.Tape) as tp:
-        us = []
-        for x, k in zip(outs, kinds):
-            if k == "scalar":
-                us.append(tp.input(0.0))
-            elif k == "array":
-                us.append(A.array_input(tp, np.zeros(A.shape_of(x), dtype=dtype_of(x)), None))
-            else:
-                us.append(None)
-        cts = rule_multi(us)
-        s = None
-        for c, t in zip(cts, tans):
-            if c is None or t is None:
-                continue
-            if _nonzero(c):
-                # bwd(0) must be 0: transposing bwd relies on its being linear in g.
-                raise ValueError(
-                    "%s is not linear in the output cotangent: it returned a nonzero cotangent "
-                    "for a zero one (forward mode transposes bwd, which needs bwd(res, g) "
-                    "linear in g)" % who)
-            term = c * t if type(c) is Dual or type(c) is float else np.sum(c * t)
-            s = term if s is None else s + term
+    tp, (us, s) = traced(B.Tape, _transpose_bwd, outs, kinds, tans, rule_multi, who)
     wanted = [u.id for u in us if u is not None]
     if s is not None and is_dual(s) and s.trace is tp:
         adj = tp.eval([(s.id, 1.0 if type(s) is Dual else np.ones(()))], wanted)
@@ -609,45 +615,51 @@ class custom_jvp(_CustomRule):
             raise TypeError("%s must return a pair (primal_out, tangent_out); got %s" % (who, _describe(r)))
         return r
 
+    def _transposed(self, tp, vals, on, kinds, nondiff_vals, tdef, who):
+        """The rule run with ``tp`` open, its tangents zero inputs of ``tp``: the outputs and
+        the ids on ``tp`` of the tangent outputs (the seeds of ``_reverse``'s sweep)."""
+        tans = []
+        for v, o, k in zip(vals, on, kinds):
+            if not o:
+                tans.append(_zero_like(v, k))
+            elif k == "scalar":
+                tans.append(tp.input(0.0))
+            else:
+                tans.append(A.array_input(tp, np.zeros(A.shape_of(v), dtype=dtype_of(v)), None))
+        pout, tout = self._run(nondiff_vals, tdef, vals, tans, who)
+        p_leaves, p_def = tree_flatten(pout)
+        t_leaves = _leaves_like(tout, p_def, who + " (tangent output)")
+        out_kinds = []
+        outs = []
+        seeds_of = []
+        for p, t in zip(p_leaves, t_leaves):
+            if is_dual(p) and p.trace is tp:
+                raise TypeError("%s: the primal output depends on the tangents" % who)
+            k = leaf_kind(p)
+            out_kinds.append(k)
+            if k is None:
+                outs.append(p)
+                seeds_of.append(None)
+                continue
+            p = _norm_value(p, k)
+            outs.append(p)
+            # While tp is open: fitting a tangent may record on it (a 0-d array <-> scalar).
+            t = _fit(t, k, p, who, "tangent")
+            if t is not None and _nonzero(t):
+                raise ValueError(
+                    "%s is not linear in the tangents: it returned a nonzero tangent output "
+                    "for zero input tangents (reverse mode transposes the rule, which needs "
+                    "the tangent output linear in the tangents)" % who)
+            seeds_of.append(t.id if is_dual(t) and t.trace is tp else None)
+        return tans, p_leaves, p_def, t_leaves, out_kinds, outs, seeds_of
+
     def _reverse(self, top, leaves, on, vals, kinds, nondiff_vals, tdef, who, name):
         """Reverse mode by transposing the rule: it runs once with its tangents being zero
         inputs of a fresh tape ``tp``; the binding's linear map is ``tp``'s backward sweep from
         the tangent outputs. The tangent outputs are checked as in forward mode (structure,
         shape, dtype) and must be linear in the tangents: zero for zero tangents."""
-        with opened(B.Tape) as tp:
-            tans = []
-            for v, o, k in zip(vals, on, kinds):
-                if not o:
-                    tans.append(_zero_like(v, k))
-                elif k == "scalar":
-                    tans.append(tp.input(0.0))
-                else:
-                    tans.append(A.array_input(tp, np.zeros(A.shape_of(v), dtype=dtype_of(v)), None))
-            pout, tout = self._run(nondiff_vals, tdef, vals, tans, who)
-            p_leaves, p_def = tree_flatten(pout)
-            t_leaves = _leaves_like(tout, p_def, who + " (tangent output)")
-            out_kinds = []
-            outs = []
-            seeds_of = []
-            for p, t in zip(p_leaves, t_leaves):
-                if is_dual(p) and p.trace is tp:
-                    raise TypeError("%s: the primal output depends on the tangents" % who)
-                k = leaf_kind(p)
-                out_kinds.append(k)
-                if k is None:
-                    outs.append(p)
-                    seeds_of.append(None)
-                    continue
-                p = _norm_value(p, k)
-                outs.append(p)
-                # While tp is open: fitting a tangent may record on it (a 0-d array <-> scalar).
-                t = _fit(t, k, p, who, "tangent")
-                if t is not None and _nonzero(t):
-                    raise ValueError(
-                        "%s is not linear in the tangents: it returned a nonzero tangent output "
-                        "for zero input tangents (reverse mode transposes the rule, which needs "
-                        "the tangent output linear in the tangents)" % who)
-                seeds_of.append(t.id if is_dual(t) and t.trace is tp else None)
+        tp, (tans, p_leaves, p_def, t_leaves, out_kinds, outs, seeds_of) = traced(
+            B.Tape, self._transposed, vals, on, kinds, nondiff_vals, tdef, who)
         _check_free(p_leaves, top, who, "a primal output", _JVP_FIX % name)
         _check_free(t_leaves, top, who, "a tangent output", _JVP_FIX % name)
         t_ids = [t.id for t, o in zip(tans, on) if o]

@@ -18,7 +18,7 @@ from ._backend import B
 from .numpy.array import array_input, asarray
 from .pytrees import LEAF, all_floats, tree_flatten, tree_unflatten
 from .trace import dtype_of as _dtype_of
-from .trace import is_dual, opened
+from .trace import is_dual, traced
 from .trace import leaf_kind as _leaf_kind
 from .trace import on_trace as _on_trace
 
@@ -378,22 +378,28 @@ def _align_none(ct_def, out_def, ct_iter, acc=None):
     return acc
 
 
+def _run_reverse(tape, fun, args, kwargs, argnums, has_aux, who, leaves, in_def, floats):
+    """The part of ``_vjp`` that runs with ``tape`` open."""
+    duals, kinds = _dualise(tape, leaves, floats=floats)
+    _check_has_float(kinds, who, argnums)
+    new_args = list(args)
+    for n, a in zip(argnums, tree_unflatten(in_def, duals)):
+        new_args[n] = a
+    out = fun(*new_args, **kwargs)
+    aux = None
+    if has_aux:
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise TypeError("%s(has_aux=True): the function must return a pair (output, aux); got %r" % (who, type(out)))
+        out, aux = out
+    return duals, kinds, out, aux
+
+
 def _vjp(fun, args, kwargs, argnums, has_aux, who):
     """Run ``fun`` on a fresh tape, differentiating the arguments in ``argnums``."""
     leaves, in_def = tree_flatten(tuple([args[n] for n in argnums]))
     floats = all_floats(leaves)
-    with opened(B.Tape) as tape:
-        duals, kinds = _dualise(tape, leaves, floats=floats)
-        _check_has_float(kinds, who, argnums)
-        new_args = list(args)
-        for n, a in zip(argnums, tree_unflatten(in_def, duals)):
-            new_args[n] = a
-        out = fun(*new_args, **kwargs)
-        aux = None
-        if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise TypeError("%s(has_aux=True): the function must return a pair (output, aux); got %r" % (who, type(out)))
-            out, aux = out
+    tape, (duals, kinds, out, aux) = traced(
+        B.Tape, _run_reverse, fun, args, kwargs, argnums, has_aux, who, leaves, in_def, floats)
     pb = _Pullback()
     pb.tape = tape
     pb.in_def = in_def
@@ -506,14 +512,18 @@ def jvp(fun, primals, tangents):
     t_leaves, t_def = tree_flatten(tuple(tangents))
     if t_def is not in_def and t_def != in_def:
         raise TypeError("jvp: tangents must have the structure of primals, %r; got %r" % (in_def, t_def))
-    with opened(B.ForwardLevel) as level:
-        duals, kinds = _dualise(level, leaves, t_leaves, floats=all_floats(leaves))
-        _check_has_float(kinds, "jvp")
-        out = fun(*tree_unflatten(in_def, duals))
+    level, out = traced(B.ForwardLevel, _run_forward, fun, leaves, in_def, t_leaves)
     if type(out) is Dual and out.trace is level:  # one real output, the commonest
         return out.value, out.tangent
     ps, ts, out_def = _read_forward(out, level, "jvp")
     return tree_unflatten(out_def, ps), tree_unflatten(out_def, ts)
+
+
+def _run_forward(level, fun, leaves, in_def, t_leaves):
+    """The part of ``jvp`` that runs with ``level`` open."""
+    duals, kinds = _dualise(level, leaves, t_leaves, floats=all_floats(leaves))
+    _check_has_float(kinds, "jvp")
+    return fun(*tree_unflatten(in_def, duals))
 
 
 def _read_forward(out, level, who):
@@ -727,10 +737,13 @@ def _jacfwd(fun, argnums, who):
 def _jvp_static(f, in_leaves, in_def, t_leaves, who):
     """``jvp`` where static leaves carry ``None`` tangents (they are not dualised); the output
     as flat lists ``(primals, tangents, treedef)``."""
-    with opened(B.ForwardLevel) as level:
-        duals, kinds = _dualise(level, in_leaves, t_leaves)
-        out = f(*tree_unflatten(in_def, duals))
+    level, out = traced(B.ForwardLevel, _run_static, f, in_leaves, in_def, t_leaves)
     return _read_forward(out, level, who)
+
+
+def _run_static(level, f, in_leaves, in_def, t_leaves):
+    duals, kinds = _dualise(level, in_leaves, t_leaves)
+    return f(*tree_unflatten(in_def, duals))
 
 
 def hessian(fun, argnums=0):
@@ -749,12 +762,7 @@ def make_delta(fun, *primals):
     ``deltaad.delta.eval(1.0, delta, {})`` evaluates it to ``{input id: partial derivative}``.
     """
     leaves, in_def = tree_flatten(tuple(primals))
-    with opened(B.Tape) as tape:
-        duals, kinds = _dualise(tape, leaves)
-        _check_has_float(kinds, "make_delta")
-        if any(k == "array" for k in kinds):
-            raise TypeError("make_delta shows the Delta of scalar programs; pass floats, not arrays")
-        out = fun(*tree_unflatten(in_def, duals))
+    tape, out = traced(B.Tape, _run_delta, fun, leaves, in_def)
     d = _on_trace(out, tape)
     if d is None:
         _check_constant_output(out, tape, "make_delta")
@@ -770,3 +778,11 @@ def make_delta(fun, *primals):
             raise TypeError("make_delta: binding %d is a linear map (an array operation); only scalar programs can be shown" % i)
         term = _delta.Let(i, _delta.term(parents, rule), term)
     return (out if d is None else d.value), term
+
+
+def _run_delta(tape, fun, leaves, in_def):
+    duals, kinds = _dualise(tape, leaves)
+    _check_has_float(kinds, "make_delta")
+    if any(k == "array" for k in kinds):
+        raise TypeError("make_delta shows the Delta of scalar programs; pass floats, not arrays")
+    return fun(*tree_unflatten(in_def, duals))

@@ -22,7 +22,7 @@ import inspect
 import numpy as np
 
 from .._backend import B
-from ..trace import is_dual, opened
+from ..trace import is_dual, traced
 from ..trace import value as strip
 from . import registry
 from .array import (
@@ -250,14 +250,18 @@ def _inner(a, b):
     return p if type(p) is Dual or type(p) is float else np.sum(p)
 
 
+def _transposed(tp, linear, like, w):
+    """``(u, <linear(u), w>)`` for a fresh input ``u`` of ``tp`` shaped like ``like``."""
+    u = _input_like(tp, like)
+    return u, _inner(linear(u), w)
+
+
 def _transpose_jvp(jvp, v, out):
     """A vjp maker from a jvp: the cotangent ``J^T c`` is the gradient of ``<jvp(u), c>`` with
     respect to ``u``."""
 
     def vjp(ct):
-        with opened(B.Tape) as tp:
-            u = _input_like(tp, v)
-            s = _inner(jvp(u), ct)
+        tp, (u, s) = traced(B.Tape, _transposed, lambda u: jvp(u), v, ct)
         g = _gradient(tp, s, u)
         return np.zeros(shape_of(v)) if g is None else g
 
@@ -267,8 +271,6 @@ def _transpose_jvp(jvp, v, out):
 def _transpose_vjp(vjp, t, v, out):
     """A jvp from a vjp map: the tangent ``J t`` is the gradient of ``<vjp(c), t>`` with respect
     to the cotangent ``c``."""
-    with opened(B.Tape) as tp:
-        c = _input_like(tp, out)
-        s = _inner(_fit(vjp(c), shape_of(v)), t)
+    tp, (c, s) = traced(B.Tape, _transposed, lambda c: _fit(vjp(c), shape_of(v)), out, t)
     g = _gradient(tp, s, c)
     return np.zeros(shape_of(out)) if g is None else g
