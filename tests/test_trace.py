@@ -4,11 +4,13 @@ return) never leaves a trace open, and the duals it made then count as escaped. 
 a tiny switch interval compute what a single thread computes."""
 
 import ctypes
+import gc
 import math
 import random
 import sys
 import threading
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -96,12 +98,16 @@ def _run_traced(run, at):
     return n[0], raised
 
 
+TAPES = []  # weakly, every trace a stashed dual belonged to: none may outlive the test
+
+
 def _assert_all_closed():
     assert ad.open_traces() == [], ad.open_traces()
     left = getattr(T._local, "stack", [])
     assert left == [], "a closed trace kept on the stack: %r" % left
     for d in STASH:
         assert d.trace.closed
+        TAPES.append(weakref.ref(d.trace))
         with pytest.raises(ad.EscapedDualError):
             d * 2.0
         with pytest.raises(ad.EscapedDualError):
@@ -129,6 +135,10 @@ def test_interrupt_at_every_point(name):
     assert hits > 0
     run()  # and differentiation still works afterwards
     STASH.clear()
+    gc.collect()
+    alive = sum(r() is not None for r in TAPES)
+    TAPES.clear()
+    assert alive == 0, "%d traces kept alive" % alive
 
 
 @unraisable
