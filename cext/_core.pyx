@@ -27,7 +27,7 @@ from operator import index as _index
 
 from deltaad import _rules
 from deltaad import elementwise as _table
-from deltaad._errors import escaped_error, no_float_error
+from deltaad._errors import DUAL_NEW, escaped_error, no_float_error
 
 cdef double INF = _math.inf
 cdef double NAN = _math.nan
@@ -1388,8 +1388,7 @@ _ipow, _pow_da = _rules.pow_rules(strip, lift)
 
 
 def _dual_new(*args, **kwargs):
-    raise TypeError("deltaad.Dual.__new__ would make a dual without a trace: create duals with "
-                    "Dual(value, trace, id, tangent), Tape.input or ForwardLevel.input")
+    raise TypeError(DUAL_NEW)
 
 
 # ``Dual.__new__(Dual)`` from Python would give a dual whose trace is None, which the hot path
@@ -1401,3 +1400,15 @@ def _dual_new(*args, **kwargs):
 # attributes from Python; this is the same type-dict patch).
 (<dict><object>(<PyTypeObject*>Dual).tp_dict).update(_methods)
 PyType_Modified(<PyTypeObject*>Dual)
+
+# Python writes the name of a type into its own error messages ("unsupported operand type(s)
+# for @: 'Dual' and 'float'") from its C-level tp_name, which for a Cython class carries the
+# module: 'deltaad._core.Dual'. The pure twin's classes are named 'Dual', 'Tape', ...: name
+# these the same, so that both backends say the same thing. (A static type's ``__module__``
+# is read from that name, so it becomes 'builtins'; nothing here relies on it.)
+(<PyTypeObject*>Trace).tp_name = "Trace"
+(<PyTypeObject*>Tape).tp_name = "Tape"
+(<PyTypeObject*>ForwardLevel).tp_name = "ForwardLevel"
+(<PyTypeObject*>Dual).tp_name = "Dual"
+for _t in (Trace, Tape, ForwardLevel, Dual):
+    PyType_Modified(<PyTypeObject*>_t)

@@ -24,7 +24,7 @@ from operator import index as _index
 
 from . import _rules
 from . import elementwise as _table
-from ._errors import escaped_error, no_float_error
+from ._errors import DUAL_NEW, escaped_error, no_float_error
 
 _INF = math.inf
 _NAN = math.nan
@@ -72,6 +72,9 @@ class Trace:
         """End recording: duals of this trace may no longer enter arithmetic."""
         if not self.closed:
             self.closed.append(True)
+
+    def __reduce__(self):
+        raise TypeError("cannot pickle '%s' object" % type(self).__name__)
 
     def run(self, fn, *args):
         """``fn(*args)`` with this trace open; it is closed when ``fn`` returns or raises.
@@ -566,6 +569,11 @@ class Dual:
 
     __slots__ = ("value", "trace", "id", "tangent")
     __hash__ = None  # equality compares values; duals are not dictionary keys
+
+    def __new__(cls, *args, **kwargs):
+        if not args and not kwargs:  # a dual without a trace, as the core refuses it too
+            raise TypeError(DUAL_NEW)
+        return _new(cls)
 
     def __init__(self, value, trace, id, tangent):
         # A dual made by hand must name a binding its tape holds (the core's sweep writes to

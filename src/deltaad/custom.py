@@ -443,6 +443,15 @@ class custom_vjp(_CustomRule):
         who = "custom_vjp bwd of %s" % name
 
         def rule_multi(cts):
+            try:
+                return checked_bwd(cts)
+            except (TypeError, ValueError) as e:
+                # bwd got cotangents shaped like fwd's output: if that differs from f's own,
+                # the mistake is fwd's (checked here only, where running f costs nothing).
+                _blame_fwd(self.fun, new_args, out_leaves, out_def, name, e)
+                raise
+
+        def checked_bwd(cts):
             ct_leaves = [c if c is not None else _zero_like(x, k) for c, x, k in zip(cts, outs, kinds)]
             g = bwd(*nondiff_vals, residuals, tree_unflatten(out_def, ct_leaves))
             if not isinstance(g, (tuple, list)) or len(g) != len(diff_idx):
@@ -466,6 +475,30 @@ class custom_vjp(_CustomRule):
             return tree_unflatten(out_def, _forward_by_transpose(top, outs, kinds, out_def, tans, keep, rule_multi, who))
         ids = [leaves[k].id for k in keep]
         return tree_unflatten(out_def, _record(top, ids, outs, kinds, rule_multi))
+
+
+def _blame_fwd(fun, args, out_leaves, out_def, name, err):
+    """Raise an error naming ``fwd`` if its output differs in structure or shape from what
+    ``fun`` returns on the same (plain) arguments; return if it does not."""
+    leaves, d = tree_flatten(tuple(args))
+    try:
+        ref = fun(*tree_unflatten(d, [strip(x) for x in leaves]))
+    except Exception:  # noqa: BLE001 - f fails on its own: nothing to compare with
+        return
+    ref_leaves, ref_def = tree_flatten(ref)
+    if ref_def != out_def:
+        raise TypeError(
+            "custom_vjp fwd of %s returned an output with the structure %r, but %s returns %r: "
+            "fwd must return (output, residuals) with output what %s itself returns"
+            % (name, out_def, name, ref_def, name)) from err
+    for k, (o, r) in enumerate(zip(out_leaves, ref_leaves)):
+        so, sr = np.shape(strip(o)), np.shape(strip(r))
+        if so != sr:
+            where = "" if len(out_leaves) == 1 else " (leaf %d)" % k
+            raise ValueError(
+                "custom_vjp fwd of %s returned an output of shape %s%s, but %s returns shape %s "
+                "for these arguments: fwd must return (output, residuals) with output what %s itself returns"
+                % (name, so, where, name, sr, name)) from err
 
 
 def _transpose_bwd(tp, outs, kinds, tans, rule_multi, who):

@@ -212,7 +212,12 @@ def _argnums_tuple(argnums, nargs, who):
     out = []
     for n in nums:
         i = _argnum(n, argnums, who)
-        if i is None or not -nargs <= i < nargs:
+        if i is None:
+            raise TypeError(
+                "%s: argnums=%r; argnums must be an int or a tuple of ints (argument positions, "
+                "such as 0 or (0, 1))" % (who, argnums)
+            )
+        if not -nargs <= i < nargs:
             raise ValueError(
                 "%s: argnums=%r, but the function was called with %d positional argument(s); "
                 "argnums takes integer positions below that (or a tuple of them)"
@@ -389,7 +394,8 @@ def _run_reverse(tape, fun, args, kwargs, argnums, has_aux, who, leaves, in_def,
     aux = None
     if has_aux:
         if not (isinstance(out, tuple) and len(out) == 2):
-            raise TypeError("%s(has_aux=True): the function must return a pair (output, aux); got %r" % (who, type(out)))
+            raise TypeError("%s(has_aux=True): the function must return a pair (output, aux); got %s"
+                            % (who, _describe(out)))
         out, aux = out
     return duals, kinds, out, aux
 
