@@ -29,9 +29,69 @@ from .array import (
     ArrayDual, Dual, Primitive, apply, array_input, broadcast, operand_or_raise, shape_of,
     unbroadcast,
 )
-from .registry import register
+from .registry import register as _register
 
 __all__ = ["defvjp", "defjvp", "defconst", "register", "Primitive"]
+
+
+def register(*funcs, note="", numpy_value=False):
+    """Decorator: ``impl`` implements each numpy function in ``funcs`` (a ``None`` is skipped:
+    a function this numpy version lacks) on duals, with the function's own signature; its
+    derivative is that of ``impl``. ``note`` says what it chooses where the function is not
+    differentiable.
+
+    The value of a call must be numpy's, bit for bit: what the plain program computes. An
+    ``impl`` that applies one primitive computing with numpy's function itself has it. One that
+    is a composition (``norm = sqrt(sum(x * x))``) rounds differently from numpy's own
+    algorithm: declare it with ``numpy_value=True``, and the duals it returns carry the value of
+    ``func`` on the plain arguments instead (one more call of ``func``; ``impl`` runs once, and
+    its derivative is kept). tests/numpy/test_values.py checks every registered function."""
+    if not numpy_value:
+        return _register(*funcs, note=note)
+
+    def deco(impl):
+        for f in funcs:
+            if f is not None:
+                _register(f, note=note)(numpy_valued(f, impl))
+        return impl
+
+    return deco
+
+
+def numpy_valued(func, impl):
+    """``impl`` (a rule for the numpy function ``func``) with ``func``'s own value: the duals
+    ``impl`` returns are given the value of ``func`` on the plain arguments."""
+
+    def rule(*args, **kwargs):
+        out = impl(*args, **kwargs)
+        if not (is_dual(out) or isinstance(out, tuple) and any(is_dual(o) for o in out)):
+            return out
+        ref = func(*[plain(a) for a in args], **{k: plain(v) for k, v in kwargs.items()})
+        return _revalued(out, ref, func)
+
+    rule.__name__ = getattr(impl, "__name__", "rule")
+    rule.__doc__ = impl.__doc__
+    rule.numpy_valued = func
+    return rule
+
+
+def _revalued(out, ref, func):
+    """``out`` (duals, in tuples) with the plain values ``ref`` put under every level."""
+    t = type(out)
+    if t is ArrayDual or t is Dual:
+        return type(out)(_revalued(out.value, ref, func), out.trace, out.id, out.tangent)
+    if t is tuple or t is list or isinstance(out, tuple):
+        items = [_revalued(o, r, func) for o, r in zip(out, ref)]
+        return t(*items) if hasattr(out, "_fields") else t(items)
+    if t is float:
+        return float(ref)
+    if t is np.ndarray:
+        r = np.asarray(ref)
+        if r.shape != out.shape:
+            raise AssertionError("deltaad: the rule for %s gives shape %s where numpy gives %s"
+                                 % (registry.qualified_name(func), out.shape, r.shape))
+        return r
+    return out
 
 
 class _Declared:
