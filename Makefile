@@ -40,7 +40,7 @@ $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
 	$(PY) -m pip install --upgrade $(BUILD_REQS)
-	DELTAAD_REQUIRE_CORE=1 $(PY) -m pip install --no-build-isolation -e '.[test,docs,bench]'
+	DELTAAD_REQUIRE_CORE=1 $(PY) -m pip install --no-build-isolation -e '.[test,docs,bench,dist]'
 	touch $@
 
 build: venv $(CORE_SRCS)

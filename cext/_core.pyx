@@ -1372,7 +1372,7 @@ _methods = {}
 _GENERIC.extend([None] * U_COUNT)
 _C_CODES = {_name: _code for _code, _name in enumerate(_UNARY_NAMES)}
 for _e in _table.TABLE:
-    _fn = (lift1 if _e.arity == 1 else lift2)(_e.name, _e.float, _e.derivative)
+    _fn = _table.lift(_e, lift1, lift2, _fallback, Dual)
     if _e.name in _C_CODES:
         _GENERIC[_C_CODES[_e.name]] = _fn
     else:
@@ -1381,6 +1381,7 @@ for _e in _table.TABLE:
     for _u in _e.ufuncs:
         if not isinstance(_u, str):
             _methods[_u.__name__] = globals()[_e.name]
+_methods.update(_rules.SCALAR_ATTRIBUTES)  # shape, ndim, size, dtype, as numpy's scalars
 if None in _GENERIC:  # the C copy names a function the table does not have
     raise ImportError("deltaad._core: C fast paths without a table entry: %s"
                       % [n for n, g in zip(_UNARY_NAMES, _GENERIC) if g is None])

@@ -1,36 +1,35 @@
 """The best launch angle of a projectile, with and without air drag.
 
-The model is written as one would with the ``math`` module -- ``sin``, ``cos``, ``sqrt`` on
-floats, a ``while`` loop that stops when the projectile lands -- but with deltaad's functions,
-which also take duals. Without drag the range has a closed form whose best angle is 45°;
+The model is written with the ``math`` module -- ``math.sin``, ``math.cos``, ``math.hypot``
+on floats, a ``while`` loop that stops when the projectile lands -- and the only change that
+makes it differentiable is the import: ``from deltaad import math`` in place of ``import
+math`` (on floats it is ``math`` itself; on duals it differentiates). Without drag the range has a closed form whose best angle is 45°;
 Newton's method on its derivative finds it (second derivatives by nesting ``grad``). With
 drag there is no closed form: the range comes from a simulation, its derivative with respect
 to the angle from reverse mode through every step, and a root finder on that derivative
 gives the best angle, below 45°.
 """
 
-import math
-
 from scipy import optimize
 
 import deltaad as ad
-from deltaad import cos, pi, sin, sqrt
+from deltaad import math
 
 G = 9.81
 SPEED = 40.0
 
 
 def range_vacuum(angle):
-    return SPEED ** 2 * sin(2.0 * angle) / G
+    return SPEED ** 2 * math.sin(2.0 * angle) / G
 
 
 def range_drag(angle, drag=0.01, dt=2e-3):
     """Semi-implicit Euler with quadratic drag until the projectile falls below the ground;
     the landing point is interpolated linearly between the last two steps."""
     x, y = 0.0, 0.0
-    vx, vy = SPEED * cos(angle), SPEED * sin(angle)
+    vx, vy = SPEED * math.cos(angle), SPEED * math.sin(angle)
     while True:
-        speed = sqrt(vx * vx + vy * vy)
+        speed = math.hypot(vx, vy)
         vx = vx - dt * drag * speed * vx
         vy = vy - dt * (G + drag * speed * vy)
         x_new, y_new = x + dt * vx, y + dt * vy
@@ -51,7 +50,7 @@ def newton(f_prime, f_second, x, steps=20):
 def main():
     d_vacuum = ad.grad(range_vacuum)
     best = newton(d_vacuum, ad.grad(d_vacuum), 0.5)
-    assert abs(best - pi / 4) < 1e-12, best
+    assert abs(best - math.pi / 4) < 1e-12, best
 
     d_drag = ad.grad(range_drag)
     # the simulated derivative agrees with a central difference of the simulation
@@ -59,8 +58,8 @@ def main():
     fd = (range_drag(a + h) - range_drag(a - h)) / (2 * h)
     assert math.isclose(d_drag(a), fd, rel_tol=1e-5), (d_drag(a), fd)
 
-    best_drag = optimize.brentq(d_drag, 0.3, pi / 4, xtol=1e-10)
-    assert 0.3 < best_drag < pi / 4 - 0.05                  # drag lowers the best angle
+    best_drag = optimize.brentq(d_drag, 0.3, math.pi / 4, xtol=1e-10)
+    assert 0.3 < best_drag < math.pi / 4 - 0.05                  # drag lowers the best angle
     assert range_drag(best_drag) > max(range_drag(best_drag - 0.02), range_drag(best_drag + 0.02))
     print("best angle: %.4f° in vacuum (range %.1f m), %.2f° with drag (range %.1f m)"
           % (math.degrees(best), range_vacuum(best), math.degrees(best_drag), range_drag(best_drag)))

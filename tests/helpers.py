@@ -88,6 +88,48 @@ def tree_bits(x):
 
 
 # --------------------------------------------------------------------------------------------
+# The elementwise table as the tests see it
+
+
+class Bound:
+    """An entry with an integer order (``polygamma(n, x)``) bound to one order: to the tests a
+    function of one real like the others, named ``polygamma[2]``."""
+
+    def __init__(self, e, n):
+        self.entry = e
+        self.n = n
+        self.name = "%s[%d]" % (e.name, n)
+        self.arity = 1
+        self.orders = 0
+        self.float = lambda x: e.float(n, x)
+        self.array = lambda x: e.array(n, x)
+        self.derivative = lambda ns, x, y: e.derivative(ns, n, x, y)
+        for a in ("domain", "chosen", "edges", "math", "ufuncs", "needs"):
+            setattr(self, a, getattr(e, a))
+
+    def __repr__(self):
+        return "<%s>" % self.name
+
+
+def unary_entries(table, orders=range(4)):
+    """The table's functions of one real: its unary entries, and each entry with an integer
+    order bound to ``orders``."""
+    out = [e for e in table if e.arity == 1 and not e.orders]
+    for e in table:
+        if e.orders:
+            out += [Bound(e, n) for n in orders]
+    return out
+
+
+def function(e, module):
+    """The function of (possibly bound) entry ``e`` in ``module`` (deltaad or a backend)."""
+    if isinstance(e, Bound):
+        f = getattr(module, e.entry.name)
+        return lambda x: f(e.n, x)
+    return getattr(module, e.name)
+
+
+# --------------------------------------------------------------------------------------------
 # Plain-float reference functions (deltaad exposes these; math does not, or not by this name)
 
 

@@ -9,19 +9,21 @@ exception by type and message.
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from deltaad import _pure
 from deltaad.elementwise import TABLE
-from helpers import OP_NAMES, bits, programs, scaled
+from helpers import OP_NAMES, bits, function, programs, scaled, unary_entries
 
 _core = pytest.importorskip("deltaad._core")
 
 BACKENDS = (_pure, _core)
 
-UNARY = [e.name for e in TABLE if e.arity == 1]  # every function of the table
+UNARY_ENTRIES = {e.name: e for e in unary_entries(TABLE)}  # every function of the table
+UNARY = list(UNARY_ENTRIES)
 BINARY = [e.name for e in TABLE if e.arity == 2] + ["power"]
 
 # anything, including points outside domains, at poles and at kinks
@@ -54,7 +56,7 @@ def _guard(fn):
 
 
 def _results_unary(B, name, x):
-    f = getattr(B, name)
+    f = function(UNARY_ENTRIES[name], B)
     out = {"float": _guard(lambda: bits(f(x)))}
 
     def rev():
@@ -482,7 +484,7 @@ def test_core_memory_per_binary_op():
 def test_same_interface():
     """The names the Python layer uses exist in both backends."""
     names = (["Tape", "ForwardLevel", "Dual", "strip", "check_open", "lift", "set_hooks", "power"]
-             + UNARY + BINARY)
+             + [e.name for e in TABLE])
     for name in names:
         assert hasattr(_pure, name) and hasattr(_core, name), name
     for attr in ("input", "eval", "close", "nbindings", "nbytes", "binding", "push_linear",
@@ -491,6 +493,24 @@ def test_same_interface():
     for B in BACKENDS:
         assert B.Tape.is_forward is False or B.Tape(1).is_forward is False
         assert B.ForwardLevel(1).is_forward is True
+
+
+@pytest.mark.parametrize("B", BACKENDS, ids=["pure", "core"])
+def test_scalar_dual_answers_like_a_numpy_scalar(B):
+    """``shape``, ``ndim``, ``size`` and ``dtype`` of a scalar dual are a float64 scalar's, on
+    a tape, on a forward level and nested, and they do not record anything."""
+    ref = np.float64(1.5)
+    T = B.Tape(1)
+    F = B.ForwardLevel(2)
+    x = T.input(1.5)
+    y = F.input(x, 1.0)
+    n = T.nbindings
+    for d in (x, y, x * 2.0):
+        assert (d.shape, d.ndim, d.size, d.dtype) == (ref.shape, ref.ndim, ref.size, ref.dtype)
+        assert type(d.shape) is tuple and type(d.ndim) is int and type(d.size) is int
+    assert T.nbindings == n + 1  # only x * 2.0
+    with pytest.raises(AttributeError):
+        x.shape = (1,)
 
 
 def test_escaped_error_same_message():

@@ -26,9 +26,9 @@ import deltaad
 from deltaad import elementwise as table
 from deltaad.numpy import registry
 from deltaad.numpy.elementwise import SCALAR_NS
-from helpers import bits, scaled
+from helpers import Bound, bits, function, scaled, unary_entries
 
-UNARY = [e for e in table.TABLE if e.arity == 1]
+UNARY = unary_entries(table.TABLE)
 BINARY = [e for e in table.TABLE if e.arity == 2]
 
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 1e-300, -1e-300, 1e300, -1e300, 30.0,
@@ -55,10 +55,18 @@ def ulps(a, b):
 
 
 def numpy_fn(e):
-    """What numpy code calls for ``e``: its numpy ufunc, or deltaad's array function."""
+    """What numpy code calls for ``e``: its numpy ufunc, its scipy.special function (when scipy
+    is installed), or deltaad's array function."""
     for u in e.ufuncs:
         if isinstance(u, np.ufunc):
             return u
+    for u in e.ufuncs:
+        if callable(u):  # a numpy function that is not a ufunc (np.sinc)
+            return u
+        if isinstance(u, str) and u.startswith("scipy.special."):
+            special = pytest.importorskip("scipy.special")
+            f = getattr(special, u.rpartition(".")[2])
+            return (lambda x: f(e.n, x)) if isinstance(e, Bound) else f
     return registry.ELEMENTARY[e.name]
 
 
@@ -74,7 +82,7 @@ def guarded(f):
 
 def unary_paths(e, x):
     """name -> (value, first derivative, second derivative) on every path at the float ``x``."""
-    f = getattr(deltaad, e.name)
+    f = function(e, deltaad)
     g = numpy_fn(e)
     arr0 = lambda v: g(v)  # noqa: E731 - applied to 0-d arrays below
     out = {}
@@ -136,7 +144,12 @@ def agree(e, x, paths):
                 for b in names:
                     assert ulps(got[a][1], got[b][1]) == 0, "%s at %r: d1 %s %r != %s %r" % (
                         e.name, x, a, got[a][1], b, got[b][1])
-                    assert ulps(got[a][2], got[b][2]) <= 2, "%s at %r: d2 %s %r vs %s %r" % (
+                    # (a second derivative computed as a difference of terms larger than
+                    # itself, i1e's, say, rounds differently on paths that sum in different
+                    # orders: then 4 ulp of the terms' scale, 1 at the least)
+                    scale = 4 * math.ulp(max(1.0, abs(got[a][0]), abs(got[a][1])))
+                    assert ulps(got[a][2], got[b][2]) <= 2 or \
+                        abs(got[a][2] - got[b][2]) <= scale, "%s at %r: d2 %s %r vs %s %r" % (
                         e.name, x, a, got[a][2], b, got[b][2])
         if len(groups) > 1:
             xs = x if isinstance(x, tuple) else (x,)
@@ -253,7 +266,10 @@ def test_every_table_function_is_public_and_answers_numpy():
         assert e.name in deltaad.__all__
         for u in e.ufuncs:
             if isinstance(u, np.ufunc):
-                assert registry.UFUNCS[u] is registry.ELEMENTARY[e.name]
+                # the rule's values are the ufunc's own (np.fabs's for np.fabs)
+                rule = registry.UFUNCS[u]
+                assert rule is registry.ELEMENTARY[e.name] if u is e.array else \
+                    rule.primitive.impl is u
                 # numpy object arrays of duals call the method named after the ufunc
                 assert callable(getattr(deltaad.Dual, u.__name__))
 

@@ -662,3 +662,50 @@ def test_long_make_delta_prints_and_evals():
     out, d = deltaad.make_delta(f, 2.0)
     assert D_.eval(1.0, d, {}) == {0: 1.0}
     assert str(d).count("\n") == n
+
+
+# --------------------------------------------------------------------------------------------
+# hvp: forward over reverse, against the Hessian and finite differences of the gradient
+
+
+@scaled(0.6)
+@given(program_and_point(min_in=2, max_in=3, max_ops=8, max_out=1, ops=SMOOTH), st.data())
+def test_hvp_is_hessian_times_vector(pp, data):
+    prog, xs = pp
+    f = lambda v: prog.run(deltaad, list(v))[0]  # noqa: E731
+    x = np.array(xs)
+    v = np.array(data.draw(st.lists(st.floats(-2, 2), min_size=len(xs), max_size=len(xs))))
+    H = deltaad.hessian(f)(x)
+    hv = deltaad.hvp(f, (x,), (v,))
+    assert isinstance(hv, np.ndarray) and hv.shape == x.shape and hv.dtype == np.float64
+    np.testing.assert_allclose(hv, H @ v, rtol=1e-9, atol=1e-9 * (1 + np.abs(H).max() * np.abs(v).sum()))
+
+
+def test_hvp_arguments_and_structures():
+    def f(x, y):
+        return x * x * y + y ** 3 + x * np.sum(np.sin(y * np.arange(1.0, 3.0)))
+
+    x, y, tx, ty = 0.7, 1.3, 0.5, -2.0
+    h = 1e-5
+    # d/dx of f along (tx, ty): forward difference of the gradient with respect to x
+    gx = deltaad.grad(f)
+    want = (gx(x + h * tx, y + h * ty) - gx(x - h * tx, y - h * ty)) / (2 * h)
+    assert deltaad.hvp(f, (x, y), (tx, ty)) == pytest.approx(want, rel=1e-7)
+    both = deltaad.hvp(f, (x, y), (tx, ty), argnums=(0, 1))
+    gy = deltaad.grad(f, argnums=1)
+    want_y = (gy(x + h * tx, y + h * ty) - gy(x - h * tx, y - h * ty)) / (2 * h)
+    assert both == pytest.approx((want, want_y), rel=1e-7)
+    # pytrees: a dict of arrays in, the same structure out
+    tree = {"a": np.array([0.3, -0.2]), "b": 1.5}
+    t = {"a": np.array([1.0, 0.5]), "b": -1.0}
+    g = lambda p: np.sum(p["a"] ** 3) * p["b"]  # noqa: E731
+    out = deltaad.hvp(g, (tree,), (t,))
+    H_aa = np.diag(6 * tree["a"] * tree["b"])
+    H_ab = 3 * tree["a"] ** 2
+    np.testing.assert_allclose(out["a"], H_aa @ t["a"] + H_ab * t["b"], rtol=1e-13)
+    assert out["b"] == pytest.approx(H_ab @ t["a"], rel=1e-13)
+    with pytest.raises(TypeError, match="tuples"):
+        deltaad.hvp(g, tree, t)
+    # nested: the hvp inside a gradient (third derivatives)
+    third = deltaad.grad(lambda s: deltaad.hvp(lambda u: u ** 4, (s,), (1.0,)))(0.5)
+    assert third == pytest.approx(24 * 0.5, rel=1e-14)

@@ -10,6 +10,7 @@ from ._backend import B as _B
 from ._backend import name as backend
 from ._errors import EscapedDualError
 from . import delta
+from . import math  # the math module, differentiable: `from deltaad import math`
 from . import numpy  # declares the numpy rules and installs the hooks scalar duals use
 from .functions import *  # noqa: F401,F403 -- the elementary functions, from the table
 from .functions import __all__ as _functions
@@ -20,7 +21,7 @@ from .custom import custom_jvp, custom_vjp, primitive
 from .support import support_table
 from .trace import open_traces
 from .transforms import (
-    grad, hessian, jacfwd, jacobian, jacrev, jvp, make_delta, value_and_grad, vjp,
+    grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, make_delta, value_and_grad, vjp,
 )
 
 Dual = _B.Dual
@@ -28,8 +29,9 @@ Dual = _B.Dual
 __version__ = "0.1.0"
 
 __all__ = [
-    "backend", "Dual", "EscapedDualError", "delta",
-    "grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacobian", "jacfwd", "hessian", "make_delta",
+    "backend", "Dual", "EscapedDualError", "delta", "math",
+    "grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacobian", "jacfwd", "hessian", "hvp",
+    "make_delta",
     "open_traces", "tree_flatten", "tree_unflatten", "tree_map",
     "ArrayDual", "asarray", "stack", "at", "logsumexp",
     "custom_vjp", "custom_jvp", "primitive", "defvjp", "defjvp", "defconst", "support_table",

@@ -1,4 +1,19 @@
-"""Errors and messages shared by both backends, so they say the same thing."""
+"""Errors and messages shared by both backends, so they say the same thing.
+
+A conversion that would drop a derivative (``float(x)``, ``math.isnan(x)``, ``a[i] = x`` into
+a float array, ``np.asarray(x, dtype=float)``...) reaches deltaad as one of the dual's
+``__float__``/``__int__``/``__complex__``/``__array__``, whoever asked. The message names what
+the user wrote: :func:`conversion_site` reads the instruction the calling Python frame was
+running (a call, a subscript store, a ``%`` format) and the source it came from, which is the
+same for both backends (the compiled core adds no frame; the pure backend's dunder frames
+are skipped).
+"""
+
+import ast
+import builtins
+import dis
+import linecache
+import sys
 
 
 class EscapedDualError(RuntimeError):
@@ -12,12 +27,6 @@ ESCAPED = (
     "compute with it inside the function being differentiated."
 )
 
-NO_FLOAT = (
-    "{what}() on a deltaad Dual would silently drop its derivative. Use deltaad.value(x) if you "
-    "really want the plain number, or use deltaad's functions (deltaad.sin, deltaad.exp, ...) or "
-    "numpy's (np.sin, ...) instead of the math module."
-)
-
 
 DUAL_NEW = (
     "deltaad.Dual.__new__ would make a dual without a trace: create duals with "
@@ -29,10 +38,6 @@ def escaped_error(level):
     return EscapedDualError(ESCAPED.format(level=level))
 
 
-def no_float_error(what):
-    return TypeError(NO_FLOAT.format(what=what))
-
-
 def complex_error(x=None):
     """deltaad differentiates real functions: a complex value where a real one is needed."""
     what = "a complex array" if getattr(x, "ndim", 0) else "a complex value"
@@ -40,3 +45,244 @@ def complex_error(x=None):
         "deltaad differentiates real functions; got %s. Split it into real and imaginary parts "
         "(x.real, x.imag) and differentiate with respect to those." % what
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Conversions that would drop a derivative: which operation asked
+
+
+_CONVERSIONS = frozenset(("__float__", "__int__", "__complex__", "__index__", "__array__"))
+_DUNDER_HOMES = frozenset(("deltaad._pure", "deltaad.numpy.array"))
+
+
+def _user_frame():
+    """The frame that asked for the conversion: past this module, the duals' conversion
+    methods (pure backend) and numpy's own Python code (``np.asarray_chkfinite`` ...)."""
+    f = sys._getframe(1)
+    while f is not None:
+        mod = f.f_globals.get("__name__", "")
+        if mod == __name__ or (mod in _DUNDER_HOMES and f.f_code.co_name in _CONVERSIONS):
+            f = f.f_back
+        elif mod == "numpy" or mod.startswith("numpy."):
+            f = f.f_back
+        else:
+            return f
+    return None
+
+
+_SEEN = {}  # (id(code), lasti) -> (code, instruction): code objects equal by value may differ in source
+
+
+def _instruction(code, lasti):
+    """``(opname, argrepr, source text of the instruction's expression)`` or None."""
+    hit = _SEEN.get((id(code), lasti))
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    if len(_SEEN) > 256:
+        _SEEN.clear()
+    found = _find_instruction(code, lasti)
+    _SEEN[(id(code), lasti)] = (code, found)
+    return found
+
+
+def _find_instruction(code, lasti):
+    for ins in dis.get_instructions(code):
+        if ins.offset == lasti:
+            text = None
+            pos = getattr(ins, "positions", None)
+            if pos is not None and pos.lineno is not None and pos.col_offset is not None:
+                lines = linecache.getlines(code.co_filename)
+                if pos.end_lineno is not None and pos.end_lineno <= len(lines):
+                    chunk = "".join(lines[pos.lineno - 1:pos.end_lineno]).encode("utf-8")
+                    # offsets are in UTF-8 bytes, the end one on the last line
+                    last = len("".join(lines[pos.lineno - 1:pos.end_lineno - 1]).encode("utf-8"))
+                    text = chunk[pos.col_offset:last + pos.end_col_offset].decode("utf-8", "replace")
+            return ins.opname, ins.argrepr, text
+        if ins.offset > lasti:
+            break
+    return None
+
+
+def _resolve(expr, frame):
+    """The object a dotted name (``math.isnan``, ``np.float64``) names in ``frame``, or None."""
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    name = expr.id
+    ns = frame.f_locals
+    if name in ns:
+        obj = ns[name]
+    elif name in frame.f_globals:
+        obj = frame.f_globals[name]
+    elif hasattr(builtins, name):
+        obj = getattr(builtins, name)
+    else:
+        return None
+    for p in reversed(parts):
+        obj = getattr(obj, p, None)
+        if obj is None:
+            return None
+    return obj
+
+
+class Site:
+    """Where a conversion was asked for: ``kind`` is ``"call"`` (``callee`` is the text of the
+    function called, ``func`` the object when it could be found), ``"store"`` (``target`` is
+    the subscript stored into), ``"format"`` (``%``) or None (unknown); ``where`` is
+    ``file:line``."""
+
+    __slots__ = ("kind", "callee", "func", "target", "where")
+
+    def __init__(self, kind=None, callee=None, func=None, target=None, where=None):
+        self.kind, self.callee, self.func, self.target, self.where = kind, callee, func, target, where
+
+
+def conversion_site():
+    """The :class:`Site` of the conversion being refused (called from the error builders)."""
+    try:
+        f = _user_frame()
+        if f is None:
+            return Site()
+        where = "%s:%d" % (f.f_code.co_filename, f.f_lineno)
+        ins = _instruction(f.f_code, f.f_lasti)
+        if ins is None:
+            return Site(where=where)
+        opname, argrepr, text = ins
+        node = None
+        if text:
+            try:
+                node = ast.parse(text.strip(), mode="eval").body
+            except SyntaxError:
+                node = None
+        if opname == "STORE_SUBSCR":
+            return Site("store", target=text.strip() if text else None, where=where)
+        if opname == "BINARY_OP" and argrepr.startswith("%"):
+            return Site("format", where=where)
+        if (opname.startswith("CALL") or opname == "PRECALL") and isinstance(node, ast.Call):
+            func = node.func
+            callee = ast.unparse(func)
+            if isinstance(func, ast.Attribute) and func.attr == "__setitem__":
+                return Site("store", target="%s[...]" % ast.unparse(func.value), where=where)
+            return Site("call", callee=callee, func=_resolve(func, f), where=where)
+        return Site(where=where)
+    except Exception:  # the message is a courtesy: never let finding it fail the error
+        return Site()
+
+
+_MODULE_FIX = {
+    "math": "deltaad.math.{name}(x): `from deltaad import math` in place of `import math` makes "
+            "every function of the math module take duals",
+    "cmath": "deltaad.math.{name}(x) for a real argument (`from deltaad import math`); "
+             "deltaad differentiates real functions, so keep a complex quantity as its real and "
+             "imaginary parts",
+}
+
+
+def _module_of(func):
+    mod = getattr(func, "__module__", None)
+    if mod is None:
+        self = getattr(func, "__self__", None)
+        mod = getattr(self, "__name__", None) if self is not None else None
+    return mod or ""
+
+
+def conversion_message(what, array=False, dtype=None, site=None):
+    """The text of the error for converting a dual to a plain ``what`` (``"float"``,
+    ``"int"``, ``"complex"`` or ``"array"`` with a ``dtype``): it names the operation found at
+    ``site`` and the fix for that operation."""
+    if site is None:
+        site = conversion_site()
+    dual = "a deltaad array dual" if array else "a deltaad Dual"
+    plain = {"float": "a plain float", "int": "a plain int", "complex": "a plain complex number",
+             "array": "a plain numpy array of %s" % dtype}[what]
+    value = "deltaad.value(x) if you really want the plain number" + ("s" if array else "")
+    text = _text(what, dual, plain, value, site)
+    return text + (" The conversion is at %s." % site.where if site.where else "")
+
+
+def _text(what, dual, plain, value, site):
+    if site.kind == "store":
+        target = site.target or "a[i]"
+        base, _, idx = target.partition("[")
+        idx = idx[:-1] if idx.endswith("]") else "i"
+        return (
+            "storing %s into a float array (%s = ...) would silently drop its derivative: a "
+            "numpy float array holds plain numbers. Arrays are immutable under differentiation: "
+            "write %s = %s.at[%s].set(value) when %s is a deltaad array (deltaad.at(%s)[%s].set("
+            "value) for a plain numpy array), or collect the values in a list or an object array "
+            "(np.zeros(n, dtype=object)) and build the array with np.stack or deltaad.asarray."
+            % (dual, target, base, base, idx, base, base, idx)
+        )
+    if site.kind == "format":
+        return (
+            "formatting %s with %% ('%%f' %% x) converts it to %s, which would silently drop "
+            "its derivative. Use format(x, '.6f') or an f-string (f'{x:.6f}'), which work on "
+            "duals, or %s." % (dual, plain, value)
+        )
+    if site.kind == "call":
+        func, callee = site.func, site.callee
+        mod = _module_of(func)
+        name = getattr(func, "__name__", callee.rpartition(".")[2])
+        if isinstance(func, type) and func not in (float, int, complex) and (
+                mod == "numpy" or mod.startswith("numpy.")):  # np.float64(x)
+            return (
+                "%s(x) on %s converts it to %s, which would silently drop its derivative. Keep "
+                "x as it is (a dual works wherever a float does in arithmetic), or use %s."
+                % (callee, dual, plain, value)
+            )
+        if func is float or func is int or func is complex:
+            if what == "complex" or func is complex:
+                return (
+                    "%s(x) on %s would silently drop its derivative: deltaad differentiates "
+                    "real functions. Keep a complex quantity as its real and imaginary parts (two "
+                    "real numbers, each differentiable), or use %s." % (callee, dual, value)
+                )
+            if func is int:
+                return (
+                    "%s(x) on %s would drop its derivative (an integer has none). Write "
+                    "int(deltaad.value(x)) to say so, or use round(x), math.floor(x) or "
+                    "math.ceil(x), which give plain integers from duals." % (callee, dual)
+                )
+            return (
+                "%s(x) on %s would silently drop its derivative. Keep x as it is (a dual "
+                "works wherever a float does in arithmetic, and deltaad.math / numpy functions "
+                "take it), or use %s." % (callee, dual, value)
+            )
+        if mod in _MODULE_FIX:
+            return (
+                "%s(x) converts its argument to %s, which would silently drop the derivative "
+                "of %s. Use %s." % (callee, plain, dual, _MODULE_FIX[mod].format(name=name))
+            )
+        if mod == "numpy" or mod.startswith("numpy.") or name in ("astype", "asarray", "array"):
+            return (
+                "%s(...) converts %s to %s, which would silently drop its derivative. Leave "
+                "out the float dtype (np.asarray and np.array of duals give an object array of "
+                "scalar duals, which keeps the derivative), build arrays with deltaad.asarray "
+                "or np.stack, or use %s." % (callee, dual, plain, value)
+            )
+        return (
+            "%s(...) converts %s to %s, which would silently drop its derivative. If %s is "
+            "code you can change, let the dual through (Python arithmetic, deltaad.math, "
+            "numpy); otherwise give it a derivative rule (deltaad.custom_vjp, deltaad.defvjp), "
+            "or pass it %s." % (callee, dual, plain, callee, value)
+        )
+    if what == "array":
+        return (
+            "converting %s to %s would silently drop its derivative. Leave out the float dtype "
+            "(np.asarray of an array dual gives an object array of its scalar duals, which "
+            "keeps the derivative), use numpy functions on the dual directly, or use %s."
+            % (dual, plain, value)
+        )
+    return (
+        "converting %s to %s would silently drop its derivative. Use deltaad's functions "
+        "(deltaad.math, numpy) on it, or %s." % (dual, plain, value)
+    )
+
+
+def no_float_error(what, dtype=None, array=False):
+    """The TypeError for converting a dual to a plain ``what``: ``"float"``, ``"int"``,
+    ``"complex"``, or ``"array"`` (with the requested ``dtype``)."""
+    return TypeError(conversion_message(what, array=array or what == "array", dtype=dtype))

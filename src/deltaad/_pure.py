@@ -1110,12 +1110,15 @@ def lift(operands, f, partials):
 # The derivative namespace, the table's functions and the Dual methods numpy object arrays call
 NS = _rules.namespace(strip, lift)
 for _e in _table.TABLE:
-    _fn = (lift1 if _e.arity == 1 else lift2)(_e.name, _e.float, _e.derivative)
+    _fn = _table.lift(_e, lift1, lift2, _fallback, Dual)
     globals()[_e.name] = _fn
     setattr(NS, _e.name, _fn)
     for _u in _e.ufuncs:
         if not isinstance(_u, str):
             setattr(Dual, _u.__name__, _fn)
 del _e, _fn, _u
+for _k, _v in _rules.SCALAR_ATTRIBUTES.items():  # shape, ndim, size, dtype as numpy scalars
+    setattr(Dual, _k, _v)
+del _k, _v
 
 _ipow, _pow_da = _rules.pow_rules(strip, lift)

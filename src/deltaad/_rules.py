@@ -9,7 +9,10 @@ same bits.
 """
 
 import math
+import sys
 from types import SimpleNamespace
+
+import numpy as np
 
 INF = math.inf
 NAN = math.nan
@@ -95,3 +98,38 @@ def pow_rules(strip, lift):
         return b * ipow(a, b - 1.0)
 
     return ipow, pow_da
+
+
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _numpy_scalar_tests():
+    """The code of numpy's mean/var/std of object arrays, which take an element with a
+    ``dtype`` for a numpy scalar and convert it with ``float()`` (a dual would lose its
+    derivative there: to them a dual has no dtype, and they keep it as it is)."""
+    try:
+        from numpy._core import _methods
+    except ImportError:  # numpy < 2
+        from numpy.core import _methods
+    return frozenset(getattr(_methods, n).__code__ for n in ("_mean", "_var", "_std")
+                     if hasattr(getattr(_methods, n, None), "__code__"))
+
+
+_NUMPY_SCALAR_TESTS = _numpy_scalar_tests()
+
+
+def _dtype(self):
+    if sys._getframe(1).f_code in _NUMPY_SCALAR_TESTS:
+        raise AttributeError("dtype")
+    return _FLOAT64
+
+
+# What a scalar dual answers like a numpy scalar (``np.float64(1.0).shape == ()``), so code
+# that asks ``x.shape`` or ``x.dtype`` of an element works on duals too. Both backends add
+# these to their ``Dual`` type (the core through its type dictionary, off the hot path).
+SCALAR_ATTRIBUTES = {
+    "shape": property(lambda self: (), doc="``()``: a scalar, as numpy's scalars."),
+    "ndim": property(lambda self: 0, doc="0: a scalar, as numpy's scalars."),
+    "size": property(lambda self: 1, doc="1: a scalar, as numpy's scalars."),
+    "dtype": property(_dtype, doc="float64, the dtype of the value."),
+}

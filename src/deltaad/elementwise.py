@@ -24,6 +24,12 @@ on arrays:
 
 To add an elementary function, add one entry (and, only if it must be fast on scalars, a case
 in the compiled core's ``_float_unary``, which a test holds to this table).
+
+Two extensions of the form: an entry with ``orders=1`` takes a leading integer *order* before
+its real argument (``polygamma(n, x)``): the order is a static parameter, not differentiable,
+and the derivative is ``(ns, n, x, y) -> dy/dx``. An entry with ``needs="scipy"`` computes its
+values with ``scipy.special`` (imported on first use: scipy is optional); without scipy it
+raises an ``ImportError`` naming the function, never a wrong value.
 """
 
 import math
@@ -36,6 +42,9 @@ LN2 = math.log(2.0)
 LN10 = math.log(10.0)
 LOG2E = 1.0 / LN2
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+HALF_SQRT_PI = 0.5 * math.sqrt(math.pi)
+SQRT_2PI = math.sqrt(2.0 * math.pi)
+INV_SQRT_2PI = 1.0 / SQRT_2PI
 DEG2RAD = math.pi / 180.0
 RAD2DEG = 180.0 / math.pi
 
@@ -82,14 +91,17 @@ class Elementary:
     - ``domain``: where it is real; ``chosen``: the derivative chosen where there is none (text);
     - ``edges``: its derivative can be infinite or nan at a point of its domain where the value
       is finite (then a zero tangent or cotangent must be kept an exact zero explicitly on
-      arrays, as the scalar paths do).
+      arrays, as the scalar paths do);
+    - ``orders``: 1 for a function with a leading integer order (``polygamma(n, x)``): ``float``,
+      ``array`` and ``derivative`` take it before ``x``; it is not differentiable;
+    - ``needs``: the optional module its values come from (``"scipy"``), or ``""``.
     """
 
     __slots__ = ("name", "arity", "float", "array", "ufuncs", "math", "derivative", "domain",
-                 "chosen", "edges")
+                 "chosen", "edges", "orders", "needs")
 
     def __init__(self, name, arity, float_impl, array, ufuncs, math_names, derivative, domain,
-                 chosen, edges):
+                 chosen, edges, orders=0, needs=""):
         self.name = name
         self.arity = arity
         self.float = float_impl
@@ -100,6 +112,8 @@ class Elementary:
         self.domain = domain
         self.chosen = chosen
         self.edges = edges
+        self.orders = orders
+        self.needs = needs
 
     def __repr__(self):
         return "<elementary %s>" % self.name
@@ -109,13 +123,51 @@ TABLE = []
 
 
 def _entry(arity, name, float_impl, array, derivative, *, ufuncs=None, math=(), domain=REALS,
-           chosen="", edges=False):
+           chosen="", edges=False, orders=0, needs=""):
     if ufuncs is None:
         ufuncs = (array,) if isinstance(array, np.ufunc) else ()
     e = Elementary(name, arity, float_impl, array, tuple(ufuncs), tuple(math), derivative,
-                   domain, chosen, edges)
+                   domain, chosen, edges, orders, needs)
     TABLE.append(e)
     return e
+
+
+def order_of(name, n):
+    """The integer order ``n`` of an entry with ``orders`` (``polygamma(n, x)``), or None for
+    an array of orders (the array path takes it). The order is static: a dual is an error."""
+    if isinstance(n, (int, np.integer)) and not isinstance(n, bool):
+        return int(n)
+    if isinstance(n, (float, np.floating)) and n == math.floor(n):
+        return int(n)
+    if isinstance(n, np.ndarray) and n.dtype.kind in "iuf":
+        return None
+    raise TypeError("deltaad.%s: the order n must be an integer, not %s (the order has no "
+                    "derivative; pass a plain int)" % (name, type(n).__name__))
+
+
+def lift(e, lift1, lift2, fallback, dual):
+    """The scalar function of entry ``e`` made with a backend's ``lift1``/``lift2`` (its
+    ``Dual`` type is ``dual``, its ``fallback`` gives the array path): for an entry with an
+    order, one lifted function per order, made on first use."""
+    if not e.orders:
+        return (lift1 if e.arity == 1 else lift2)(e.name, e.float, e.derivative)
+    by_order = {}
+
+    def fn(n, x):
+        k = order_of(e.name, n)
+        tx = type(x)
+        if k is None or not (tx is float or tx is dual or tx is int or
+                             isinstance(x, (float, int)) and not isinstance(x, bool)):
+            return fallback(e.name, n, x)
+        f = by_order.get(k)
+        if f is None:
+            f = by_order[k] = lift1(e.name, lambda v: e.float(k, v),
+                                    lambda ns, v, y: e.derivative(ns, k, v, y))
+        return f(x)
+
+    fn.__name__ = fn.__qualname__ = e.name
+    fn.__doc__ = "%s(n, x) of a float or a dual (elementwise numpy for arrays)." % e.name
+    return fn
 
 
 def unary(name, float_impl, array, derivative, **kw):
@@ -174,6 +226,100 @@ def logaddexp2_float(a, b):
     return m + LOG2E * math.log1p(math.exp2(-abs(d)))
 
 
+def special(name):
+    """``scipy.special.<name>``, importing scipy on first use; an ``ImportError`` naming the
+    function when scipy is not installed (scipy is optional)."""
+    f = _SPECIAL.get(name)
+    if f is None:
+        try:
+            from scipy import special as sp
+        except ImportError:
+            raise ImportError("deltaad.%s computes scipy.special.%s, and scipy is not installed "
+                              "(pip install scipy)" % (name, name)) from None
+        f = _SPECIAL[name] = getattr(sp, name)
+    return f
+
+
+_SPECIAL = {}
+
+
+def _scipy_array(name):
+    """The values of ``scipy.special.<name>`` on arrays (scipy imported on first use)."""
+
+    def impl(*args):
+        return special(name)(*args)
+
+    impl.__name__ = name
+    return impl
+
+
+def _scipy_float(name, overflows=False):
+    """``scipy.special.<name>`` on floats with ``math``'s semantics: a ``ValueError`` ("math
+    domain error") where scipy gives nan or an infinity at a finite point (a pole, the end of
+    the domain), an ``OverflowError`` instead for a function that ``overflows`` (grows past
+    the largest float)."""
+
+    def f(*args):
+        y = float(special(name)(*args))
+        if not math.isfinite(y) and all(math.isfinite(a) for a in args):
+            if y != y or not overflows:
+                raise ValueError("math domain error")
+            raise OverflowError("math range error")
+        if y != y and all(a == a for a in args):
+            raise ValueError("math domain error")
+        return y
+
+    f.__name__ = name
+    return f
+
+
+def logit_float(x):
+    """scipy's formula: log(x / (1 - x)), and log1p(s) - log1p(-s) with s = 2 (x - 1/2)
+    near 1/2, where the first loses precision."""
+    if not 0.0 < x < 1.0:
+        if x != x:
+            return x
+        raise ValueError("math domain error")
+    if x < 0.3 or x > 0.65:
+        return math.log(x / (1.0 - x))
+    s = 2.0 * (x - 0.5)
+    return math.log1p(s) - math.log1p(-s)
+
+
+def log_expit_float(x):
+    """scipy's formula for log(expit(x))."""
+    if x < 0.0:
+        return x - math.log1p(math.exp(x))
+    return -math.log1p(math.exp(-x))
+
+
+def xlogy_float(x, y):
+    """x log(y), and 0 where x is 0 (unless y is nan), as scipy."""
+    if x == 0.0 and y == y:
+        return 0.0
+    return x * math.log(y)
+
+
+def xlog1py_float(x, y):
+    """x log1p(y), and 0 where x is 0 (unless y is nan), as scipy."""
+    if x == 0.0 and y == y:
+        return 0.0
+    return x * math.log1p(y)
+
+
+def entr_float(x):
+    """-x log(x), 0 at 0 (a ValueError below 0, where scipy gives -inf)."""
+    if x > 0.0:
+        return -x * math.log(x)
+    if x == 0.0 or x != x:
+        return x + 0.0
+    raise ValueError("math domain error")
+
+
+def exp10_float(x):
+    return math.pow(10.0, x)
+
+
 def _scipy_or(name, fallback):
     """scipy.special's ufunc ``name`` on arrays when scipy imports, else ``fallback`` applied
     elementwise (scipy is optional; it is imported on first use: it is slow to import)."""
@@ -185,13 +331,27 @@ def _scipy_or(name, fallback):
                 from scipy import special
                 box.append(getattr(special, name))
             except ImportError:
-                box.append(np.vectorize(fallback, otypes=[float]))
+                box.append(np.vectorize(_ieee(fallback), otypes=[float]))
         x = np.asarray(x)
         r = box[0](x)
         return r.astype(x.dtype) if x.dtype.kind == "f" and r.dtype != x.dtype else r
 
     impl.__name__ = name
     return impl
+
+
+def _ieee(f):
+    """A float function with ``math``'s errors as one giving nan (numpy's semantics)."""
+
+    def g(*args):
+        try:
+            return f(*args)
+        except (ValueError, ZeroDivisionError):
+            return NAN
+        except OverflowError:
+            return INF
+
+    return g
 
 
 # --------------------------------------------------------------------------------------------
@@ -265,6 +425,42 @@ def _hypot_partials(ns, a, b, h):
     return ns.where(origin, 0.0, a / hs), ns.where(origin, 0.0, b / hs)
 
 
+def heaviside_float(x, h0):
+    """numpy's heaviside: 0 below 0, ``h0`` at 0, 1 above (nan at nan)."""
+    if x != x:
+        return x
+    return 0.0 if x < 0.0 else (h0 if x == 0.0 else 1.0)
+
+
+def sinc_float(x):
+    """numpy's formula: sin(y) / y with y = pi x (pi 1e-20 at 0)."""
+    y = math.pi * (1.0e-20 if x == 0.0 else x)
+    return math.sin(y) / y
+
+
+_SINC_SERIES = [(-1) ** k * 2 * k * math.pi ** (2 * k) / math.factorial(2 * k + 1)
+                for k in range(1, 12)]
+
+
+def _sinc_derivative(ns, x, y):
+    """(cos(pi x) - sinc(x)) / x; for |x| < 1/4 its power series (the quotient cancels, and
+    its own derivative more so), 0 at 0."""
+    small = abs(ns.value(x)) < 0.25
+    u = x * x
+    series = _SINC_SERIES[-1]
+    for c in reversed(_SINC_SERIES[:-1]):
+        series = c + u * series
+    return ns.where(small, x * series,
+                    (ns.cos(math.pi * x) - y) / ns.where(small, 1.0, x))
+
+
+unary("sinc", sinc_float, np.sinc, _sinc_derivative, ufuncs=[np.sinc])
+binary("copysign", math.copysign, np.copysign,
+       lambda ns, a, b, y: (ns.sign(a) * ns.sign(y), 0.0), math=["copysign"],
+       chosen="d/da 0 at a = 0 (as abs); d/db 0 (b gives only a sign)")
+binary("heaviside", heaviside_float, np.heaviside,
+       lambda ns, x, h0, y: (0.0, ns.where(ns.value(x) == 0.0, 1.0, 0.0)),
+       chosen="d/dx 0 (also at the jump); d/dh0 1 where x = 0, else 0")
 binary("arctan2", math.atan2, np.arctan2, _arctan2_partials, math=["atan2"],
        chosen="nan at (0, 0)")
 binary("hypot", math.hypot, np.hypot, _hypot_partials, math=["hypot"], chosen="(0, 0) at (0, 0)")
@@ -272,5 +468,140 @@ binary("logaddexp", logaddexp_float, np.logaddexp,
        lambda ns, a, b, y: (ns.exp(a - y), ns.exp(b - y)))
 binary("logaddexp2", logaddexp2_float, np.logaddexp2,
        lambda ns, a, b, y: (ns.exp2(a - y), ns.exp2(b - y)))
+
+
+
+# --------------------------------------------------------------------------------------------
+# scipy.special's functions (the values of those marked ``needs="scipy"`` are scipy's own)
+
+SCIPY = "scipy"
+
+
+def _sp(name):
+    return ["scipy.special." + name]
+
+
+def _guard_pos(ns, x, f, at_zero):
+    """``f(x)`` where ``x > 0``, ``at_zero`` at 0 and nan below, without evaluating ``f`` at
+    the others (``log`` at 0 would raise on floats)."""
+    xv = ns.value(x)
+    pos = xv > 0.0
+    return ns.where(pos, f(ns.where(pos, x, 1.0)), ns.where(xv == 0.0, at_zero, NAN))
+
+
+_RATIO_SERIES = [0.5 / (4.0 ** k * math.factorial(k) * math.factorial(k + 1)) for k in range(10)]
+
+
+def _bessel_ratio(ns, x, y, alternating, scaled=False):
+    """``y / x`` for ``y = I1(x)`` or ``J1(x)`` (``alternating``), times ``exp(-|x|)`` when
+    ``scaled`` (``i1e``): for ``|x| < 1`` the power series ``sum (+-x^2/4)^k / (2 k! (k+1)!)``
+    (to rounding: ten terms), where the quotient's own derivative ``y'/x - y/x^2`` would cancel
+    (catastrophically near 0); 1/2 at 0."""
+    small = abs(ns.value(x)) < 1.0
+    u = x * x
+    series = 0.0
+    for k in range(len(_RATIO_SERIES) - 1, -1, -1):
+        c = -_RATIO_SERIES[k] if alternating and k % 2 else _RATIO_SERIES[k]
+        series = c + u * series if k < len(_RATIO_SERIES) - 1 else c
+    if scaled:
+        series = series * ns.exp(-ns.absolute(x))
+    return ns.where(small, series, y / ns.where(small, 1.0, x))
+
+
+def _xlogy_partials(ns, x, y, v):
+    # d/dy x / y is 0/0 at the origin only; xlogy(0, y) is 0 for every y: choose 0 there
+    origin = (ns.value(x) == 0.0) & (ns.value(y) == 0.0)
+    return _guard_pos(ns, y, ns.log, -INF), ns.where(origin, 0.0, ns.rdiv(x, y))
+
+
+def _xlog1py_partials(ns, x, y, v):
+    yv = ns.value(y)
+    ok = yv > -1.0
+    dx = ns.where(ok, ns.log1p(ns.where(ok, y, 0.0)), ns.where(yv == -1.0, -INF, NAN))
+    origin = (ns.value(x) == 0.0) & (yv == -1.0)
+    return dx, ns.where(origin, 0.0, ns.rdiv(x, 1.0 + y))
+
+
+def _beta_partials(ns, a, b, y):
+    s = ns.digamma(a + b)
+    return y * (ns.digamma(a) - s), y * (ns.digamma(b) - s)
+
+
+def _betaln_partials(ns, a, b, y):
+    s = ns.digamma(a + b)
+    return ns.digamma(a) - s, ns.digamma(b) - s
+
+
+POLES = "the poles 0, -1, -2, ... are outside its domain"
+
+unary("gammaln", math.lgamma, _scipy_or("gammaln", math.lgamma),
+      lambda ns, x, y: ns.digamma(x), ufuncs=_sp("gammaln"), math=["lgamma"], chosen=POLES)
+unary("gamma", math.gamma, _scipy_or("gamma", math.gamma),
+      lambda ns, x, y: y * ns.digamma(x), ufuncs=_sp("gamma"), math=["gamma"], chosen=POLES)
+unary("digamma", _scipy_float("digamma"), _scipy_array("digamma"),
+      lambda ns, x, y: ns.polygamma(1, x), ufuncs=_sp("digamma") + _sp("psi"), chosen=POLES,
+      needs=SCIPY)
+unary("polygamma", _scipy_float("polygamma"), _scipy_array("polygamma"),
+      lambda ns, n, x, y: ns.polygamma(n + 1, x), ufuncs=_sp("polygamma"), orders=1,
+      chosen="the order n is an integer, not differentiable; " + POLES, needs=SCIPY)
+binary("beta", _scipy_float("beta"), _scipy_array("beta"), _beta_partials, ufuncs=_sp("beta"),
+       chosen=POLES, needs=SCIPY)
+binary("betaln", _scipy_float("betaln"), _scipy_array("betaln"), _betaln_partials,
+       ufuncs=_sp("betaln"), chosen=POLES, needs=SCIPY)
+unary("erfinv", _scipy_float("erfinv"), _scipy_array("erfinv"),
+      lambda ns, x, y: HALF_SQRT_PI * ns.exp(y * y), ufuncs=_sp("erfinv"),
+      domain=Domain(-1.0, 1.0), edges=True, needs=SCIPY)
+unary("erfcinv", _scipy_float("erfcinv"), _scipy_array("erfcinv"),
+      lambda ns, x, y: -(HALF_SQRT_PI * ns.exp(y * y)), ufuncs=_sp("erfcinv"),
+      domain=Domain(0.0, 2.0), edges=True, needs=SCIPY)
+unary("ndtr", _scipy_float("ndtr"), _scipy_array("ndtr"),
+      lambda ns, x, y: INV_SQRT_2PI * ns.exp(-0.5 * (x * x)), ufuncs=_sp("ndtr"), needs=SCIPY)
+unary("log_ndtr", _scipy_float("log_ndtr"), _scipy_array("log_ndtr"),
+      lambda ns, x, y: INV_SQRT_2PI * ns.exp(-0.5 * (x * x) - y), ufuncs=_sp("log_ndtr"),
+      needs=SCIPY)
+unary("ndtri", _scipy_float("ndtri"), _scipy_array("ndtri"),
+      lambda ns, x, y: SQRT_2PI * ns.exp(0.5 * (y * y)), ufuncs=_sp("ndtri"),
+      domain=Domain(0.0, 1.0), edges=True, needs=SCIPY)
+unary("logit", logit_float, _scipy_or("logit", logit_float),
+      lambda ns, x, y: ns.rdiv(1.0, x * (1.0 - x)), ufuncs=_sp("logit"),
+      domain=Domain(0.0, 1.0), edges=True)
+unary("log_expit", log_expit_float, _scipy_or("log_expit", log_expit_float),
+      lambda ns, x, y: ns.sigmoid(-x), ufuncs=_sp("log_expit"))
+binary("xlogy", xlogy_float, _scipy_or("xlogy", xlogy_float), _xlogy_partials,
+       ufuncs=_sp("xlogy"), edges=True,
+       chosen="d/dy 0 at (0, 0) (xlogy(0, y) is 0 for every y); d/dx log(y), -inf at y = 0")
+binary("xlog1py", xlog1py_float, _scipy_or("xlog1py", xlog1py_float), _xlog1py_partials,
+       ufuncs=_sp("xlog1py"), edges=True,
+       chosen="d/dy 0 at (0, -1) (xlog1py(0, y) is 0 for every y); d/dx log1p(y), -inf at "
+              "y = -1")
+unary("entr", entr_float, _scipy_or("entr", entr_float),
+      lambda ns, x, y: _guard_pos(ns, x, lambda u: -(ns.log(u) + 1.0), INF), ufuncs=_sp("entr"),
+      domain=Domain(0.0, INF, True), chosen="+inf at 0 (the one-sided derivative)", edges=True)
+unary("exp10", exp10_float, _scipy_or("exp10", exp10_float), lambda ns, x, y: y * LN10,
+      ufuncs=_sp("exp10"))
+unary("i0", _scipy_float("i0", True), _scipy_array("i0"), lambda ns, x, y: ns.i1(x),
+      ufuncs=_sp("i0"), needs=SCIPY)
+unary("i0e", _scipy_float("i0e"), _scipy_array("i0e"),
+      lambda ns, x, y: ns.i1e(x) - ns.sign(x) * y, ufuncs=_sp("i0e"),
+      chosen="0 at 0 (the mean of the one-sided derivatives -1 and 1)", needs=SCIPY)
+unary("i1", _scipy_float("i1", True), _scipy_array("i1"),
+      lambda ns, x, y: ns.i0(x) - _bessel_ratio(ns, x, y, False), ufuncs=_sp("i1"), needs=SCIPY)
+unary("i1e", _scipy_float("i1e"), _scipy_array("i1e"),
+      lambda ns, x, y: ns.i0e(x) - ns.sign(x) * y - _bessel_ratio(ns, x, y, False, True),
+      ufuncs=_sp("i1e"), needs=SCIPY)
+unary("j0", _scipy_float("j0"), _scipy_array("j0"), lambda ns, x, y: -ns.j1(x),
+      ufuncs=_sp("j0"), needs=SCIPY)
+unary("j1", _scipy_float("j1"), _scipy_array("j1"),
+      lambda ns, x, y: ns.j0(x) - _bessel_ratio(ns, x, y, True), ufuncs=_sp("j1"), needs=SCIPY)
+unary("y0", _scipy_float("y0"), _scipy_array("y0"), lambda ns, x, y: -ns.y1(x),
+      ufuncs=_sp("y0"), domain=Domain(0.0), needs=SCIPY)
+unary("y1", _scipy_float("y1"), _scipy_array("y1"), lambda ns, x, y: ns.y0(x) - ns.rdiv(y, x),
+      ufuncs=_sp("y1"), domain=Domain(0.0), needs=SCIPY)
+
+# scipy.special's versions of numpy's functions: the same entries, scipy's own values
+for _name in ("log1p", "expm1", "exp2", "cbrt", "erf", "erfc"):
+    _e = next(e for e in TABLE if e.name == _name)
+    _e.ufuncs = tuple(dict.fromkeys(_e.ufuncs + tuple(_sp(_name))))
+del _name, _e
 
 BY_NAME = {e.name: e for e in TABLE}

@@ -7,6 +7,10 @@ declared it (the elementwise table's ``chosen``, the registry's notes, ``functio
 ``support_table()`` is the one entry point.
 """
 
+import sys
+
+import numpy as np
+
 from . import elementwise, functions
 from .numpy import registry
 
@@ -46,8 +50,12 @@ def _table(header, rows):
 def scalar_functions():
     """``[(name, math names, domain, modes, note)]`` for ``deltaad``'s functions on scalars:
     the elementwise table, then the piecewise functions."""
-    rows = [(e.name, ", ".join(e.math), str(e.domain), BOTH, e.chosen)
-            for e in sorted(elementwise.TABLE, key=lambda e: e.name)]
+    rows = []
+    for e in sorted(elementwise.TABLE, key=lambda e: e.name):
+        note = e.chosen
+        if e.needs:
+            note = "values from %s; %s" % (e.needs, note) if note else "values from " + e.needs
+        rows.append((e.name, ", ".join(e.math), str(e.domain), BOTH, note))
     for name, (modes, note) in sorted(functions.CHOSEN.items()):
         rows.append((name, "", "all reals", modes, note))
     return rows
@@ -62,17 +70,92 @@ def ufunc_methods():
     return sorted("%s.%s" % (_name(u), method) for (u, method) in registry.METHODS)
 
 
+def _is_numpy(f):
+    return not registry.qualified_name(f).startswith("scipy.")
+
+
 def numpy_functions():
     """``(differentiable, constant)``: ``[(names, note)]`` and ``[name]`` for numpy functions
     with a rule (``__array_function__``)."""
-    diff = {f: impl for f, impl in registry.FUNCTIONS.items() if not getattr(impl, "constant", False)}
-    const = sorted(_name(f) for f, impl in registry.FUNCTIONS.items() if getattr(impl, "constant", False))
+    rules = {f: impl for f, impl in registry.FUNCTIONS.items() if _is_numpy(f)}
+    diff = {f: impl for f, impl in rules.items() if not getattr(impl, "constant", False)}
+    const = sorted(_name(f) for f, impl in rules.items() if getattr(impl, "constant", False))
     return _grouped(diff), const
 
 
 def scipy_functions():
-    """``[name]`` of the scipy.special ufuncs with a rule (used once scipy is imported)."""
-    return sorted(registry.LATE)
+    """``[(name, note)]`` of the scipy.special functions with a rule (used once scipy is
+    imported), ufuncs and Python functions alike."""
+    return [(name[len("scipy.special."):], registry.late_note(name)) for name in sorted(registry.LATE)]
+
+
+# --------------------------------------------------------------------------------------------
+# Coverage: how much of numpy and scipy.special differentiates
+
+
+def _public(module):
+    """The public callables of ``module`` that are functions or ufuncs (not types)."""
+    out = {}
+    for name in dir(module):
+        if name.startswith("_"):
+            continue
+        f = getattr(module, name, None)
+        if isinstance(f, np.ufunc) or callable(f) and not isinstance(f, type):
+            out.setdefault(id(f), (name, f))
+    return [f for _, f in sorted(out.values(), key=lambda p: p[0])]
+
+
+def _classify(f):
+    """``"differentiable"``, ``"constant"``, ``"raises"`` (numpy dispatches a dual to deltaad,
+    which has no rule) or ``"no dispatch"`` (a function outside numpy's dispatch: constructors,
+    settings, or code that converts its input with ``np.asarray``)."""
+    if isinstance(f, np.ufunc):
+        if f in registry.CONSTANT_UFUNCS:
+            return "constant"
+        if registry.ufunc_rule(f) is not None:
+            return "differentiable"
+        return "raises"
+    impl = registry.FUNCTIONS.get(f)
+    if impl is not None:
+        return "constant" if getattr(impl, "constant", False) else "differentiable"
+    if getattr(f, "deltaad_original", None) is not None:
+        return "differentiable"
+    if hasattr(f, "_implementation"):
+        return "raises"
+    return "no dispatch"
+
+
+def coverage(scipy=True):
+    """``{group: {class: count}}`` for numpy's public callables (``numpy``, ``numpy.linalg``,
+    ``numpy.fft``) and, when ``scipy`` and scipy is installed, ``scipy.special``'s ufuncs and
+    its Python functions with rules. (Importing scipy.special here is asked for: deltaad
+    itself never imports it.)"""
+    groups = {"numpy": _public(np), "numpy.linalg": _public(np.linalg),
+              "numpy.fft": _public(np.fft)}
+    if scipy:
+        try:
+            from scipy import special
+        except ImportError:
+            special = None
+        if special is not None:
+            groups["scipy.special (ufuncs)"] = [f for f in _public(special)
+                                                if isinstance(f, np.ufunc)]
+    out = {}
+    for group, fs in groups.items():
+        counts = {"differentiable": 0, "constant": 0, "raises": 0, "no dispatch": 0}
+        for f in fs:
+            counts[_classify(f)] += 1
+        out[group] = counts
+    return out
+
+
+def coverage_table(scipy=True):
+    """:func:`coverage` as a Markdown table."""
+    cov = coverage(scipy)
+    cols = ["differentiable", "constant", "raises", "no dispatch"]
+    rows = [[g] + [c[k] for k in cols] + [sum(c.values())] for g, c in cov.items()]
+    return _table(["callables of", "differentiable", "constant (derivative 0)",
+                   "raise (no rule)", "outside numpy's dispatch", "total"], rows)
 
 
 def support_table():
@@ -114,11 +197,28 @@ def support_table():
             "numbers): " + _code(const) + ".", ""]
 
     out += ["## scipy", "",
-            "scipy is optional. Once the program has imported `scipy.special`, these ufuncs "
-            "work on duals: " + _code(scipy_functions()) + ". Other scipy functions convert "
-            "their arguments with `np.asarray`, which raises `TypeError` on a dual rather "
-            "than drop its derivative: differentiate the numpy code around them, or give "
-            "them a rule with `deltaad.defvjp` / `deltaad.custom_vjp`. `scipy.optimize` and "
-            "`scipy.integrate` *call* your functions with plain arrays: hand them deltaad's "
-            "gradients as `jac=` / `hess=` (see the examples).", ""]
+            "scipy is optional and deltaad never imports it. Once the program has imported "
+            "`scipy.special`, these functions work on duals, with scipy's own values. The "
+            "ufuncs reach deltaad through numpy's dispatch; `logsumexp`, `softmax`, "
+            "`log_softmax` and `polygamma` are Python functions that convert their input "
+            "with `np.asarray`: deltaad replaces them in `scipy.special` by versions that call "
+            "its rule when an argument is a dual and scipy's function otherwise (a name bound "
+            "with `from scipy.special import ...` *before* `import deltaad` keeps scipy's "
+            "original: import deltaad first).", ""]
+    out += _table(["function", "modes", "at non-differentiable points"],
+                  [["`%s`" % n, BOTH, note] for n, note in scipy_functions()])
+    out += ["", "Other scipy functions convert their arguments with `np.asarray`, which "
+            "raises `TypeError` on a dual rather than drop its derivative: differentiate the "
+            "numpy code around them, or give them a rule with `deltaad.defvjp` / "
+            "`deltaad.custom_vjp`. `scipy.optimize` and `scipy.integrate` *call* your "
+            "functions with plain arrays: hand them deltaad's gradients as `jac=` / `hess=` "
+            "(see the examples).", ""]
+    out += ["## Coverage", "",
+            "How many of numpy's public callables and of scipy.special's ufuncs differentiate "
+            "(computed from the rules when this page was built, by "
+            "`deltaad.support.coverage()`). *Raise*: numpy hands a dual to deltaad, which has "
+            "no rule and says so. *Outside numpy's dispatch*: constructors (`zeros`, "
+            "`arange`), settings, types' helpers and functions that convert their input with "
+            "`np.asarray`; on a dual they return a constant or raise `TypeError`.", ""]
+    out += coverage_table()
     return "\n".join(out) + "\n"

@@ -7,9 +7,11 @@ and reads the outputs back (``lookup``/``delta``). Written once against the back
 """
 
 import collections
+import collections.abc
 import functools
 import numbers
 import operator
+import types
 
 import numpy as np
 
@@ -94,53 +96,135 @@ def _tangent_value(t):
 _FLOAT64 = np.dtype(np.float64)
 
 
-def _holds_dual(items, trace):
-    """True if the plain container ``items`` holds (in nested lists, tuples and object arrays) a
-    dual of ``trace`` or of a finished trace: one whose derivative reading it as a leaf loses."""
+def _holds_dual(items, trace, seen=None):
+    """True if ``items`` holds -- in nested containers, object arrays, dict views, sets and the
+    attributes of plain objects -- a dual of ``trace`` or of a finished trace: one whose
+    derivative reading it as a constant leaf would lose."""
+    if seen is None:
+        seen = set()
     for e in items:
         if is_dual(e):
             t = e.trace
             if t is trace or t.closed:
                 return True
-        elif type(e) is list or type(e) is tuple:
-            if _holds_dual(e, trace):
-                return True
-        elif type(e) is np.ndarray and e.dtype.kind == "O":
-            if _holds_dual(e.ravel().tolist(), trace):
-                return True
+            continue
+        te = type(e)
+        if te is float or te is int or te is bool or te is str or e is None:
+            continue
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        inner = _contents(e)
+        if inner is not None and _holds_dual(inner, trace, seen):
+            return True
     return False
 
 
-_PLAIN_CONTAINERS = (list, tuple, dict, set, frozenset, collections.deque)
+def _contents(x):
+    """What a value that is not a pytree node may hold, read without changing it: a
+    container's items, an object array's elements, a plain object's attributes, a closure's
+    cells; None for numbers, strings, plain arrays, types and modules."""
+    if isinstance(x, np.ndarray):
+        return x.ravel().tolist() if x.dtype.kind == "O" else None
+    if isinstance(x, dict):
+        return list(x.values())
+    if isinstance(x, (list, tuple, set, frozenset, collections.deque, type({}.values()),
+                      type({}.keys()), type({}.items()))):
+        return list(x)
+    if isinstance(x, (numbers.Number, str, bytes, bytearray, type, types.ModuleType, np.generic)):
+        return None
+    if isinstance(x, types.FunctionType):
+        return [c.cell_contents for c in (x.__closure__ or ()) if _cell_full(c)]
+    items = []
+    d = getattr(x, "__dict__", None)
+    if isinstance(d, dict):
+        items.extend(d.values())
+    for cls in type(x).__mro__:
+        for name in cls.__dict__.get("__slots__", ()):
+            if isinstance(name, str) and name not in ("__dict__", "__weakref__"):
+                try:
+                    items.append(getattr(x, name))
+                except AttributeError:
+                    pass
+    return items
+
+
+def _cell_full(c):
+    try:
+        c.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def _is_iterator(x):
+    return isinstance(x, collections.abc.Iterator)
 
 
 def _check_constant_output(x, trace, who):
-    """Raise if the output leaf ``x`` (not a dual of ``trace``) hides duals of ``trace`` in a
-    container deltaad does not look inside (their derivative would silently be zero). Only
-    cheap cases are checked: numpy object arrays and subclasses of the plain containers."""
+    """Raise if the output leaf ``x`` (not a dual of ``trace``) may hide duals of ``trace``
+    where deltaad does not look (their derivative would silently be zero): in a container that
+    is not a pytree node (a subclass of list or dict, a set, a dict view), in a plain object's
+    attributes, or in an iterator or generator, which cannot be looked into without consuming
+    it."""
     tx = type(x)
     if tx is float or tx is int or tx is bool or tx is str or x is None:
         return
-    if isinstance(x, np.ndarray):
-        if x.dtype.kind == "O" and _holds_dual(x.ravel().tolist(), trace):
-            raise TypeError(
-                "%s: the function's output holds a numpy object array of deltaad duals (as "
-                "np.array([x, y]) makes from duals); deltaad does not look inside object arrays, "
-                "so its derivative would be silently lost. Build the array with "
-                "deltaad.stack([...]) or deltaad.asarray(...), or return a tuple or list of the "
-                "duals instead." % who
-            )
+    if isinstance(x, np.ndarray) and x.dtype.kind != "O":
         return
-    if isinstance(x, _PLAIN_CONTAINERS):
-        items = x.values() if isinstance(x, dict) else x
-        if _holds_dual(items, trace):
-            raise TypeError(
-                "%s: the function's output holds deltaad duals inside a %s, which is not a "
-                "pytree container (those are tuple, list, dict, OrderedDict, defaultdict, "
-                "namedtuple, dataclass and None -- the types themselves, not subclasses), so "
-                "it is a constant leaf and its derivative would be silently lost. Return a "
-                "tuple, list or dict instead (e.g. list(x) or dict(x))." % (who, tx.__name__)
-            )
+    if _is_iterator(x):
+        raise TypeError(
+            "%s: the function's output holds a %s, an iterator: deltaad cannot look inside it "
+            "without consuming it, and the deltaad duals it may yield would silently get a zero "
+            "derivative. Return list(...) or tuple(...) of it instead." % (who, tx.__name__)
+        )
+    inner = _contents(x)
+    if inner is None or not _holds_dual(inner, trace, {id(x)}):
+        return
+    if isinstance(x, np.ndarray):
+        raise TypeError(
+            "%s: the function's output holds a numpy object array of deltaad duals that could "
+            "not be read as an array (it holds duals of a finished differentiation, or items "
+            "that are not numbers), so its derivative would be silently lost. Build the array "
+            "with deltaad.stack([...]) or deltaad.asarray(...), or return a tuple or list of the "
+            "duals instead." % who
+        )
+    raise TypeError(
+        "%s: the function's output holds deltaad duals inside a %s, which is not a pytree "
+        "container (those are tuple, list, dict, OrderedDict, defaultdict, namedtuple, dataclass "
+        "and None -- the types themselves, not subclasses), so it is a constant leaf and its "
+        "derivative would be silently lost. Return a tuple, list or dict instead (e.g. list(x) "
+        "or dict(x)), or make the class a dataclass." % (who, tx.__name__)
+    )
+
+
+def _pack_outputs(out, trace):
+    """``out`` with each numpy object array that holds duals (``np.array([x, y])``,
+    ``np.r_[...]``, what numpy's object arithmetic returns) replaced by the array dual of
+    those duals, recorded on ``trace`` while it is still open."""
+    tx = type(out)
+    if tx is Dual or tx is float:
+        return out
+    leaves, d = tree_flatten(out)
+    changed = False
+    for k, x in enumerate(leaves):
+        if type(x) is np.ndarray and x.dtype.kind == "O":
+            flat = x.ravel().tolist()
+            if _holds_dual(flat, trace) and all(
+                    is_dual(e) or isinstance(e, numbers.Real) for e in flat):
+                top = _top(flat)
+                if top is not None and not top.closed:
+                    leaves[k] = asarray(x)
+                    changed = True
+    return tree_unflatten(d, leaves) if changed else out
+
+
+def _top(items):
+    top = None
+    for e in items:
+        if is_dual(e) and (top is None or e.trace.level > top.level):
+            top = e.trace
+    return top
 
 
 def _primal(x, trace):
@@ -397,6 +481,8 @@ def _run_reverse(tape, fun, args, kwargs, argnums, has_aux, who, leaves, in_def,
             raise TypeError("%s(has_aux=True): the function must return a pair (output, aux); got %s"
                             % (who, _describe(out)))
         out, aux = out
+    if type(out) is not Dual:
+        out = _pack_outputs(out, tape)
     return duals, kinds, out, aux
 
 
@@ -464,24 +550,75 @@ def _is_scalar_output(x):
     return False
 
 
+class Transformed:
+    """A differentiated function: what ``grad``, ``value_and_grad``, ``jacrev``, ``jacfwd`` and
+    ``hessian`` return. It carries the function it differentiates (``__wrapped__``, its name
+    and docstring, as ``functools.wraps`` gives) and pickles as the call that made it --
+    ``grad(f, argnums)`` -- so ``f`` travels by reference when it is importable and by value
+    through cloudpickle for a lambda or closure: ``ProcessPoolExecutor.map(grad(f), xs)`` and
+    Dask work. As an attribute of a class it binds like a function (a method)."""
+
+    __slots__ = ("fun", "argnums", "has_aux", "who", "recipe", "__dict__", "__weakref__")
+
+    def __init__(self, fun, argnums, has_aux, who, recipe):
+        self.fun = fun
+        self.argnums = argnums
+        self.has_aux = has_aux
+        self.who = who
+        self.recipe = recipe  # (public maker, its arguments)
+        try:
+            functools.update_wrapper(self, recipe[1][0])  # the user's function
+        except AttributeError:  # pragma: no cover -- an object that refuses attribute reads
+            pass
+
+    def __reduce__(self):
+        return self.recipe
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __repr__(self):
+        return "<deltaad.%s of %r>" % (self.who, self.recipe[1][0])
+
+
+class _ValueAndGrad(Transformed):
+    __slots__ = ()
+
+    def __call__(self, *args, **kwargs):
+        return _value_and_grad(self, args, kwargs)
+
+
+class _Grad(Transformed):
+    __slots__ = ()
+
+    def __call__(self, *args, **kwargs):
+        (out, g) = _value_and_grad(self, args, kwargs)
+        if self.has_aux:
+            return g, out[1]
+        return g
+
+
+def _value_and_grad(self, args, kwargs):
+    single, nums = _argnums_tuple(self.argnums, len(args), "grad")
+    has_aux = self.has_aux
+    out, pb, aux = _vjp(self.fun, args, kwargs, nums, has_aux, "grad")
+    if not _is_scalar_output(out):
+        raise TypeError(
+            "grad requires a function returning one real number; got %s. Use "
+            "deltaad.jacrev/jacobian or deltaad.vjp for other outputs, or has_aux=True to "
+            "return extra data beside the number." % (_describe(out),)
+        )
+    g = pb(1.0 if type(out) is Dual or not isinstance(out, np.ndarray) and not is_dual(out) else np.ones(()))
+    g = g[0] if single else g
+    if type(out) is np.ndarray:  # np.sum(x) of an array dual: numpy's scalar, as numpy gives
+        out = out[()]
+    return ((out, aux), g) if has_aux else (out, g)
+
+
 def value_and_grad(fun, argnums=0, has_aux=False):
     """``f(*args) -> (value, gradient)``; gradient has the structure of the argument(s)."""
-
-    @functools.wraps(fun)
-    def value_and_grad_f(*args, **kwargs):
-        single, nums = _argnums_tuple(argnums, len(args), "grad")
-        out, pb, aux = _vjp(fun, args, kwargs, nums, has_aux, "grad")
-        if not _is_scalar_output(out):
-            raise TypeError(
-                "grad requires a function returning one real number; got %s. Use "
-                "deltaad.jacrev/jacobian or deltaad.vjp for other outputs, or has_aux=True to "
-                "return extra data beside the number." % (_describe(out),)
-            )
-        g = pb(1.0 if type(out) is Dual or not isinstance(out, np.ndarray) and not is_dual(out) else np.ones(()))
-        g = g[0] if single else g
-        return ((out, aux), g) if has_aux else (out, g)
-
-    return value_and_grad_f
+    return _ValueAndGrad(fun, argnums, has_aux, "value_and_grad",
+                         (value_and_grad, (fun, argnums, has_aux)))
 
 
 def _describe(x):
@@ -494,16 +631,7 @@ def _describe(x):
 
 def grad(fun, argnums=0, has_aux=False):
     """The gradient of a real-valued ``fun`` with respect to the argument(s) ``argnums``."""
-    vg = value_and_grad(fun, argnums, has_aux)
-
-    @functools.wraps(fun)
-    def grad_f(*args, **kwargs):
-        (out, g) = vg(*args, **kwargs)
-        if has_aux:
-            return g, out[1]
-        return g
-
-    return grad_f
+    return _Grad(fun, argnums, has_aux, "grad", (grad, (fun, argnums, has_aux)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -529,7 +657,8 @@ def _run_forward(level, fun, leaves, in_def, t_leaves):
     """The part of ``jvp`` that runs with ``level`` open."""
     duals, kinds = _dualise(level, leaves, t_leaves, floats=all_floats(leaves))
     _check_has_float(kinds, "jvp")
-    return fun(*tree_unflatten(in_def, duals))
+    out = fun(*tree_unflatten(in_def, duals))
+    return out if type(out) is Dual else _pack_outputs(out, level)
 
 
 def _read_forward(out, level, who):
@@ -671,13 +800,12 @@ def _assemble(J, out_leaves, out_def, out_tree, in_leaves, in_def, in_tree, sing
     return tree_unflatten(out_def, result_leaves)
 
 
-def jacrev(fun, argnums=0):
-    """The Jacobian by reverse mode: one tape, one backward sweep per output component."""
+class _JacRev(Transformed):
+    __slots__ = ()
 
-    @functools.wraps(fun)
-    def jacrev_f(*args, **kwargs):
-        single, nums = _argnums_tuple(argnums, len(args), "jacrev")
-        out, pb, _ = _vjp(fun, args, kwargs, nums, False, "jacrev")
+    def __call__(self, *args, **kwargs):
+        single, nums = _argnums_tuple(self.argnums, len(args), "jacrev")
+        out, pb, _ = _vjp(self.fun, args, kwargs, nums, False, "jacrev")
         if pb.out_leaves is None:
             out_leaves, out_def = [out], LEAF
         else:
@@ -700,7 +828,11 @@ def jacrev(fun, argnums=0):
         in_tree = tuple(args[n] for n in nums)
         return _assemble(J, out_leaves, out_def, out, in_leaves, pb.in_def, in_tree, single)
 
-    return jacrev_f
+
+
+def jacrev(fun, argnums=0):
+    """The Jacobian by reverse mode: one tape, one backward sweep per output component."""
+    return _JacRev(fun, argnums, False, "jacrev", (jacrev, (fun, argnums)))
 
 
 jacobian = jacrev
@@ -708,13 +840,16 @@ jacobian = jacrev
 
 def jacfwd(fun, argnums=0):
     """The Jacobian by forward mode: one ``jvp`` per input component."""
-    return _jacfwd(fun, argnums, "jacfwd")
+    return _JacFwd(fun, argnums, False, "jacfwd", (jacfwd, (fun, argnums)))
 
 
-def _jacfwd(fun, argnums, who):
-    @functools.wraps(fun)
-    def jacfwd_f(*args, **kwargs):
-        single, nums = _argnums_tuple(argnums, len(args), who)
+class _JacFwd(Transformed):
+    __slots__ = ()
+
+    def __call__(self, *args, **kwargs):
+        who = self.who
+        fun = self.fun
+        single, nums = _argnums_tuple(self.argnums, len(args), who)
         in_tree = tuple(args[n] for n in nums)
         in_leaves, in_def = tree_flatten(in_tree)
         in_comps = _components(in_leaves)
@@ -737,8 +872,6 @@ def _jacfwd(fun, argnums, who):
         out = tree_unflatten(out_def, ps)
         return _assemble(J, ps, out_def, out, in_leaves, in_def, in_tree, single)
 
-    return jacfwd_f
-
 
 def _jvp_static(f, in_leaves, in_def, t_leaves, who):
     """``jvp`` where static leaves carry ``None`` tangents (they are not dualised); the output
@@ -749,12 +882,24 @@ def _jvp_static(f, in_leaves, in_def, t_leaves, who):
 
 def _run_static(level, f, in_leaves, in_def, t_leaves):
     duals, kinds = _dualise(level, in_leaves, t_leaves)
-    return f(*tree_unflatten(in_def, duals))
+    return _pack_outputs(f(*tree_unflatten(in_def, duals)), level)
 
 
 def hessian(fun, argnums=0):
     """Second derivatives: forward over reverse (``jacfwd(jacrev(fun))``), as JAX does."""
-    return _jacfwd(jacrev(fun, argnums), argnums, "hessian")
+    return _JacFwd(jacrev(fun, argnums), argnums, False, "hessian", (hessian, (fun, argnums)))
+
+
+def hvp(fun, primals, tangents, argnums=0):
+    """The Hessian-vector product ``H @ v`` of a real-valued ``fun`` at ``primals``, without
+    the Hessian: forward over reverse (``jvp(grad(fun), primals, tangents)``, JAX's recipe),
+    so time and memory are a small multiple of one gradient's. ``tangents`` has the structure
+    of ``primals`` (one tangent per argument); the result has the structure of the
+    argument(s) ``argnums`` -- ``hessp`` for ``scipy.optimize.minimize`` is
+    ``lambda x, p: deltaad.hvp(f, (x,), (p,))``."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("hvp: primals and tangents must be tuples (one entry per argument)")
+    return jvp(grad(fun, argnums), tuple(primals), tuple(tangents))[1]
 
 
 # --------------------------------------------------------------------------------------------
@@ -791,4 +936,4 @@ def _run_delta(tape, fun, leaves, in_def):
     _check_has_float(kinds, "make_delta")
     if any(k == "array" for k in kinds):
         raise TypeError("make_delta shows the Delta of scalar programs; pass floats, not arrays")
-    return fun(*tree_unflatten(in_def, duals))
+    return _pack_outputs(fun(*tree_unflatten(in_def, duals)), tape)

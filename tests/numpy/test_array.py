@@ -194,13 +194,11 @@ def test_deltaad_functions_on_arrays_and_lists():
 
 def test_unsupported_numpy_function_raises_naming_it():
     for fn, name in [
-        (lambda x: np.linalg.eigh(x), "numpy.linalg.eigh"),
+        (lambda x: np.linalg.tensorinv(x, ind=1), "numpy.linalg.tensorinv"),
         (lambda x: np.fft.fft(x), "fft"),
-        (lambda x: np.convolve(x[0], x[1]), "numpy.convolve"),
-        (lambda x: np.unique(x), "numpy.unique"),
         (lambda x: np.nextafter(x, 1.0), "numpy.nextafter"),
         (lambda x: np.add.reduceat(x, [0, 1]), "numpy.add.reduceat"),
-        (lambda x: np.linalg.svd(x), "numpy.linalg.svd"),
+        (lambda x: np.corrcoef(x), "numpy.corrcoef"),
     ]:
         with pytest.raises(NotImplementedError, match=name.replace(".", r"\.")):
             d.grad(lambda x: np.sum(fn(x)))(np.eye(2) + 1.0)
@@ -209,7 +207,7 @@ def test_unsupported_numpy_function_raises_naming_it():
 def test_conversions_that_would_drop_the_derivative_raise():
     def f(x):
         with pytest.raises(TypeError, match="drop"):
-            np.asarray(x)
+            np.asarray(x, dtype=float)
         with pytest.raises(TypeError, match="drop"):
             float(x[0:1])
         with pytest.raises(TypeError):

@@ -30,9 +30,17 @@ def fd(f, x, h=1e-5):
     return (f(x + h) - f(x - h)) / (2 * h)
 
 
-def test_sinc_is_not_differentiable_until_declared():
-    with pytest.raises(NotImplementedError, match="numpy.sinc"):
-        d.grad(lambda x: np.sinc(x).sum())(np.array([0.3]))
+def test_a_function_is_not_differentiable_until_declared():
+    with pytest.raises(NotImplementedError, match="numpy.nextafter"):
+        d.grad(lambda x: np.nextafter(x, 2.0).sum())(np.array([0.3]))
+
+
+def test_a_declared_rule_replaces_deltaads_own():
+    """(np.sinc has a rule of deltaad's; a declared one replaces it, on arrays and scalars)"""
+    d.defvjp(np.sinc, lambda ans, x: lambda g: g * 2.0)
+    assert list(d.grad(lambda x: np.sinc(x).sum())(np.array([0.3]))) == [2.0]
+    d.defvjp(np.copysign, lambda ans, a, b: lambda g: g * 3.0, None)
+    assert d.grad(lambda x: np.copysign(x, 1.0))(0.5) == 3.0
 
 
 @pytest.mark.parametrize("sides", ["both", "vjp only", "jvp only"])
@@ -101,12 +109,12 @@ def test_a_function_that_does_not_dispatch_gets_a_differentiable_version():
 
 def test_scipy_ufunc_rules_name_scipy():
     special = pytest.importorskip("scipy.special")
-    with pytest.raises(NotImplementedError, match=r"scipy\.special\.ndtri\b"):
-        d.grad(lambda x: special.ndtri(x))(0.3)
-    # the derivative of the inverse normal CDF: 1 / pdf(ndtri(p))
-    d.defvjp(special.ndtri, lambda ans, p: lambda g: g * np.sqrt(2 * np.pi) * np.exp(ans ** 2 / 2))
+    with pytest.raises(NotImplementedError, match=r"scipy\.special\.erfcx\b"):
+        d.grad(lambda x: special.erfcx(x))(0.3)
+    # the derivative of the scaled complementary error function: 2 x erfcx(x) - 2 / sqrt(pi)
+    d.defvjp(special.erfcx, lambda ans, x: lambda g: g * (2 * x * ans - 2 / np.sqrt(np.pi)))
     p = 0.3
-    g = d.grad(lambda t: special.ndtri(t))(p)
-    assert g == pytest.approx(fd(special.ndtri, p), rel=1e-7)
-    assert d.jvp(lambda t: special.ndtri(t), (p,), (1.0,))[1] == pytest.approx(g, rel=1e-12)
+    g = d.grad(lambda t: special.erfcx(t))(p)
+    assert g == pytest.approx(fd(special.erfcx, p), rel=1e-7)
+    assert d.jvp(lambda t: special.erfcx(t), (p,), (1.0,))[1] == pytest.approx(g, rel=1e-12)
     assert math.isfinite(g)

@@ -96,8 +96,11 @@ def test_pad_odd_reflection_is_refused_even_matches_numpy():
 
 
 def test_histogram_bin_edges_is_not_derivative_free():
-    with pytest.raises(NotImplementedError, match="histogram_bin_edges"):
-        ad.grad(lambda x: np.sum(np.histogram_bin_edges(x, bins=2)))(np.array([0.0, 1.0, 3.0]))
+    """Its edges move with the data: numpy's own code, run on the duals, says how (the edges
+    are linspace(min, max)), never a derivative-free constant."""
+    x = np.array([0.0, 1.0, 3.0])
+    f = lambda x: np.sum(np.histogram_bin_edges(x, bins=2))  # noqa: E731
+    assert list(ad.grad(f)(x)) == [1.5, 0.0, 1.5]
 
 
 def test_floor_divide_operator():

@@ -150,4 +150,120 @@ def _scalar_mix(draw):
     return f, [uniform(rng, shape)]
 
 
+# --------------------------------------------------------------------------------------------
+# sinc, copysign, heaviside, modf, ldexp, frexp, interp, nan_to_num, piecewise
+
+
+op("sinc")(_unary(np.sinc, -3, 3))
+op("modf")(_unary(lambda x: np.modf(x)[0] + 0.5 * np.modf(x)[1], 0.1, 0.9))
+op("frexp")(_unary(lambda x: np.frexp(x)[0] * np.frexp(x)[1], 0.6, 0.9))
+
+
+@op("copysign/heaviside")
+@st.composite
+def _copysign(draw):
+    rng = np.random.default_rng(draw(seeds))
+    sa, sb = bshapes(draw)
+    f = draw(st.sampled_from([
+        np.copysign, lambda a, b: np.heaviside(np.round(a), b) * b,
+    ]))
+    return f, [away(rng, sa, 0.6, 2.4) + 0.0, away(rng, sb)]
+
+
+@op("ldexp")
+@st.composite
+def _ldexp(draw):
+    rng = np.random.default_rng(draw(seeds))
+    s, sn = bshapes(draw)
+    n = rng.integers(-3, 4, sn)
+    return (lambda x: np.ldexp(x, n)), [uniform(rng, s)]
+
+
+@op("interp")
+@st.composite
+def _interp(draw):
+    rng = np.random.default_rng(draw(seeds))
+    k = draw(st.integers(1, 5))
+    xp = np.sort(rng.permutation(10)[:k] * 0.5)
+    fp = uniform(rng, (k,))
+    s = draw(shapes())
+    # x away from the knots (where the slope jumps), inside and outside [xp[0], xp[-1]]
+    x = np.floor(rng.uniform(-2, 6, s)) * 0.5 + 0.25
+    lr = draw(st.sampled_from([{}, {"left": -3.0}, {"right": 2.0}, {"left": 1.0, "right": 0.5}]))
+    which = draw(st.sampled_from(["x", "fp", "both"]))
+    if which == "x":
+        return (lambda t: np.interp(t, xp, fp, **lr)), [x]
+    if which == "fp":
+        return (lambda f: np.interp(x, xp, f, **lr)), [fp]
+    return (lambda t, f: np.interp(t, xp, f, **lr)), [x, fp]
+
+
+@op("nan_to_num")
+@st.composite
+def _nan_to_num(draw):
+    rng = np.random.default_rng(draw(seeds))
+    s = draw(shapes())
+    special = rng.choice([np.nan, np.inf, -np.inf, 0.0], size=s, p=[0.2, 0.2, 0.2, 0.4])
+    # (finite replacements: numpy's default, the largest float, would overflow a finite difference)
+    kw = draw(st.sampled_from([{"posinf": 5.0, "neginf": -5.0}, {"nan": 1.5, "posinf": 9.0, "neginf": -9.0}]))
+    return (lambda x: np.nan_to_num(x + special, **kw)), [uniform(rng, s)]
+
+
+@op("piecewise")
+@st.composite
+def _piecewise(draw):
+    rng = np.random.default_rng(draw(seeds))
+    s = draw(shapes(min_side=1))
+    # at least 0.15 from the conditions' thresholds 0, 0.5 and 1 (piecewise jumps there)
+    x = rng.integers(-4, 4, s) * 0.5 + 0.25 + rng.uniform(-0.1, 0.1, s)
+    f = draw(st.sampled_from([
+        lambda x: np.piecewise(x, [x < 0, x > 1], [lambda v: v ** 2, np.sin, 2.5]),
+        lambda x: np.piecewise(x, [x < 0], [lambda v: -v, lambda v: v * 3.0]),
+        lambda x: np.piecewise(x, [x > 0.5], [np.exp]),
+    ]))
+    return f, [x]
+
+
+try:
+    from scipy import special as _special
+except ImportError:  # scipy is optional: its functions are tested when it is installed
+    _special = None
+
+if _special is not None:
+    SCIPY_UNARY = {
+        "gammaln": (0.3, 4), "gamma": (0.3, 3), "digamma": (0.3, 4), "psi": (0.3, 4),
+        "erf": (-2, 2), "erfc": (-2, 2), "erfinv": (-0.9, 0.9), "erfcinv": (0.1, 1.9),
+        "expit": (-4, 4), "logit": (0.1, 0.9), "log_expit": (-4, 4), "entr": (0.1, 3),
+        "ndtr": (-3, 3), "log_ndtr": (-5, 3), "ndtri": (0.1, 0.9), "i0": (-3, 3),
+        "i0e": (0.1, 3), "i1": (-3, 3), "i1e": (0.1, 3), "j0": (-5, 5), "j1": (-5, 5),
+        "y0": (0.3, 5), "y1": (0.3, 5), "log1p": (-0.6, 3), "expm1": (-2, 2),
+        "exp2": (-2, 2), "exp10": (-1, 1), "cbrt": (0.3, 3),
+    }
+    for _n, (_lo, _hi) in SCIPY_UNARY.items():
+        op("scipy.special." + _n)(_unary(getattr(_special, _n), _lo, _hi))
+    for _k in range(4):
+        op("scipy.special.polygamma(%d, x)" % _k)(
+            _unary(lambda x, k=_k: _special.polygamma(k, x), 0.5, 3))
+    for _n, _ra, _rb in (("beta", (0.3, 2), (0.3, 2)), ("betaln", (0.3, 2), (0.3, 2)),
+                         ("xlogy", (-2, 2), (0.2, 2)), ("xlog1py", (-2, 2), (-0.6, 2))):
+        op("scipy.special." + _n)(_binary(getattr(_special, _n), _ra, _rb))
+
+
 test_first_order, test_second_order = family.tests()
+
+
+def test_values_are_numpys_and_scipys():
+    """On array duals and scalar duals, each function gives numpy's (scipy's) own value."""
+    x = np.linspace(0.05, 0.95, 7)
+    fs = [np.sinc, lambda v: np.copysign(v, -1.0), lambda v: np.heaviside(v - 0.5, 0.3),
+          lambda v: np.modf(v * 3)[0], lambda v: np.ldexp(v, 3), lambda v: np.frexp(v)[0],
+          lambda v: np.interp(v, [0.0, 0.4, 1.0], [1.0, -1.0, 2.0])]
+    if _special is not None:
+        fs += [getattr(_special, n) for n in SCIPY_UNARY] + [
+            lambda v: _special.polygamma(2, v), lambda v: _special.xlogy(v, v + 1),
+            lambda v: _special.beta(v, 2 * v)]
+    for f in fs:
+        for t in (x, x[2], float(x[3])):
+            v, _ = d.vjp(f, t)
+            assert np.array_equal(np.asarray(d.value(v)), np.asarray(f(t))), f
+            assert np.shape(d.value(v)) == np.shape(f(t))

@@ -11,7 +11,8 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from numpy_checks import Family, seeds, shapes, uniform
+import deltaad as d
+from numpy_checks import Family, bshapes, seeds, shapes, uniform
 
 family = Family()
 op = family.op
@@ -112,4 +113,41 @@ def _trace(draw):
     return (lambda x: np.trace(x, off, a1, a2)), [uniform(rng, s)]
 
 
+@op("convolve/correlate")
+@st.composite
+def _convolve(draw):
+    rng = np.random.default_rng(draw(seeds))
+    n, m = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    mode = draw(st.sampled_from(["full", "same", "valid"]))
+    f = draw(st.sampled_from([np.convolve, np.correlate]))
+    return (lambda a, v: f(a, v, mode)), [uniform(rng, (n,)), uniform(rng, (m,))]
+
+
+@op("polyval/kron/cross")
+@st.composite
+def _polyval(draw):
+    rng = np.random.default_rng(draw(seeds))
+    which = draw(st.sampled_from(["polyval", "kron", "cross"]))
+    if which == "polyval":
+        return np.polyval, [uniform(rng, (draw(st.integers(1, 4)),)), uniform(rng, draw(shapes()))]
+    if which == "kron":
+        return np.kron, [uniform(rng, draw(shapes(max_dims=2))), uniform(rng, draw(shapes(max_dims=3)))]
+    da, db = draw(st.sampled_from([(3, 3), (2, 3), (3, 2), (2, 2)]))
+    sa, sb = bshapes(draw)
+    if da == db == 3 and draw(st.booleans()):
+        return np.linalg.cross, [uniform(rng, sa + (3,)), uniform(rng, sb + (3,))]
+    return ((lambda a, b: np.cross(a, b)), [uniform(rng, sa + (da,)), uniform(rng, sb + (db,))])
+
+
 test_first_order, test_second_order = family.tests()
+
+
+def test_values_are_numpys():
+    rng = np.random.default_rng(3)
+    a, v = rng.standard_normal(7), rng.standard_normal(4)
+    x, y = rng.standard_normal((2, 3)), rng.standard_normal((4, 3))
+    for f, args in [(lambda s, t: np.convolve(s, t, "same"), (a, v)),
+                    (lambda s, t: np.correlate(t, s, "same"), (a, v)),
+                    (np.polyval, (v, a)), (np.kron, (x, y)), (np.cross, (x, y[:2]))]:
+        out, _ = d.vjp(f, *args)
+        assert np.array_equal(d.value(out), f(*args))

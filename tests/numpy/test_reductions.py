@@ -8,6 +8,7 @@ differences of the gradient. Non-smooth functions are sampled away from their ki
 """
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -110,7 +111,183 @@ def _lse(draw):
     return draw(st.sampled_from([f, softmax_xent])), [distinct(rng, s)]
 
 
+# --------------------------------------------------------------------------------------------
+# nan-ignoring reductions, average, quantiles
+
+
+def _with_nans(rng, s):
+    """Distinct values with a nan at the first and the last position: every slice of a side of
+    4 keeps two numbers (nanvar with ddof=1 needs two)."""
+    x = distinct(rng, s)
+    if x.size:
+        x[(0,) * len(s)] = np.nan
+        x[(-1,) * len(s)] = np.nan
+    return x
+
+
+def _nan_reduction(fn, **kw):
+    @st.composite
+    def strat(draw):
+        rng = np.random.default_rng(draw(seeds))
+        s = draw(shapes(min_dims=1, max_dims=2, min_side=4))
+        axis = draw(axis_args(len(s)).filter(lambda a: a != ()))  # (a nan alone is nan)
+        kd = {"keepdims": True} if draw(st.booleans()) else {}
+        return (lambda x: fn(x, axis=axis, **kd, **kw)), [_with_nans(rng, s)]
+
+    return strat
+
+
+op("nansum")(_nan_reduction(np.nansum))
+op("nanmean")(_nan_reduction(np.nanmean))
+op("nanmax")(_nan_reduction(np.nanmax))
+op("nanmin")(_nan_reduction(np.nanmin))
+op("nanprod")(_nan_reduction(lambda x, **kw: np.nanprod(x * 0.3, **kw)))
+op("nanvar")(_nan_reduction(np.nanvar, ddof=1))
+op("nanstd")(_nan_reduction(np.nanstd))
+op("nanmedian")(_nan_reduction(np.nanmedian))
+op("nanquantile")(_nan_reduction(lambda x, **kw: np.nanquantile(x, [0.2, 0.65], **kw)))
+op("nanpercentile")(_nan_reduction(lambda x, **kw: np.nanpercentile(x, 40.0, **kw)))
+
+
+@op("nancumsum/nancumprod")
+@st.composite
+def _nancum(draw):
+    rng = np.random.default_rng(draw(seeds))
+    s = draw(shapes(min_dims=1, max_dims=2, min_side=1))
+    x = rng.uniform(0.5, 1.5, s)
+    x[(0,) * len(s)] = np.nan
+    axis = draw(st.sampled_from([None] + list(range(len(s)))))
+    f = draw(st.sampled_from([np.nancumsum, np.nancumprod]))
+    return (lambda t: f(t, axis=axis)), [x]
+
+
+@op("trapezoid")
+@st.composite
+def _trapezoid(draw):
+    rng = np.random.default_rng(draw(seeds))
+    s = draw(shapes(min_dims=1, min_side=1))
+    ax = draw(st.integers(-len(s), len(s) - 1))
+    kind = draw(st.sampled_from(["dx", "x1d", "xnd"]))
+    y = uniform(rng, s)
+    if kind == "dx":
+        return (lambda t, h: np.trapezoid(t, dx=h, axis=ax)), [y, 0.7]
+    xs = (s[ax],) if kind == "x1d" else s
+    return (lambda t, x: np.trapezoid(t, x, axis=ax)), [y, uniform(rng, xs)]
+
+
+@op("average")
+@st.composite
+def _average(draw):
+    rng = np.random.default_rng(draw(seeds))
+    s = draw(shapes(min_dims=1, min_side=1))
+    axis = draw(axis_args(len(s), none=True))
+    ax = None if axis is None else tuple(np.atleast_1d(axis))
+    kd = draw(st.booleans())
+    kind = draw(st.sampled_from(["none", "full", "axis"] if ax else ["none", "full"]))
+    if kind == "none":
+        return (lambda x: np.average(x, axis=axis, keepdims=kd)), [uniform(rng, s)]
+    wshape = s if kind == "full" else tuple(s[i] for i in ax)
+    ret = draw(st.booleans())
+    return ((lambda x, w: np.average(x, axis=axis, weights=w, returned=ret, keepdims=kd)),
+            [uniform(rng, s), uniform(rng, wshape, 0.5, 1.5)])
+
+
+@op("median/quantile/percentile")
+@st.composite
+def _quantiles(draw):
+    rng = np.random.default_rng(draw(seeds))
+    s = draw(shapes(min_dims=1, min_side=1))
+    axis = draw(axis_args(len(s)))
+    kd = draw(st.booleans())
+    method = draw(st.sampled_from(["linear", "lower", "higher", "nearest", "midpoint"]))
+    q = draw(st.sampled_from([0.5, 0.0, 1.0, 0.37, [0.1, 0.9], [[0.25], [0.75]]]))
+    f = draw(st.sampled_from([
+        lambda x: np.median(x, axis=axis, keepdims=kd),
+        lambda x: np.quantile(x, q, axis=axis, keepdims=kd, method=method),
+        lambda x: np.percentile(x, np.multiply(q, 100.0), axis=axis, keepdims=kd, method=method),
+    ]))
+    return f, [distinct(rng, s)]
+
+
+try:
+    from scipy import special as _special
+except ImportError:  # scipy is optional: its functions are tested when it is installed
+    _special = None
+
+if _special is not None:
+    @op("scipy.special.logsumexp/softmax/log_softmax")
+    @st.composite
+    def _scipy_lse(draw):
+        rng = np.random.default_rng(draw(seeds))
+        s = draw(shapes(min_dims=1, min_side=1))
+        axis = draw(axis_args(len(s)))
+        kd = draw(st.booleans())
+        f = draw(st.sampled_from([
+            lambda x: _special.logsumexp(x, axis=axis, keepdims=kd),
+            lambda x: _special.softmax(x, axis=axis),
+            lambda x: _special.log_softmax(x, axis=axis),
+            lambda x: _special.logsumexp(x, axis=axis, b=0.5 + x * x, keepdims=kd),
+            # (a negative sum, away from 0: log|sum| is well conditioned)
+            lambda x: _special.logsumexp(x, axis=axis, b=-0.5 - x * x, return_sign=True)[0],
+        ]))
+        return f, [uniform(rng, s)]
+
+
 test_first_order, test_second_order = family.tests()
+
+
+def _bits_equal(f, *args):
+    out, _ = d.vjp(f, *args)
+    want = f(*args)
+    for a, b in zip(d.tree_flatten(out)[0], d.tree_flatten(want)[0]):
+        assert np.array_equal(np.asarray(d.value(a)), np.asarray(b), equal_nan=True), (a, b)
+
+
+@given(seeds)
+def test_values_are_numpys(seed):
+    rng = np.random.default_rng(seed)
+    x = _with_nans(rng, (3, 4))
+    for f in (np.nansum, np.nanmean, np.nanmax, np.nanmin, np.nanprod, np.nanvar, np.nanstd,
+              np.nanmedian, lambda v: np.nanquantile(v, 0.3, axis=0),
+              lambda v: np.nanpercentile(v, [10, 60], axis=1)):
+        _bits_equal(f, x)
+    y = rng.standard_normal((3, 5))
+    w = rng.uniform(0.5, 2, (3, 5))
+    for f in (np.median, lambda v: np.quantile(v, [0.1, 0.5], axis=1),
+              lambda v: np.percentile(v, 33, axis=0, method="nearest"),
+              lambda v: np.average(v, axis=1), lambda v: np.average(v, weights=w)):
+        _bits_equal(f, y)
+    _bits_equal(lambda v, u: np.average(v, axis=1, weights=u[0], returned=True), y, w)
+
+
+def test_all_nan_slice_has_gradient_zero():
+    x = np.array([[np.nan, np.nan], [1.0, 2.0]])
+    with np.errstate(all="ignore"):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            g = d.grad(lambda v: np.nansum(np.nanmean(v, axis=1)))(x)
+    assert np.array_equal(g, np.array([[0.0, 0.0], [0.5, 0.5]]))
+
+
+def test_quantile_in_q_is_refused():
+    with pytest.raises(TypeError, match="quantile q is a dual"):
+        d.grad(lambda q: np.quantile(np.arange(3.0), q))(0.5)
+
+
+@pytest.mark.skipif(_special is None, reason="scipy is optional")
+def test_scipy_functions_called_unchanged():
+    """scipy.special's Python functions differentiate when called as the user wrote them, with
+    scipy's values; plain calls are scipy's own."""
+    from scipy.special import logsumexp, softmax
+
+    x = np.array([[0.3, -1.2, 2.0], [0.1, 0.4, -0.7]])
+    v, g = d.value_and_grad(lambda t: logsumexp(t))(x)
+    assert v == logsumexp(x)
+    assert np.allclose(g, softmax(x))
+    assert logsumexp.__wrapped__ is not logsumexp and logsumexp(x) == logsumexp.__wrapped__(x)
+    with pytest.raises(NotImplementedError, match=r"scipy\.special\.erfcx\b"):
+        d.grad(lambda t: _special.erfcx(t).sum())(x)
 
 
 def test_std_at_zero_spread_has_gradient_zero():
@@ -132,3 +309,25 @@ def test_var_and_std_values_are_numpys(shape, seed, ddof, data):
             continue
         v, _ = d.value_and_grad(lambda t: f(t, axis=axis, ddof=ddof).sum())(x)
         np.testing.assert_array_equal(v, np.sum(f(x, axis=axis, ddof=ddof)))
+
+
+@pytest.mark.skipif(_special is None, reason="scipy is optional")
+def test_scipy_is_never_imported_and_later_imports_get_the_rules():
+    """deltaad does not import scipy; a scipy.special imported after deltaad (the usual
+    ``from scipy.special import logsumexp``) gets the dispatching versions."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np, deltaad as d\n"
+        "assert not any(m.startswith('scipy') for m in sys.modules)\n"
+        "from scipy.special import logsumexp, polygamma, zeta\n"
+        "assert logsumexp.deltaad_original is not None\n"
+        "assert d.grad(lambda x: logsumexp(x))(np.zeros(2)).tolist() == [0.5, 0.5]\n"
+        "assert d.grad(lambda x: polygamma(0, x))(1.0) == polygamma(1, 1.0)\n"
+        "try:\n"
+        "    d.grad(lambda x: zeta(x, 1.0))(2.0)\n"
+        "except NotImplementedError as e:\n"
+        "    assert 'scipy.special._ufuncs._zeta' in str(e), e\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -317,4 +317,144 @@ def _iter(draw):
     return (lambda x: sum(r * (i + 1) for i, r in enumerate(x)) + len(x)), [uniform(rng, s)]
 
 
+# --------------------------------------------------------------------------------------------
+# rot90, rollaxis, meshgrid, insert, delete, block, partition, linspace, gradient, and the
+# joins (column_stack, dstack, append, atleast_nd)
+
+
+@op("rot90/rollaxis")
+@st.composite
+def _rot90(draw):
+    rng = np.random.default_rng(draw(seeds))
+    s = draw(shapes(min_dims=2))
+    nd = len(s)
+    k = draw(st.integers(-5, 5))
+    a0, a1 = draw(st.lists(st.integers(-nd, nd - 1), min_size=2, max_size=2,
+                           unique_by=lambda i: i % nd))
+    ax, start = draw(st.integers(-nd, nd - 1)), draw(st.integers(0, nd))
+    f = draw(st.sampled_from([lambda x: np.rot90(x, k, axes=(a0, a1)),
+                              lambda x: np.rollaxis(x, ax, start)]))
+    return f, [uniform(rng, s)]
+
+
+@op("meshgrid")
+@st.composite
+def _meshgrid(draw):
+    rng = np.random.default_rng(draw(seeds))
+    n = draw(st.integers(1, 3))
+    xs = [uniform(rng, draw(shapes(max_dims=2))) for _ in range(n)]
+    kw = {"indexing": draw(st.sampled_from(["xy", "ij"])), "sparse": draw(st.booleans())}
+    return (lambda *a: np.meshgrid(*a, **kw)), xs
+
+
+@op("insert/delete/append")
+@st.composite
+def _insert(draw):
+    rng = np.random.default_rng(draw(seeds))
+    s = draw(shapes(min_dims=1, min_side=1))
+    axis = draw(st.sampled_from([None] + list(range(-len(s), len(s)))))
+    n = int(np.prod(s)) if axis is None else s[axis]
+    obj = draw(st.sampled_from([0, n, [0, n // 2], slice(0, n, 2)]))
+    which = draw(st.sampled_from(["insert", "delete", "append"]))
+    x = uniform(rng, s)
+    if which == "delete":
+        obj = draw(st.sampled_from([0, n - 1, [0, n // 2], slice(0, n, 2)]))
+        return (lambda t: np.delete(t, obj, axis=axis)), [x]
+    if which == "append":
+        vs = s if axis is not None else draw(shapes(max_dims=2))
+        return (lambda t, v: np.append(t, v, axis=axis)), [x, uniform(rng, vs)]
+    obj = draw(st.sampled_from([0, n, n // 2, [0, n]]))
+    return (lambda t, v: np.insert(t, obj, v, axis=axis)), [x, uniform(rng, ())]
+
+
+@op("block/column_stack/dstack/atleast_nd")
+@st.composite
+def _block(draw):
+    rng = np.random.default_rng(draw(seeds))
+    r, c, k = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    a, b = uniform(rng, (r, c)), uniform(rng, (r, k))
+    f = draw(st.sampled_from([
+        lambda x, y: np.block([[x, y], [x[:1] * 2.0, y[:1]]]),
+        lambda x, y: np.block([x[0], y[0], 1.5]),
+        lambda x, y: np.block([[[x]], [[x * 0.5]]]),
+        lambda x, y: np.column_stack([x, y, x[:, 0]]),
+        lambda x, y: np.dstack([x, x * y[:, :1], x[:, :, None]]),
+        lambda x, y: np.atleast_3d(x[0], y, 2.0 * y[0, 0])[0] + np.atleast_2d(x[0]).sum(),
+    ]))
+    return f, [a, b]
+
+
+@op("diagflat/ediff1d")
+@st.composite
+def _diagflat(draw):
+    rng = np.random.default_rng(draw(seeds))
+    s = draw(shapes(max_dims=2))
+    k = draw(st.integers(-2, 2))
+    f = draw(st.sampled_from([lambda t, u: np.diagflat(t, k), lambda t, u: np.ediff1d(t),
+                              lambda t, u: np.ediff1d(t, to_end=u, to_begin=[1.0, u])]))
+    return f, [uniform(rng, s), 0.3]
+
+
+@op("partition")
+@st.composite
+def _partition(draw):
+    rng = np.random.default_rng(draw(seeds))
+    s = draw(shapes(min_dims=1, min_side=1))
+    axis = draw(st.sampled_from([None] + list(range(-len(s), len(s)))))
+    n = int(np.prod(s)) if axis is None else s[axis]
+    kth = draw(st.sampled_from([0, n - 1, (0, n - 1), n // 2]))
+    return (lambda x: np.partition(x, kth, axis=axis)), [distinct(rng, s)]
+
+
+@op("linspace")
+@st.composite
+def _linspace(draw):
+    rng = np.random.default_rng(draw(seeds))
+    s = draw(shapes(max_dims=2))
+    num = draw(st.integers(0, 6))
+    endpoint = draw(st.booleans())
+    axis = draw(st.integers(-len(s) - 1, len(s)))
+    ret = draw(st.booleans()) and num - endpoint > 0  # (the step is nan otherwise)
+    return ((lambda a, b: np.linspace(a, b, num, endpoint=endpoint, axis=axis, retstep=ret)),
+            [uniform(rng, s), uniform(rng, s)])
+
+
+@op("gradient")
+@st.composite
+def _gradient(draw):
+    rng = np.random.default_rng(draw(seeds))
+    s = draw(shapes(min_dims=1, min_side=3))
+    edge = draw(st.sampled_from([1, 2]))
+    axis = draw(st.sampled_from([None] + list(range(len(s)))))
+    axes = range(len(s)) if axis is None else [axis]
+    spacing = draw(st.sampled_from(["none", "scalar", "arrays"]))
+    if spacing == "none":
+        sp = ()
+    elif spacing == "scalar":
+        sp = (0.7,)
+    else:
+        sp = tuple(np.cumsum(rng.uniform(0.5, 1.5, s[i])) for i in axes)
+    return (lambda x: np.gradient(x, *sp, axis=axis, edge_order=edge)), [uniform(rng, s)]
+
+
 test_first_order, test_second_order = family.tests()
+
+
+def test_values_are_numpys():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 4))
+    fs = [lambda t: np.rot90(t, 3), lambda t: np.rollaxis(t[None], 2),
+          lambda t: np.meshgrid(t[0], t[1]), lambda t: np.insert(t, 1, 2.5, axis=1),
+          lambda t: np.delete(t, [0, 2], axis=1), lambda t: np.block([[t, t], [t, t]]),
+          lambda t: np.partition(t, 2, axis=1), lambda t: np.linspace(t[0], t[1], 5, axis=1),
+          lambda t: np.gradient(t, 0.3, np.array([0.0, 0.2, 0.7, 1.5]), edge_order=2),
+          lambda t: np.gradient(t[0])]
+    for f in fs:
+        v, _ = d.vjp(f, x)
+        for a, b in zip(d.tree_flatten(v)[0], d.tree_flatten(f(x))[0]):
+            assert np.array_equal(d.value(a), b)
+
+
+def test_linspace_with_dual_endpoints_on_scalars():
+    g = d.grad(lambda a, b: np.linspace(a, b, 5).sum(), argnums=(0, 1))(0.5, 2.0)
+    assert g == (2.5, 2.5)

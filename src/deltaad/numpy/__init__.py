@@ -13,7 +13,9 @@ scalar duals answer numpy.
 """
 
 from .._backend import B
-from . import constant, elementwise, linalg, products, reductions, shape  # noqa: F401 (rules)
+from . import (  # noqa: F401 (the rule families)
+    constant, elementwise, linalg, products, reductions, registry, shape, special,
+)
 from .array import (
     ArrayDual, array_input, asarray, at, scalar_array_function, scalar_array_ufunc,
     scalar_fallback, stack,
@@ -27,3 +29,4 @@ __all__ = [
 ]
 
 B.set_hooks(scalar_fallback, scalar_array_ufunc, scalar_array_function)
+registry.watch_late()  # scipy.special's Python functions, now or when scipy.special is imported

@@ -26,12 +26,15 @@ import numbers
 import numpy as np
 
 from .._backend import B
-from .._errors import complex_error, escaped_error, no_float_error
+from .._errors import EscapedDualError, complex_error, escaped_error, no_float_error
 from ..trace import dtype_of, register_dual_type
 from ..trace import value as strip
 from . import registry
 
 Dual = B.Dual
+_new = object.__new__
+_UFUNCS = registry.UFUNCS
+_CONSTANT_UFUNCS = registry.CONSTANT_UFUNCS
 
 
 class Primitive:
@@ -126,7 +129,7 @@ def apply(prim, args, params=_EMPTY):
     if inner:
         out = apply(prim, vals, params)
     else:
-        out = prim.impl(*vals, **params)
+        out = prim.impl(*vals, **params) if params else prim.impl(*vals)
         if type(out) is not np.ndarray and type(out) is not float:
             out = np.asarray(out)
     if forward:
@@ -141,9 +144,16 @@ def apply(prim, args, params=_EMPTY):
                 isinstance(t, (np.ndarray, np.floating)) and t.dtype != out.dtype:
             t = np.asarray(t, dtype=out.dtype)  # a tangent has its primal's dtype (float32 stays)
         return wrap(out, top, -1, t)
-    rule = prim.vjp(out, vals, on, **params)
+    rule = prim.vjp(out, vals, on, **params) if params else prim.vjp(out, vals, on)
     if scalar is not None or len(keep) != k:
         rule = _select(rule, keep, scalar)
+    if type(out) is np.ndarray:  # wrap(), inlined for the commonest result
+        r = _new(ArrayDual)
+        r.value = out
+        r.trace = top
+        r.id = top.push_linear(ids, rule)
+        r.tangent = None
+        return r
     return wrap(out, top, top.push_linear(ids, rule), None)
 
 
@@ -345,6 +355,111 @@ def pack_scalars(items):
 def stack(arrays, axis=0):
     """``deltaad.stack``: like ``np.stack``, also for scalar duals and lists holding duals."""
     return registry.FUNCTIONS[np.stack](arrays, axis=axis)
+
+
+# --------------------------------------------------------------------------------------------
+# Unpacking: an array dual as the numpy object array of its scalar duals (what np.asarray of
+# an array dual gives, so that library code which converts its input keeps its derivative)
+#
+# Reverse mode records one *gather* binding G (parent: the array) and, per element k, a
+# binding ``e_k := slot_k * Var(G)`` whose coefficient is a marker: the sweep's product
+# ``slot_k * adj[e_k]`` is the sparse cotangent "adj[e_k] at position k", and the sweep's sum
+# collects these at G (in place: each product is a fresh object). G's linear map then makes
+# the dense cotangent of the array. Time and memory are linear in the number of elements (a
+# binding per element), where n ``x[k]`` bindings would each scatter a dense cotangent.
+
+
+class _Slot:
+    """The coefficient of element ``k``'s binding: multiplying it by an adjoint gives that
+    adjoint at position ``k`` (a :class:`_Gathered`)."""
+
+    __slots__ = ("k",)
+
+    def __init__(self, k):
+        self.k = k
+
+    def __mul__(self, a):
+        return _Gathered([self.k], [a])
+
+    __rmul__ = __mul__
+
+    def __repr__(self):
+        return "<element %d>" % self.k
+
+
+class _Gathered:
+    """The adjoint of a gather binding while the sweep collects it: element adjoints by flat
+    position. ``+`` appends in place (every operand is fresh from a :class:`_Slot` product)."""
+
+    __slots__ = ("idx", "cts")
+    __array_ufunc__ = None  # never an operand of numpy's arithmetic
+
+    def __init__(self, idx, cts):
+        self.idx = idx
+        self.cts = cts
+
+    def __add__(self, other):
+        self.idx += other.idx
+        self.cts += other.cts
+        return self
+
+
+_SLOT_RULES = []  # k -> (_Slot(k),): one rule per position, shared by every unpacked array
+
+
+def _slot_rule(k):
+    rules = _SLOT_RULES
+    while len(rules) <= k:
+        rules.append((_Slot(len(rules)),))
+    return rules[k]
+
+
+def _gather_rule(shape, dtype):
+    n = int(np.prod(shape, dtype=np.intp))
+
+    def rule(g):
+        idx = np.array(g.idx, dtype=np.intp)
+        cts = g.cts
+        if all(type(c) is float for c in cts):
+            dense = np.bincount(idx, weights=cts, minlength=n)
+            if dense.dtype != dtype:
+                dense = dense.astype(dtype)
+            return (dense.reshape(shape),)
+        # adjoints that are duals of an outer differentiation (nesting): the same sum, recorded
+        dense = scatter(pack_scalars(cts), (n,), dtype, (idx,), False)
+        return (reshape(dense, shape),)
+
+    return rule
+
+
+def unpack(x):
+    """The scalar duals of array dual ``x`` (same trace), flat in C order, as a list."""
+    t = x.trace
+    if t.closed:
+        raise escaped_error(t.level)
+    v = x.value
+    vals = unpack(v) if type(v) is ArrayDual else v.ravel().tolist()
+    if t.is_forward:
+        tan = x.tangent
+        if type(tan) is ArrayDual:
+            tans = unpack(tan)
+        else:
+            tans = np.broadcast_to(tan, v.shape).ravel().tolist()
+        return t.inputs(vals, tans)
+    g = t.push_linear((x.id,), _gather_rule(v.shape, dtype_of(v)))
+    parents = (g,)
+    push = t.push_linear
+    out = []
+    for k, e in enumerate(vals):
+        out.append(Dual(e, t, push(parents, _slot_rule(k)), None))
+    return out
+
+
+def object_array(x):
+    """``x`` (an array dual) as a numpy object array of its scalar duals."""
+    a = np.empty(x.shape, dtype=object)
+    a.reshape(-1)[:] = unpack(x) if a.size else []
+    return a
 
 
 # --------------------------------------------------------------------------------------------
@@ -589,7 +704,7 @@ def reshape_scalar(x):
 
 def unbroadcast(g, shape):
     """Sum ``g`` down to ``shape`` (the transpose of broadcasting ``shape`` to ``g``'s shape)."""
-    gs = shape_of(g)
+    gs = g.shape if type(g) is np.ndarray else shape_of(g)
     if gs == shape:
         return g
     nd = len(gs) - len(shape)
@@ -661,18 +776,30 @@ class ArrayDual:
 
     # -- numpy protocols --
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and not kwargs:  # ufunc_dispatch's fast path, inlined
+            rule = _UFUNCS.get(ufunc)
+            if rule is not None and ufunc not in _CONSTANT_UFUNCS:
+                if len(inputs) == 1:
+                    return rule(self)
+                if len(inputs) == 2:
+                    a, b = inputs
+                    ta = type(a)
+                    tb = type(b)
+                    if (ta is ArrayDual or ta is float) and (tb is ArrayDual or tb is float):
+                        return rule(a, b)
         return ufunc_dispatch(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
         return function_dispatch(func, args, kwargs)
 
     def __array__(self, dtype=None, copy=None):
-        raise TypeError(
-            "converting a deltaad array dual to a plain numpy array would silently drop its "
-            "derivative (np.asarray/np.array, or storing it into a numpy array). Use numpy "
-            "functions on it directly, deltaad.asarray / np.stack to build arrays from duals, "
-            "x.at[i].set(v) to update, or deltaad.value(x) for the plain value."
-        )
+        """``np.asarray(x)``: the object array of ``x``'s scalar duals, on the same trace, so
+        code that converts its input keeps the derivative through numpy's object arithmetic
+        (it re-enters deltaad as an array dual where it meets one). A float ``dtype`` would
+        drop the derivative: an error naming the conversion."""
+        if dtype is not None and np.dtype(dtype).kind != "O":
+            raise no_float_error("array", dtype)
+        return object_array(self)
 
     # -- attributes --
     @property
@@ -736,27 +863,47 @@ class ArrayDual:
 
     # -- arithmetic --
     def __add__(self, other):
+        to = type(other)
+        if to is ArrayDual or to is float:
+            return _UFUNCS[np.add](self, other)
         return _binop(np.add, self, other)
 
     def __radd__(self, other):
+        if type(other) is float:
+            return _UFUNCS[np.add](other, self)
         return _binop(np.add, other, self)
 
     def __sub__(self, other):
+        to = type(other)
+        if to is ArrayDual or to is float:
+            return _UFUNCS[np.subtract](self, other)
         return _binop(np.subtract, self, other)
 
     def __rsub__(self, other):
+        if type(other) is float:
+            return _UFUNCS[np.subtract](other, self)
         return _binop(np.subtract, other, self)
 
     def __mul__(self, other):
+        to = type(other)
+        if to is ArrayDual or to is float:
+            return _UFUNCS[np.multiply](self, other)
         return _binop(np.multiply, self, other)
 
     def __rmul__(self, other):
+        if type(other) is float:
+            return _UFUNCS[np.multiply](other, self)
         return _binop(np.multiply, other, self)
 
     def __truediv__(self, other):
+        to = type(other)
+        if to is ArrayDual or to is float:
+            return _UFUNCS[np.true_divide](self, other)
         return _binop(np.true_divide, self, other)
 
     def __rtruediv__(self, other):
+        if type(other) is float:
+            return _UFUNCS[np.true_divide](other, self)
         return _binop(np.true_divide, other, self)
 
     def __floordiv__(self, other):
@@ -820,13 +967,13 @@ class ArrayDual:
 
     # -- conversions that would drop the derivative --
     def __float__(self):
-        raise no_float_error("float")
+        raise no_float_error("float", array=True)
 
     def __int__(self):
-        raise no_float_error("int")
+        raise no_float_error("int", array=True)
 
     def __complex__(self):
-        raise no_float_error("complex")
+        raise no_float_error("complex", array=True)
 
     def __round__(self, ndigits=None):
         return np.round(strip(self), ndigits or 0)
@@ -922,6 +1069,12 @@ del _name, _func
 
 
 def _binop(ufunc, a, b):
+    ta = type(a)
+    tb = type(b)
+    if (ta is ArrayDual or ta is float) and (tb is ArrayDual or tb is float):
+        rule = registry.UFUNCS.get(ufunc)  # (None for // : piecewise constant, below)
+        if rule is not None and ufunc not in registry.CONSTANT_UFUNCS:
+            return rule(a, b)
     oa = operand(a)
     ob = operand(b)
     if oa is None or ob is None:
@@ -966,6 +1119,19 @@ def _obj0(x):
 
 def ufunc_dispatch(ufunc, method, inputs, kwargs):
     """numpy's ``__array_ufunc__`` for array duals and for scalar duals meeting arrays."""
+    if method == "__call__" and not kwargs:  # the commonest calls, straight to the rule
+        rule = registry.UFUNCS.get(ufunc)
+        if rule is not None and ufunc not in registry.CONSTANT_UFUNCS:
+            if len(inputs) == 1:
+                if type(inputs[0]) is ArrayDual:
+                    return rule(inputs[0])
+            elif len(inputs) == 2:
+                a, b = inputs
+                ta = type(a)
+                tb = type(b)
+                if (ta is ArrayDual and (tb is ArrayDual or tb is float)) or \
+                        (tb is ArrayDual and ta is float):
+                    return rule(a, b)
     extra = {}
     if kwargs:
         if method == "__call__" and "axis" in kwargs and ufunc is getattr(np, "vecdot", None):
@@ -1052,8 +1218,43 @@ def function_dispatch(func, args, kwargs):
     """numpy's ``__array_function__`` for array duals (and scalar duals, where installed)."""
     impl = registry.FUNCTIONS.get(func)
     if impl is None:
-        raise registry.not_implemented(func)
+        return object_fallback(func, args, kwargs)
     return impl(*args, **kwargs)
+
+
+def object_fallback(func, args, kwargs):
+    """A numpy function without a rule: numpy's own Python code, run on the duals as they are.
+    It converts them with ``np.asarray`` -- the object arrays of their scalar duals -- so where
+    its arithmetic stays in numpy's object loops the derivative is recorded operation by
+    operation (correct, and as slow as Python arithmetic on each element); object arrays of
+    duals in its result become array duals again. Where numpy's code cannot run on objects,
+    the error says that the function has no rule."""
+    impl = getattr(func, "_implementation", None)
+    if impl is None:
+        raise registry.not_implemented(func)
+    try:
+        r = impl(*args, **kwargs)
+    except EscapedDualError:
+        raise
+    except Exception as exc:
+        raise registry.not_implemented(func, cause=exc) from exc
+    return repack(r)
+
+
+def repack(r):
+    """``r`` with object arrays of duals (numpy's object arithmetic) turned into array duals:
+    where the result of numpy's own code re-enters deltaad."""
+    tr = type(r)
+    if tr is np.ndarray:
+        if r.dtype.kind == "O" and r.size:
+            flat = r.ravel().tolist()
+            if has_dual(flat) and all(type(e) is Dual or type(e) is ArrayDual
+                                      or isinstance(e, (numbers.Real, np.generic)) for e in flat):
+                return asarray(r)
+        return r
+    if tr is tuple or tr is list:
+        return tr(repack(e) for e in r)
+    return r
 
 
 # --------------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from .array import (
 )
 from .registry import register as _register
 
-__all__ = ["defvjp", "defjvp", "defconst", "register", "Primitive"]
+__all__ = ["defvjp", "defjvp", "defconst", "register", "Primitive", "jvp_primitive"]
 
 
 def register(*funcs, note="", numpy_value=False):
@@ -334,3 +334,30 @@ def _transpose_vjp(vjp, t, v, out):
     tp, (c, s) = traced(B.Tape, _transposed, lambda c: _fit(vjp(c), shape_of(v)), out, t)
     g = _gradient(tp, s, c)
     return np.zeros(shape_of(out)) if g is None else g
+
+
+def jvp_primitive(name, impl, jvp):
+    """A primitive given by its ``impl`` and its ``jvp`` alone: the vjp of each operand is the
+    transpose of the jvp in that operand (linear in its tangent), taken on an inner tape. The
+    jvp must not apply the primitive itself to a tangent (its transpose would recurse)."""
+
+    def vjp(out, vals, on, **params):
+        maps = []
+        for k, (v, o) in enumerate(zip(vals, on)):
+            if not o:
+                maps.append(None)
+                continue
+
+            def jk(t, k=k):
+                tans = [None] * len(vals)
+                tans[k] = t
+                return jvp(out, vals, tans, **params)
+
+            maps.append(_transpose_jvp(jk, v, out))
+
+        def rule(ct):
+            return tuple(None if m is None else m(ct) for m in maps)
+
+        return rule
+
+    return Primitive(name, impl, vjp, jvp)

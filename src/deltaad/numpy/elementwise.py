@@ -23,14 +23,14 @@ from .. import elementwise as table
 from .. import functions as F
 from .._backend import B
 from .._errors import complex_error, escaped_error
-from ..trace import dtype_of
+from ..trace import dtype_of, is_dual
 from ..trace import value as strip
 from . import registry
 from .array import (
     ArrayDual, Dual, Primitive, apply, asarray_plain, broadcast, operand_or_raise, reshape,
     shape_of, unbroadcast,
 )
-from .args import NoValue, no_out
+from .args import NoValue, no_out, unsupported
 from .define import defconst, register
 
 
@@ -202,38 +202,123 @@ def _binary_fn(prim):
 SCALAR_NS = SimpleNamespace(rdiv=B.NS.rdiv, sign=B.NS.sign, value=B.NS.value, where=B.NS.where)
 
 
-def _numpy_valued(e):
-    """The entry's scalar function with numpy's value (what ``np.<name>`` gives on a float)."""
-    f = e.array
+def _ordered_primitive(name, impl, derivative, edges):
+    """The array primitive of an entry with an integer order ``n`` (``polygamma(n, x)``): ``n``
+    is a static parameter (an int or an integer array broadcast with ``x``)."""
+
+    def vjp(out, vals, on, n):
+        d = derivative(NS, n, vals[0], out)
+        s = shape_of(vals[0])
+        exact = edges and _nonfinite(d)
+
+        def rule(ct):
+            return (unbroadcast(_times(ct, d, exact), s),)
+
+        return rule
+
+    def jvp(out, vals, tans, n):
+        return broadcast(_times(tans[0], derivative(NS, n, vals[0], out), edges), shape_of(out))
+
+    return Primitive(name, lambda v, n: impl(n, v), vjp, jvp)
+
+
+def _array_fn(e, impl):
+    """The function of entry ``e`` on arrays (and array duals), with ``impl``'s values."""
+    if e.orders:
+        prim = _ordered_primitive(e.name, impl, e.derivative, e.edges)
+
+        def fn(n, x):
+            if type(n) is ArrayDual or type(n) is Dual:
+                table.order_of(e.name, n)  # raises: the order is not differentiable
+            return apply(prim, (x,), {"n": n})
+
+        fn.__name__ = e.name
+        fn.primitive = prim
+        return fn
     if e.arity == 1:
-        fn = B.lift1(e.name, lambda x: float(f(x)), e.derivative, SCALAR_NS)
-    else:
-        fn = B.lift2(e.name, lambda a, b: float(f(a, b)), e.derivative, SCALAR_NS)
-    setattr(SCALAR_NS, e.name, fn)
-    return fn
+        prim = elementwise_primitive(
+            e.name, impl, (lambda x, y, d=e.derivative: d(NS, x, y),), with_out=True,
+            edges=e.edges)
+        return _unary_fn(prim)
+
+    def p(k, d=e.derivative):
+        return lambda a, b, y: d(NS, a, b, y)[k]
+
+    return _binary_fn(elementwise_primitive(e.name, impl, (p(0), p(1)), with_out=True,
+                                            edges=e.edges))
+
+
+def _scalar_fn(e, impl, array_fn):
+    """The function of entry ``e`` on floats and scalar duals with ``impl``'s values (what
+    ``np.<name>`` gives on a float): the derivative evaluated with numpy's functions too, as
+    the array path does (``math``'s would raise at a point where numpy gives nan)."""
+    if e.orders:
+        by_order = {}
+
+        def fn(n, x):
+            k = table.order_of(e.name, n)
+            if k is None:
+                return array_fn(n, x)
+            f = by_order.get(k)
+            if f is None:
+                f = by_order[k] = B.lift1(e.name, lambda v: float(impl(k, v)),
+                                          lambda ns, v, y: e.derivative(ns, k, v, y), SCALAR_NS)
+            return f(x)
+
+        return fn
+    if e.arity == 1:
+        return B.lift1(e.name, lambda x: float(impl(x)), e.derivative, SCALAR_NS)
+    return B.lift2(e.name, lambda a, b: float(impl(a, b)), e.derivative, SCALAR_NS)
+
+
+def _late_rules(e):
+    """The factory of the rules for a function of an optional module (``scipy.special.<name>``),
+    made from that function itself: its values are its own."""
+
+    def factory(f):
+        array_fn = _array_fn(e, f)
+        scalar_fn = _scalar_fn(e, f, array_fn)
+        if isinstance(f, np.ufunc):
+            return array_fn, scalar_fn, e.chosen
+        return _scalar_or_array(scalar_fn, array_fn, e.arity + e.orders)
+
+    return factory
+
+
+def _scalar_or_array(scalar_fn, array_fn, nargs):
+    """A table function's implementation on duals for a plain Python function of scipy (not a
+    ufunc): the scalar function on scalars, the array function otherwise."""
+
+    def impl(*args):
+        if len(args) != nargs:
+            raise TypeError("%s takes %d arguments" % (array_fn.__name__, nargs))
+        if all(type(a) is Dual or type(a) is float or type(a) is int for a in args):
+            return scalar_fn(*args)
+        return array_fn(*[operand_or_raise(a) for a in args])
+
+    return impl
 
 
 def _lift_table():
     for e in table.TABLE:
-        if e.arity == 1:
-            prim = elementwise_primitive(
-                e.name, e.array, (lambda x, y, d=e.derivative: d(NS, x, y),), with_out=True,
-                edges=e.edges)
-            fn = _unary_fn(prim)
-        else:
-            def p(k, d=e.derivative):
-                return lambda a, b, y: d(NS, a, b, y)[k]
-            prim = elementwise_primitive(e.name, e.array, (p(0), p(1)), with_out=True,
-                                         edges=e.edges)
-            fn = _binary_fn(prim)
+        fn = _array_fn(e, e.array)
         registry.ELEMENTARY[e.name] = fn
         # in derivatives: numpy's ufunc itself where there is one (plain arrays go straight to
         # numpy; array duals come back here through numpy's dispatch)
         ufunc = next((u for u in e.ufuncs if isinstance(u, np.ufunc)), None)
         setattr(NS, e.name, fn if ufunc is None else ufunc)
-        scalar = _numpy_valued(e)
+        scalar = _scalar_fn(e, e.array, fn)
+        setattr(SCALAR_NS, e.name, scalar)
         for u in e.ufuncs:
-            registry.register_ufunc(u, fn, scalar, e.chosen)
+            if isinstance(u, str):  # a function of scipy: its rules are made from it
+                registry.register_late(u, _late_rules(e), e.chosen)
+            elif u is e.array and not isinstance(u, np.ufunc):  # a numpy function (np.sinc)
+                registry.register(u, note=e.chosen)(fn)
+            elif u is e.array:
+                registry.register_ufunc(u, fn, scalar, e.chosen)
+            else:  # another ufunc of the same function (np.fabs): its own values
+                a = _array_fn(e, u)
+                registry.register_ufunc(u, a, _scalar_fn(e, u, a), e.chosen)
 
 
 _lift_table()
@@ -566,8 +651,7 @@ for _u in (np.add, np.subtract, np.multiply, np.true_divide, np.power, np.maximu
 defconst(
     np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal, np.isnan,
     np.isinf, np.isfinite, np.signbit, np.sign, np.floor, np.ceil, np.trunc, np.rint,
-    np.floor_divide, np.logical_and, np.logical_or, np.logical_not, np.logical_xor, np.heaviside,
-    np.spacing,
+    np.floor_divide, np.logical_and, np.logical_or, np.logical_not, np.logical_xor, np.spacing,
 )
 
 
@@ -691,3 +775,211 @@ def real(val):
 def imag(val):
     return np.zeros(shape_of(val), dtype=dtype_of(val))
 
+
+
+# ============================================================================================
+# modf, ldexp, frexp: exact scalings and a fractional part (numpy's values)
+
+
+def _modf_frac(v):
+    return np.modf(v)[0]
+
+
+MODF = elementwise_primitive("modf", _modf_frac, (lambda v: 1.0,), edges=False)
+
+
+def _modf(x):
+    return apply(MODF, (x,)), np.trunc(np.asarray(strip(x)))
+
+
+def _modf_scalar(x):
+    return B.lift([x], lambda v: float(np.modf(v)[0]), lambda v: (1.0,)), float(np.trunc(strip(x)))
+
+
+registry.register_ufunc(np.modf, _modf, _modf_scalar,
+                        "the fractional part: derivative 1 (the jumps ignored); the integral "
+                        "part is a constant")
+
+
+def _plain_int(name, n):
+    if type(n) is ArrayDual or type(n) is Dual:
+        raise TypeError("numpy.%s: the exponent is an integer and has no derivative; pass a "
+                        "plain int (deltaad.value(n))" % name)
+    n = np.asarray(n)
+    if n.dtype.kind == "f" and (n == np.floor(n)).all():  # a scalar operand arrives as a float
+        n = n.astype(np.int64)
+    return n
+
+
+def _ldexp_vjp(out, vals, on, n):
+    s = shape_of(vals[0])
+
+    def rule(ct):
+        return (unbroadcast(np.ldexp(ct, n), s),)
+
+    return rule
+
+
+LDEXP = Primitive("ldexp", lambda v, n: np.ldexp(v, n), _ldexp_vjp,
+                  lambda out, vals, tans, n: broadcast(np.ldexp(tans[0], n), shape_of(out)))
+
+
+def _ldexp(x, n):
+    return apply(LDEXP, (x,), {"n": _plain_int("ldexp", n)})
+
+
+def _ldexp_scalar(x, n):
+    n = _plain_int("ldexp", n)
+    return B.lift([x], lambda v: float(np.ldexp(v, n)), lambda v: (float(np.ldexp(1.0, n)),))
+
+
+def _frexp(x):
+    e = np.frexp(np.asarray(strip(x)))[1]
+    return _ldexp(x, -e), e
+
+
+def _frexp_scalar(x):
+    e = np.frexp(strip(x))[1]
+    return _ldexp_scalar(x, -e), e
+
+
+registry.register_ufunc(np.ldexp, _ldexp, _ldexp_scalar, "the exponent is an integer (a constant)")
+registry.register_ufunc(np.frexp, _frexp, _frexp_scalar, "the mantissa: derivative 2**-e (the "
+                                                         "jumps ignored); the exponent is a constant")
+
+
+# ============================================================================================
+# interp, nan_to_num, piecewise
+
+
+def _interp_terms(x, fp, xp, left, right):
+    """The derivative of ``interp(x, xp, fp)``: its slope in ``x`` (0 outside ``[xp[0],
+    xp[-1]]``) and its weights on ``fp`` (shape ``x.shape + fp.shape``), as numpy expressions
+    of ``x`` and ``fp`` (they differentiate again)."""
+    xv = np.asarray(strip(x))
+    n = xp.shape[0]
+    if n == 1:
+        w = ((xv == xp[0]) | ((xv < xp[0]) & (left is None)) | ((xv > xp[0]) & (right is None)))
+        return np.zeros(xv.shape), w[..., None] * np.ones(1)
+    j = np.clip(np.searchsorted(xp, xv, side="right") - 1, 0, n - 2)
+    inside = (xv >= xp[0]) & (xv <= xp[-1])
+    dx = xp[j + 1] - xp[j]
+    t = (x - xp[j]) / dx
+    e = np.arange(n)
+    lo = (j[..., None] == e).astype(float)
+    hi = (j[..., None] + 1 == e).astype(float)
+    fpj = np.sum(lo * fp, axis=-1)
+    fpk = np.sum(hi * fp, axis=-1)
+    slope = np.where(inside, (fpk - fpj) / dx, 0.0)
+    t1 = t[..., None] if np.ndim(xv) or type(t) is ArrayDual else np.reshape(t, (1,))
+    outside = np.zeros(xv.shape + (n,))
+    if left is None:
+        outside = outside + ((xv < xp[0])[..., None] & (e == 0))
+    if right is None:
+        outside = outside + ((xv > xp[-1])[..., None] & (e == n - 1))
+    w = np.where(inside[..., None], lo * (1.0 - t1) + hi * t1, outside)
+    return slope, w
+
+
+def _interp_vjp(out, vals, on, xp, left, right):
+    x, fp = vals
+    slope, w = _interp_terms(x, fp, xp, left, right)
+    sx = shape_of(x)
+
+    def rule(ct):
+        gx = ct * slope if on[0] else None
+        gfp = None
+        if on[1]:
+            c = ct[..., None] if sx else reshape(ct, (1,))
+            gfp = np.sum(reshape(c * w, (-1, xp.shape[0])), axis=0)
+        return gx, gfp
+
+    return rule
+
+
+def _interp_jvp(out, vals, tans, xp, left, right):
+    x, fp = vals
+    slope, w = _interp_terms(x, fp, xp, left, right)
+    t = None
+    if tans[0] is not None:
+        t = tans[0] * slope
+    if tans[1] is not None:
+        u = np.sum(w * tans[1], axis=-1)
+        t = u if t is None else t + u
+    return t
+
+
+INTERP = Primitive(
+    "interp", lambda x, fp, xp, left, right: np.interp(x, xp, fp, left=left, right=right),
+    _interp_vjp, _interp_jvp)
+
+
+@register(np.interp, note="in x: the slope of the segment on the right of a knot (on the left "
+                          "at the last), 0 outside [xp[0], xp[-1]]; linear in fp")
+def interp(x, xp, fp, left=None, right=None, period=None):
+    for name, v in (("xp", xp), ("left", left), ("right", right), ("period", period)):
+        if is_dual(v) or isinstance(v, (list, tuple)) and any(is_dual(e) for e in v):
+            raise TypeError("numpy.interp: %s is a dual number; deltaad differentiates interp in "
+                            "x and fp (pass deltaad.value(%s))" % (name, name))
+    if period is not None:
+        unsupported("interp", "period=")
+    xo = operand_or_raise(x)
+    fo = operand_or_raise(fp)
+    if type(fo) is Dual:
+        fo = reshape(fo, (1,))
+    return apply(INTERP, (xo, fo), {"xp": np.asarray(xp, dtype=float), "left": left,
+                                     "right": right})
+
+
+@register(np.nan_to_num, note="1 where x is finite, 0 where it is replaced")
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    xo = operand_or_raise(x)
+    xv = np.asarray(strip(xo))
+    if xv.dtype.kind not in "fc":
+        return xo
+    info = np.finfo(xv.dtype)
+    big = info.max if posinf is None else posinf
+    small = info.min if neginf is None else neginf
+    r = xo
+    if np.isnan(xv).any():
+        r = where(np.isnan(xv), nan, r)
+    if np.isposinf(xv).any():
+        r = where(np.isposinf(xv), big, r)
+    if np.isneginf(xv).any():
+        r = where(np.isneginf(xv), small, r)
+    return r if r is not xo or type(xo) is not Dual else xo
+
+
+@register(np.piecewise)
+def piecewise(x, condlist, funclist, *args, **kw):
+    """numpy's algorithm with functional updates: each function sees the entries its condition
+    selects, and its results are set there."""
+    from .array import getitem, update
+
+    xo = operand_or_raise(x)
+    xv = np.asarray(strip(xo))
+    n2 = len(funclist)
+    if np.isscalar(condlist) or (not isinstance(condlist[0], (list, np.ndarray)) and xv.ndim != 0):
+        condlist = [condlist]
+    conds = np.asarray([np.asarray(strip(c), dtype=bool) for c in condlist], dtype=bool)
+    n = len(conds)
+    if n == n2 - 1:
+        conds = np.concatenate([conds, ~np.any(conds, axis=0, keepdims=True)], axis=0)
+        n += 1
+    elif n != n2:
+        raise ValueError("with {} condition(s), either {} or {} functions are expected"
+                         .format(n, n, n + 1))
+    y = np.zeros(xv.shape, dtype=xv.dtype if xv.dtype.kind == "f" else float)
+    for cond, func in zip(conds, funclist):
+        cond = np.broadcast_to(cond, xv.shape)
+        if not callable(func):
+            y = update(y, func, cond, "set", True)
+        else:
+            vals = getitem(xo, cond, True) if xv.ndim else xo
+            if np.size(strip(vals)) > 0:
+                if xv.ndim == 0:
+                    if cond:
+                        y = update(y, func(vals, *args, **kw), (), "set", True)
+                else:
+                    y = update(y, func(vals, *args, **kw), cond, "set", True)
+    return y

@@ -1,5 +1,7 @@
 """Products: ``matmul`` and what is built on it (``dot``, ``inner``, ``outer``, ``vdot``,
-``tensordot``, ``vecdot``), and ``einsum``, whose cotangents are einsums themselves."""
+``tensordot``, ``vecdot``), ``einsum``, whose cotangents are einsums themselves, and the other
+bilinear maps: ``convolve``, ``correlate``, ``kron``, ``cross``, ``polyval`` (values numpy's: the
+convolutions are primitives whose ``impl`` is numpy's, the others repeat numpy's arithmetic)."""
 
 import string
 
@@ -9,7 +11,7 @@ from . import registry
 from .args import (
     as_array, cast, float_dtype, ndim, no_out, np_fn, normalize_axis_index, swap,
 )
-from .array import Primitive, apply, operand_or_raise, reshape, shape_of, unbroadcast
+from .array import Primitive, apply, getitem, operand_or_raise, reshape, shape_of, unbroadcast
 from .define import register
 from .elementwise import MUL
 from .reductions import sum_
@@ -286,3 +288,157 @@ def einsum(*operands, out=None, optimize=False, **kwargs):
 
 
 #
+
+
+# ============================================================================================
+# convolve, correlate: bilinear primitives (numpy's values); a cotangent is the correlation
+# of the output's cotangent, padded to the full length, with the other operand
+
+
+def _conv_window(n, m, mode, correlate):
+    """``(offset, length)`` of ``mode``'s output inside the full convolution (correlation)."""
+    big, small = max(n, m), min(n, m)
+    if mode == "full":
+        return 0, n + m - 1
+    if mode == "valid":
+        return small - 1, big - small + 1
+    if mode == "same":
+        if correlate and n < m:
+            return n - 1 - (n - 1) // 2, big
+        return (small - 1) // 2, big
+    raise ValueError("mode must be one of 'valid', 'same', or 'full' (got %r)" % (mode,))
+
+
+def _conv_vjp(out, vals, on, mode, correlate):
+    a, v = vals
+    n, m = shape_of(a)[0], shape_of(v)[0]
+    off, length = _conv_window(n, m, mode, correlate)
+    total = n + m - 1
+
+    def rule(ct):
+        full = np.concatenate([np.zeros(off), ct, np.zeros(total - off - length)])
+        kernel = v[::-1] if correlate else v
+        ga = np.correlate(full, kernel, "valid") if on[0] else None
+        gv = None
+        if on[1]:
+            gv = np.correlate(full, a, "valid")
+            if correlate:
+                gv = gv[::-1]
+        return ga, gv
+
+    return rule
+
+
+def _conv_jvp(out, vals, tans, mode, correlate):
+    f = np.correlate if correlate else np.convolve
+    a, v = vals
+    ta, tv = tans
+    t = None
+    if ta is not None:
+        t = f(ta, v, mode)
+    if tv is not None:
+        u = f(a, tv, mode)
+        t = u if t is None else t + u
+    return t
+
+
+CONVOLVE = Primitive("convolve", lambda a, v, mode, correlate: (
+    np.correlate if correlate else np.convolve)(a, v, mode), _conv_vjp, _conv_jvp)
+
+
+def _conv(a, v, mode, correlate):
+    a = as_array(a)
+    v = as_array(v)
+    if ndim(a) == 0:
+        a = reshape(a, (1,))
+    if ndim(v) == 0:
+        v = reshape(v, (1,))
+    if ndim(a) != 1 or ndim(v) != 1:
+        raise ValueError("object too deep for desired array")
+    if shape_of(a)[0] == 0 or shape_of(v)[0] == 0:
+        raise ValueError("%s cannot be empty" % ("a" if shape_of(a)[0] == 0 else "v"))
+    return apply(CONVOLVE, (a, v), {"mode": mode, "correlate": correlate})
+
+
+@register(np.convolve)
+def convolve(a, v, mode="full"):
+    return _conv(a, v, mode, False)
+
+
+@register(np.correlate)
+def correlate(a, v, mode="valid"):
+    return _conv(a, v, mode, True)
+
+
+# ============================================================================================
+# polyval, kron, cross: numpy's own arithmetic on duals
+
+
+@register(np.polyval)
+def polyval(p, x):
+    """Horner's scheme, as numpy: ``y = y * x + p[i]`` from ``y = 0``."""
+    p = as_array(p)
+    x = operand_or_raise(x)
+    y = np.zeros(shape_of(x))
+    for i in range(shape_of(p)[0] if ndim(p) else 1):
+        y = y * x + (getitem(p, i, True) if ndim(p) else p)
+    return y
+
+
+@register(np.kron)
+def kron(a, b):
+    """numpy's kron: the outer product with the axes interleaved, reshaped."""
+    a = as_array(a)
+    b = as_array(b)
+    nda, ndb = ndim(a), ndim(b)
+    if nda < ndb:
+        a = reshape(a, (1,) * (ndb - nda) + shape_of(a))
+        nda = ndb
+    nd = max(nda, ndb)
+    if ndim(a) == 0 or ndb == 0:
+        return apply(MUL, (a, b))
+    as_ = shape_of(a)
+    bs = (1,) * max(0, nda - ndb) + shape_of(b)
+    b = reshape(b, bs)
+    a2 = reshape(a, sum(((k, 1) for k in as_), ()))
+    b2 = reshape(b, sum(((1, k) for k in bs), ()))
+    r = apply(MUL, (a2, b2))
+    return reshape(r, tuple(i * j for i, j in zip(as_, bs)))
+
+
+if hasattr(np.linalg, "cross"):
+    register(np.linalg.cross)(lambda x1, x2, /, *, axis=-1: cross(x1, x2, axis=axis))
+
+
+@register(np.cross)
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """numpy's products and differences (``a1 b2 - a2 b1``, ...)."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a = as_array(a)
+    b = as_array(b)
+    a = np.moveaxis(a, normalize_axis_index(axisa, ndim(a)), -1)
+    b = np.moveaxis(b, normalize_axis_index(axisb, ndim(b)), -1)
+    na, nb = shape_of(a)[-1], shape_of(b)[-1]
+    if na not in (2, 3) or nb not in (2, 3):
+        raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
+
+    def c(x, i):
+        return getitem(x, (Ellipsis, i), True)
+
+    a0, a1 = c(a, 0), c(a, 1)
+    b0, b1 = c(b, 0), c(b, 1)
+    if na == 2 and nb == 2:
+        return a0 * b1 - a1 * b0
+    if na == 2:
+        b2 = c(b, 2)
+        cp = [a1 * b2, -(a0 * b2), a0 * b1 - a1 * b0]
+    elif nb == 2:
+        a2 = c(a, 2)
+        cp = [-(a2 * b1), a2 * b0, a0 * b1 - a1 * b0]
+    else:
+        a2, b2 = c(a, 2), c(b, 2)
+        cp = [a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0]
+    shape = np.broadcast_shapes(*[shape_of(t) for t in cp])
+    r = np.stack([np.broadcast_to(t, shape) for t in cp], axis=-1)
+    return np.moveaxis(r, -1, normalize_axis_index(axisc, ndim(r)))

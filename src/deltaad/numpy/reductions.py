@@ -1,21 +1,28 @@
 """Reductions: sums, means, extrema, variances, products, cumulative sums and products, and the
 ufunc methods ``reduce`` and ``accumulate`` that are the same operations.
 
+The nan-ignoring reductions (``nansum``, ``nanmean``, ``nanmax``...), ``median``, ``quantile`` and
+``percentile`` are primitives whose values are numpy's own; ``average`` repeats numpy's
+sequence of operations.
+
 Choices at non-differentiable points: ``max``/``min`` split the cotangent evenly among tied
 extrema; ``std`` has gradient 0 where the spread is 0 (as a norm at the zero vector); ``prod``
-and ``cumprod`` are exact where a factor is zero (no division by it).
+and ``cumprod`` are exact where a factor is zero (no division by it); the nan-ignoring
+reductions give a nan entry gradient 0 (a slice of nans only: 0 everywhere); a quantile is the
+interpolation of the order statistics it falls between, taken in the stable sorting order at
+ties (as ``sort``), and its weights are constants.
 """
 
 import numpy as np
 
-from ..trace import dtype_of
+from ..trace import dtype_of, is_dual
 from ..trace import value as strip
 from . import registry
 from .args import (
     NoValue, axes_of, cast, check_novalue, expand_shape, float_dtype, ndim, no_out, np_fn,
-    normalize_axis_index, unsupported,
+    normalize_axis_index, normalize_axis_tuple, unsupported,
 )
-from .array import Primitive, apply, operand_or_raise, reshape, shape_of
+from .array import Primitive, apply, broadcast, operand_or_raise, reshape, shape_of
 from .define import numpy_valued, register
 from .elementwise import astype
 from .shape import diagonal, ravel, transpose
@@ -363,3 +370,394 @@ registry.METHODS[(np.minimum, "reduce")] = lambda a, axis=0, keepdims=False, ini
 registry.METHODS[(np.logaddexp, "reduce")] = numpy_valued(np.logaddexp.reduce, lambda a, axis=0, keepdims=False: logsumexp(a, axis, keepdims))
 registry.METHODS[(np.add, "accumulate")] = lambda a, axis=0: cumsum(a, axis)
 registry.METHODS[(np.multiply, "accumulate")] = lambda a, axis=0: cumprod(a, axis)
+
+
+# ============================================================================================
+# Reductions that ignore nans: numpy's values; a nan entry has gradient 0
+
+
+def _nan_mask(x):
+    return ~np.isnan(np.asarray(strip(x)))
+
+
+def _reduce_weights_vjp(weights):
+    """A reduction's vjp and jvp from its weights ``w(x, out, axis, keepdims, **kw)``: the
+    derivative of the result with respect to each entry, shaped like ``x``."""
+
+    def vjp(out, vals, on, axis, keepdims, **kw):
+        w = weights(vals[0], out, axis, keepdims, **kw)
+        ks = expand_shape(shape_of(vals[0]), axis)
+
+        def rule(ct):
+            return ((ct if keepdims else reshape(ct, ks)) * w,)
+
+        return rule
+
+    def jvp(out, vals, tans, axis, keepdims, **kw):
+        w = weights(vals[0], out, axis, keepdims, **kw)
+        return np.sum(tans[0] * w, axis=axis, keepdims=keepdims)
+
+    return vjp, jvp
+
+
+def _nansum_weights(x, out, axis, keepdims):
+    return _nan_mask(x).astype(dtype_of(x) if dtype_of(x).kind == "f" else float)
+
+
+def _nanmean_weights(x, out, axis, keepdims):
+    m = _nan_mask(x)
+    n = np.sum(m, axis=axis, keepdims=True)
+    return np.where(m, 1.0 / np.maximum(n, 1), 0.0).astype(_fdt(x))
+
+
+def _fdt(x):
+    dt = dtype_of(x)
+    return dt if dt.kind == "f" else np.dtype(float)
+
+
+def _nanchoose_weights(x, out, axis, keepdims, f):
+    xv = np.asarray(strip(x))
+    ov = np.asarray(strip(out))
+    if not keepdims:
+        ov = ov.reshape(expand_shape(xv.shape, axis))
+    mask = xv == ov  # nan entries are never chosen; a slice of nans: no weight anywhere
+    return (mask / np.maximum(np.sum(mask, axis=axis, keepdims=True), 1)).astype(_fdt(x))
+
+
+def _nanprod_weights(x, out, axis, keepdims):
+    m = _nan_mask(x)
+    return np.where(m, _prod_others(np.where(m, x, 1.0), axis), 0.0)
+
+
+def _nanmoment_weights(x, out, axis, keepdims, ddof, std):
+    """As for var/std, over the non-nan entries of each slice (n of them)."""
+    m = _nan_mask(x)
+    n = np.sum(m, axis=axis, keepdims=True)
+    xz = np.where(m, x, 0.0)
+    c = np.where(m, xz - np.sum(xz, axis=axis, keepdims=True) / np.maximum(n, 1), 0.0)
+    k = n - ddof
+    kp = np.where(k > 0, k, 1)
+    if not std:
+        return np.where(k > 0, c * (2.0 / kp), np.nan)
+    o = out if keepdims else reshape(out, expand_shape(shape_of(x), axis))
+    zero = np.asarray(strip(o)) == 0
+    return np.where(k > 0, np.where(zero, 0.0, c / (kp * np.where(zero, 1.0, o))), np.nan)
+
+
+def _nan_primitive(name, f, weights):
+    vjp, jvp = _reduce_weights_vjp(weights)
+
+    def impl(v, axis, keepdims, **kw):
+        kw.pop("f", None)
+        return f(v, axis=axis, keepdims=keepdims, **kw)
+
+    return Primitive(name, impl, vjp, jvp)
+
+
+NANSUM = _nan_primitive("nansum", np.nansum, _nansum_weights)
+NANMEAN = _nan_primitive("nanmean", np.nanmean, _nanmean_weights)
+NANCHOOSE = Primitive("nanmax/nanmin", lambda v, axis, keepdims, f: f(v, axis=axis, keepdims=keepdims),
+                      *_reduce_weights_vjp(_nanchoose_weights))
+NANPROD = _nan_primitive("nanprod", np.nanprod, _nanprod_weights)
+NANMOMENT = Primitive(
+    "nanvar/nanstd",
+    lambda v, axis, keepdims, ddof, std: (np.nanstd if std else np.nanvar)(
+        v, axis=axis, ddof=ddof, keepdims=keepdims),
+    *_reduce_weights_vjp(_nanmoment_weights))
+
+_NAN = "a nan entry has gradient 0"
+
+
+def _nan_reduce(name, prim, a, axis, dtype, out, keepdims, **params):
+    no_out(name, out)
+    float_dtype(name, dtype)
+    x = operand_or_raise(a)
+    params.update(axis=axes_of(axis, ndim(x)), keepdims=bool(keepdims))
+    return cast(apply(prim, (x,), params), dtype)
+
+
+@register(np.nansum, note=_NAN)
+def nansum(a, axis=None, dtype=None, out=None, keepdims=NoValue, initial=NoValue, where=NoValue):
+    check_novalue("nansum", initial=initial, where=where)
+    return _nan_reduce("nansum", NANSUM, a, axis, dtype, out, keepdims is True)
+
+
+@register(np.nanmean, note=_NAN)
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=NoValue, *, where=NoValue):
+    check_novalue("nanmean", where=where)
+    return _nan_reduce("nanmean", NANMEAN, a, axis, dtype, out, keepdims is True)
+
+
+@register(np.nanprod, note=_NAN + "; exact where a factor is 0")
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=NoValue, initial=NoValue, where=NoValue):
+    check_novalue("nanprod", initial=initial, where=where)
+    return _nan_reduce("nanprod", NANPROD, a, axis, dtype, out, keepdims is True)
+
+
+def _nanchooser(name, f):
+    def reduce(a, axis=None, out=None, keepdims=NoValue, initial=NoValue, where=NoValue):
+        check_novalue(name, initial=initial, where=where)
+        return _nan_reduce(name, NANCHOOSE, a, axis, None, out, keepdims is True, f=f)
+
+    reduce.__name__ = name
+    return reduce
+
+
+register(np.nanmax, note=_NAN + "; " + _TIES)(_nanchooser("nanmax", np.nanmax))
+register(np.nanmin, note=_NAN + "; " + _TIES)(_nanchooser("nanmin", np.nanmin))
+
+
+def _nanmoment(name, a, axis, dtype, out, ddof, keepdims, where, mean, correction, std):
+    check_novalue(name, where=where, mean=mean)
+    if correction is not NoValue:
+        ddof = correction
+    return _nan_reduce(name, NANMOMENT, a, axis, dtype, out, keepdims is True, ddof=ddof, std=std)
+
+
+@register(np.nanvar, note=_NAN)
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NoValue, *, where=NoValue,
+           mean=NoValue, correction=NoValue):
+    return _nanmoment("nanvar", a, axis, dtype, out, ddof, keepdims, where, mean, correction, False)
+
+
+@register(np.nanstd, note=_NAN + "; 0 where the spread is 0")
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=NoValue, *, where=NoValue,
+           mean=NoValue, correction=NoValue):
+    return _nanmoment("nanstd", a, axis, dtype, out, ddof, keepdims, where, mean, correction, True)
+
+
+# ============================================================================================
+# average: numpy's own sequence of operations (the weights may be duals too)
+
+
+@register(np.average)
+def average(a, axis=None, weights=None, returned=False, *, keepdims=NoValue):
+    x = operand_or_raise(a)
+    nd = ndim(x)
+    axes = None if axis is None else normalize_axis_tuple(axis, nd)
+    kd = keepdims is True
+    if weights is None:
+        avg = mean(x, axes, keepdims=kd)
+        scl = np.asarray(float(np.size(strip(x))) / max(np.size(strip(avg)), 1))
+    else:
+        w = operand_or_raise(weights)
+        s = shape_of(x)
+        if shape_of(w) != s:
+            if axes is None:
+                raise TypeError("Axis must be specified when shapes of a and weights differ.")
+            if shape_of(w) != tuple(s[i] for i in axes):
+                raise ValueError("Shape of weights must be consistent with shape of a along "
+                                 "specified axis.")
+            w = reshape(transpose(w, [int(i) for i in np.argsort(axes)]),
+                        tuple(n if i in axes else 1 for i, n in enumerate(s)))
+        scl = sum_(w, axes, kd)
+        if np.any(np.asarray(strip(scl)) == 0.0):
+            raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+        avg = sum_(x * w, axes, kd) / scl
+    if returned:
+        if shape_of(scl) != shape_of(avg):
+            scl = broadcast(scl, shape_of(avg)) * 1.0
+        return avg, scl
+    return avg
+
+
+# ============================================================================================
+# median, quantile, percentile (and their nan versions): numpy's values; the derivative is
+# the interpolation's weights on the order statistics (constants)
+
+_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+
+
+def _order_weights(xv, q, axes, method, ignore_nan):
+    """Weights ``W`` of shape ``q.shape + x.shape``: the quantile ``q_i`` of each slice along
+    ``axes`` is ``sum W[i] * x`` over the slice (nans ignored when ``ignore_nan``)."""
+    nd = xv.ndim
+    keep = [i for i in range(nd) if i not in axes]
+    perm = keep + list(axes)
+    xm = np.transpose(xv, perm)
+    bshape = xm.shape[: len(keep)]
+    flat = xm.reshape(bshape + (-1,))
+    order = np.argsort(flat, axis=-1, kind="stable")  # nans last
+    n = flat.shape[-1]
+    count = np.sum(~np.isnan(flat), axis=-1) if ignore_nan else np.full(bshape, n)
+    qf = np.asarray(q, dtype=float).reshape(-1)
+    w = np.zeros((qf.size,) + flat.shape)
+    for i, qi in enumerate(qf):
+        pos = qi * (count - 1.0)
+        lo = np.floor(pos)
+        g = pos - lo
+        if method == "lower":
+            g = np.zeros_like(g)
+        elif method == "higher":
+            g = (g > 0).astype(float)
+        elif method == "nearest":  # numpy rounds half to even
+            g = (np.around(pos) > lo).astype(float)
+        elif method == "midpoint":
+            g = np.where(g > 0, 0.5, 0.0)
+        lo = np.clip(lo, 0, np.maximum(count - 1, 0)).astype(np.intp)
+        hi = np.clip(lo + 1, 0, np.maximum(count - 1, 0)).astype(np.intp)
+        ranks = np.arange(n)
+        wl = (ranks == lo[..., None]) * (1.0 - g)[..., None]
+        wh = (ranks == hi[..., None]) * g[..., None]
+        ws = np.where((count > 0)[..., None], wl + wh, 0.0)
+        back = np.empty_like(ws)
+        np.put_along_axis(back, order, ws, axis=-1)
+        w[i] = back
+    w = w.reshape((qf.size,) + xm.shape)
+    w = np.transpose(w, [0] + [1 + int(j) for j in np.argsort(perm)])
+    return w.reshape(np.shape(q) + xv.shape)
+
+
+def _quantile_impl(v, f, q, axes, keepdims, method, ignore_nan):
+    kw = {} if q is None else {"method": method}
+    args = (v,) if q is None else (v, q)
+    return f(*args, axis=axes, keepdims=keepdims, **kw)
+
+
+_ORDER = ("the interpolation between the order statistics it falls between (stable order at "
+          "ties); q is a constant")
+
+
+def _quantile(name, f, a, q, axis, out, overwrite_input, method, keepdims, weights, scale,
+              ignore_nan, interpolation=None):
+    no_out(name, out)
+    if weights is not None:
+        unsupported(name, "weights=")
+    if interpolation is not None:
+        method = interpolation
+    if method not in _METHODS:
+        unsupported(name, "method=%r" % (method,))
+    if q is not None and (is_dual(q) or isinstance(q, (list, tuple)) and any(is_dual(e) for e in q)):
+        raise TypeError("numpy.%s: the quantile q is a dual number; deltaad differentiates "
+                        "quantiles in the data only (pass deltaad.value(q))" % name)
+    x = operand_or_raise(a)
+    nd = ndim(x)
+    axes = tuple(range(nd)) if axis is None else normalize_axis_tuple(axis, nd)
+    # the derivative needs the reduced axes; numpy's own call gets the axis the user gave
+    params = {"f": f, "q": None if q is None else np.asarray(q), "axes": axes,
+              "keepdims": bool(keepdims), "method": method, "ignore_nan": ignore_nan,
+              "scale": scale, "call_axes": axis}
+    return apply(QUANTILE, (x,), params)
+
+
+def _qcall_impl(v, f, q, axes, keepdims, method, ignore_nan, scale, call_axes):
+    return _quantile_impl(v, f, q, call_axes, keepdims, method, ignore_nan)
+
+
+def _qcall_vjp(out, vals, on, f, q, axes, keepdims, method, ignore_nan, scale, call_axes):
+    x = vals[0]
+    qq = 0.5 if q is None else np.asarray(q, dtype=float) / scale
+    w = _order_weights(np.asarray(strip(x)), qq, axes, method, ignore_nan).astype(_fdt(x))
+    nq = np.ndim(qq)
+    xs = shape_of(x)
+    ks = tuple(np.shape(qq)) + expand_shape(xs, axes)
+
+    def rule(ct):
+        g = reshape(ct, ks)
+        g = g * w
+        return (np.sum(g, axis=tuple(range(nq))) if nq else g,)
+
+    return rule
+
+
+def _qcall_jvp(out, vals, tans, f, q, axes, keepdims, method, ignore_nan, scale, call_axes):
+    x = vals[0]
+    qq = 0.5 if q is None else np.asarray(q, dtype=float) / scale
+    w = _order_weights(np.asarray(strip(x)), qq, axes, method, ignore_nan).astype(_fdt(x))
+    nq = np.ndim(qq)
+    r = np.sum(w * tans[0], axis=tuple(nq + i for i in axes), keepdims=True)
+    return reshape(r, shape_of(out))
+
+
+QUANTILE = Primitive("quantile", _qcall_impl, _qcall_vjp, _qcall_jvp)
+
+
+@register(np.quantile, note=_ORDER)
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False,
+             *, weights=None, interpolation=None):
+    return _quantile("quantile", np.quantile, a, q, axis, out, overwrite_input, method,
+                     keepdims, weights, 1.0, False, interpolation)
+
+
+@register(np.percentile, note=_ORDER)
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, *, weights=None, interpolation=None):
+    return _quantile("percentile", np.percentile, a, q, axis, out, overwrite_input, method,
+                     keepdims, weights, 100.0, False, interpolation)
+
+
+@register(np.nanquantile, note=_ORDER + "; " + _NAN)
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=NoValue, *, weights=None, interpolation=None):
+    return _quantile("nanquantile", np.nanquantile, a, q, axis, out, overwrite_input, method,
+                     keepdims is True, weights, 1.0, True, interpolation)
+
+
+@register(np.nanpercentile, note=_ORDER + "; " + _NAN)
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=NoValue, *, weights=None, interpolation=None):
+    return _quantile("nanpercentile", np.nanpercentile, a, q, axis, out, overwrite_input,
+                     method, keepdims is True, weights, 100.0, True, interpolation)
+
+
+@register(np.median, note=_ORDER)
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    return _quantile("median", np.median, a, None, axis, out, overwrite_input, "linear",
+                     keepdims, None, 1.0, False)
+
+
+@register(np.nanmedian, note=_ORDER + "; " + _NAN)
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=NoValue):
+    return _quantile("nanmedian", np.nanmedian, a, None, axis, out, overwrite_input, "linear",
+                     keepdims is True, None, 1.0, True)
+
+
+# ============================================================================================
+# nancumsum, nancumprod, trapezoid: numpy's own arithmetic
+
+
+@register(np.nancumsum, note=_NAN)
+def nancumsum(a, axis=None, dtype=None, out=None):
+    x = operand_or_raise(a)
+    return cumsum(_replace_nan(x, 0.0), axis, dtype, out)
+
+
+@register(np.nancumprod, note=_NAN + "; exact where a factor is 0")
+def nancumprod(a, axis=None, dtype=None, out=None):
+    x = operand_or_raise(a)
+    return cumprod(_replace_nan(x, 1.0), axis, dtype, out)
+
+
+def _replace_nan(x, v):
+    from .elementwise import where
+
+    nan = np.isnan(np.asarray(strip(x)))
+    return where(nan, v, x) if nan.any() else x
+
+
+if hasattr(np, "trapezoid"):
+    @register(np.trapezoid)
+    def trapezoid(y, x=None, dx=1.0, axis=-1):
+        """numpy's formula: ``sum(d * (y[1:] + y[:-1]) / 2)`` (differentiable in y, x, dx)."""
+        from .shape import diff
+
+        y = operand_or_raise(y)
+        nd = ndim(y)
+        ax = normalize_axis_index(axis, nd)
+        if x is None:
+            d = dx
+        else:
+            x = operand_or_raise(x)
+            if ndim(x) == 1:
+                d = diff(x)
+                shape = [1] * nd
+                shape[ax] = shape_of(d)[0]
+                d = reshape(d, tuple(shape))
+            else:
+                d = diff(x, axis=ax)
+        pre = (slice(None),) * ax
+        from .array import getitem
+
+        hi = getitem(y, pre + (slice(1, None),), True)
+        lo = getitem(y, pre + (slice(None, -1),), True)
+        return sum_(d * (hi + lo) / 2.0, ax)

@@ -18,13 +18,22 @@ silently wrong (derivative-free) result.
   documentation's table of supported functions, which is generated from this registry);
 - ``ELEMENTARY[name]``: the elementwise table's function ``name`` on arrays (what
   ``deltaad.sin(array)`` calls);
-- ``LATE``: rules for ufuncs of optional modules (``"scipy.special.erf"``), registered when that
-  module has been imported by the user -- deltaad never imports scipy to find out.
+- ``LATE``: rules for functions of optional modules (``"scipy.special.erf"``), taken up when
+  that module has been imported by the user -- deltaad never imports scipy to find out. A ufunc's
+  rule is found through numpy's dispatch like numpy's own. A plain Python function of such a
+  module (``scipy.special.logsumexp`` converts its input with ``np.asarray`` and never
+  dispatches) is replaced in its module, when the module is imported, by a function that calls
+  deltaad's rule when an argument holds a dual and the original otherwise (see
+  :func:`install_late`).
 """
 
+import functools
+import importlib.abc
 import sys
 
 import numpy as np
+
+from ..trace import is_dual
 
 UFUNCS = {}
 SCALAR_UFUNCS = {}
@@ -33,7 +42,7 @@ METHODS = {}
 FUNCTIONS = {}
 NOTES = {}
 ELEMENTARY = {}
-LATE = {}  # "module.name" -> (array rule, scalar rule or None, note)
+LATE = {}  # "module.name" -> (array rule, scalar rule or None, note), or a factory (see below)
 
 
 def register(*funcs, note=""):
@@ -61,21 +70,138 @@ def register_ufunc(ufunc, rule, scalar_rule=None, note=""):
     UFUNCS[ufunc] = rule
     if scalar_rule is not None:
         SCALAR_UFUNCS[ufunc] = scalar_rule
+    else:  # a new rule replaces the old one on scalars too
+        SCALAR_UFUNCS.pop(ufunc, None)
     if note:
         NOTES[ufunc] = note
+
+
+def register_late(name, factory, note=""):
+    """Rules for ``name`` (``"scipy.special.gammaln"``), a function of an optional module, made
+    by ``factory(f)`` from the function ``f`` itself once the module is imported: for a ufunc,
+    ``(array rule, scalar rule or None, note)``; for a plain Python function, its implementation
+    on duals (same signature). ``note`` is the support table's note."""
+    factory.note = note
+    LATE[name] = factory
+
+
+def _late(name, f):
+    late = LATE.get(name)
+    if late is None or type(late) is tuple:
+        return late
+    return late(f)
 
 
 def ufunc_rule(ufunc):
     """The rule for ``ufunc``, registering a late one if its module has been imported."""
     rule = UFUNCS.get(ufunc)
     if rule is None:
-        name = qualified_name(ufunc)
-        late = LATE.get(name)
+        late = _late(qualified_name(ufunc), ufunc)
         if late is None:
             return None
         register_ufunc(ufunc, *late)
         rule = late[0]
     return rule
+
+
+def late_note(name):
+    """The support table's note of a late rule."""
+    late = LATE[name]
+    return late[2] if type(late) is tuple else getattr(late, "note", "")
+
+
+# --------------------------------------------------------------------------------------------
+# Plain Python functions of optional modules: dispatching versions, installed on import
+
+
+def _holds_dual(a):
+    if is_dual(a):
+        return True
+    t = type(a)
+    if t is list or t is tuple:
+        return any(_holds_dual(e) for e in a)
+    return False
+
+
+def dispatching(original, impl):
+    """``original`` (a function that converts its input with ``np.asarray``) as a function that
+    calls ``impl`` when an argument holds a dual and ``original`` otherwise (plain values keep
+    the original's own results, at the cost of one check of the arguments)."""
+
+    @functools.wraps(original)
+    def f(*args, **kwargs):
+        for a in args:
+            if _holds_dual(a):
+                return impl(*args, **kwargs)
+        for a in kwargs.values():
+            if _holds_dual(a):
+                return impl(*args, **kwargs)
+        return original(*args, **kwargs)
+
+    f.deltaad_original = original
+    FUNCTIONS[f] = impl
+    return f
+
+
+def install_late(module_name):
+    """Give the plain Python functions of ``module_name`` that have late rules their
+    dispatching versions (in the module's namespace). Names bound from the module before this
+    ran (``from scipy.special import logsumexp`` before ``import deltaad``) keep the originals;
+    deltaad watches for the import, so importing deltaad first is enough."""
+    mod = sys.modules.get(module_name)
+    if mod is None:
+        return
+    for full in list(LATE):
+        where, _, name = full.rpartition(".")
+        if where != module_name:
+            continue
+        f = getattr(mod, name, None)
+        if f is None or isinstance(f, np.ufunc) or not callable(f) or \
+                hasattr(f, "deltaad_original") or type(LATE[full]) is tuple:
+            continue
+        setattr(mod, name, dispatching(f, LATE[full](f)))
+
+
+WATCHED = ("scipy.special",)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs :func:`install_late` right after a watched module has been executed (the import
+    machinery finds it as usual; only its loader's ``exec_module`` is followed by the install),
+    so a ``from scipy.special import logsumexp`` after ``import deltaad`` gets the dispatching
+    version. It never imports anything itself."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in WATCHED:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run = loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            install_late(fullname)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def watch_late():
+    """Install the late rules of the watched modules already imported, and watch for the
+    others' import."""
+    for name in WATCHED:
+        install_late(name)
+    if not any(type(f).__name__ == "_AfterImport" for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport())
 
 
 def qualified_name(f):
@@ -88,24 +214,36 @@ def qualified_name(f):
         special = sys.modules.get("scipy.special")
         if special is not None and getattr(special, name, None) is f:
             return "scipy.special." + name
+        private = sys.modules.get("scipy.special._ufuncs")
+        if private is not None and getattr(private, name, None) is f:
+            # a private ufunc that a scipy.special Python function calls (zeta calls _zeta)
+            return "scipy.special._ufuncs.%s (called by a scipy.special function)" % name
         return "ufunc " + name
-    mod = getattr(f, "__module__", None) or "numpy"
-    if mod.startswith("numpy"):  # numpy.linalg._linalg.norm is numpy.linalg.norm to a user
-        for public in ("numpy.linalg", "numpy.fft", "numpy"):
+    orig = getattr(f, "deltaad_original", f)
+    mod = getattr(orig, "__module__", None) or "numpy"
+    if mod.startswith(("numpy", "scipy.special")):
+        # numpy.linalg._linalg.norm is numpy.linalg.norm to a user
+        for public in ("numpy.linalg", "numpy.fft", "numpy", "scipy.special"):
             parent = sys.modules.get(public)
-            if parent is not None and getattr(parent, name, None) is f:
+            g = getattr(parent, name, None) if parent is not None else None
+            if g is not None and (g is f or g is orig):
                 mod = public
                 break
     return "%s.%s" % (mod, name)
 
 
-def not_implemented(f, method=None):
-    """The error for a function (or ufunc method) without a rule."""
+def not_implemented(f, method=None, cause=None):
+    """The error for a function (or ufunc method) without a rule; ``cause``: the error numpy's
+    own code gave on the object arrays of scalar duals."""
     name = qualified_name(f)
     if method is not None:
         name = "%s.%s" % (name, method)
+    tried = ""
+    if cause is not None:
+        tried = (", and numpy's own code for it failed on the object array of scalar duals "
+                 "(%s: %s)" % (type(cause).__name__, str(cause).split("\n")[0]))
     return NotImplementedError(
-        "deltaad has no derivative rule for %s on dual numbers. Use a supported function, or "
+        "deltaad has no derivative rule for %s on dual numbers%s. Use a supported function, or "
         "give it one with deltaad.defvjp / deltaad.defjvp (or deltaad.custom_vjp for your own "
-        "function); the supported list is in deltaad's documentation." % name
+        "function); the supported list is in deltaad's documentation." % (name, tried)
     )

@@ -3,7 +3,9 @@ diagonals, gathers (``take``, ``sort``) and differences.
 
 All of these are linear and most only move entries: their rules are their own transposes
 (a gather's transpose is a scatter-add), built from the array mechanism's indexing primitive.
-``sort`` follows the stable sorting permutation.
+``sort`` follows the stable sorting permutation; ``partition`` the permutation that puts each
+entry where numpy's partition put an equal value. ``gradient`` and ``linspace`` repeat numpy's
+own arithmetic, so their values are numpy's to the bit.
 """
 
 import numpy as np
@@ -15,7 +17,7 @@ from .args import (
     normalize_axis_tuple, unsupported,
 )
 from .array import (
-    Dual, Primitive, has_dual, apply, getitem, operand_or_raise,
+    ArrayDual, Dual, Primitive, has_dual, apply, getitem, operand_or_raise,
     pack_scalars, reshape, shape_of, unbroadcast, update, zeros_of,
 )
 from .define import register
@@ -664,3 +666,290 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, **kw
 
 
 #
+
+
+# ============================================================================================
+# Rearrangements built from the above: rot90, rollaxis, meshgrid, insert, delete, block,
+# partition
+
+
+@register(np.rot90)
+def rot90(m, k=1, axes=(0, 1)):
+    """numpy's own composition of flips and a transpose."""
+    x = as_array(m)
+    axes = tuple(axes)
+    if len(axes) != 2:
+        raise ValueError("len(axes) must be 2.")
+    nd = ndim(x)
+    if axes[0] == axes[1] or abs(axes[0] - axes[1]) == nd:
+        raise ValueError("Axes must be different.")
+    if axes[0] >= nd or axes[0] < -nd or axes[1] >= nd or axes[1] < -nd:
+        raise ValueError("Axes={} out of range for array of ndim={}.".format(axes, nd))
+    k %= 4
+    if k == 0:
+        return x
+    if k == 2:
+        return flip(flip(x, axes[0]), axes[1])
+    perm = list(range(nd))
+    perm[axes[0]], perm[axes[1]] = perm[axes[1]], perm[axes[0]]
+    if k == 1:
+        return transpose(flip(x, axes[1]), perm)
+    return flip(transpose(x, perm), axes[1])
+
+
+@register(np.rollaxis)
+def rollaxis(a, axis, start=0):
+    x = as_array(a)
+    n = ndim(x)
+    axis = normalize_axis_index(axis, n)
+    if start < 0:
+        start += n
+    if not 0 <= start < n + 1:
+        raise getattr(np, "exceptions", np).AxisError(
+            "'start' arg requires %d <= start < %d, but %d was passed in" % (-n, n + 1, start))
+    if axis < start:
+        start -= 1
+    if axis == start:
+        return x
+    axes = list(range(n))
+    axes.remove(axis)
+    axes.insert(start, axis)
+    return transpose(x, axes)
+
+
+@register(np.meshgrid)
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    nd = len(xi)
+    s0 = (1,) * nd
+    out = [reshape(as_array(x), s0[:i] + (-1,) + s0[i + 1:]) for i, x in enumerate(xi)]
+    if indexing == "xy" and nd > 1:
+        out[0] = reshape(out[0], (1, -1) + s0[2:])
+        out[1] = reshape(out[1], (-1, 1) + s0[2:])
+    if not sparse:
+        out = list(broadcast_arrays(*out))
+    return tuple(out)
+
+
+def _gather_flat(x, src):
+    """The entries of ``x`` (flattened) at the integer array ``src``."""
+    return getitem(ravel(x), np.asarray(src), False)
+
+
+@register(np.delete)
+def delete(arr, obj, axis=None):
+    x = as_array(arr)
+    if axis is None:
+        x = ravel(x)
+        axis = 0
+    ax = normalize_axis_index(axis, ndim(x))
+    n = shape_of(x)[ax]
+    keep = np.delete(np.arange(n), np.asarray(strip(obj)) if is_dual(obj) else obj)
+    return getitem(x, (slice(None),) * ax + (keep,), True)
+
+
+@register(np.insert)
+def insert(arr, obj, values, axis=None):
+    """numpy's insert applied to the positions of the entries: it says which entry of ``arr``
+    or of ``values`` lands where, and the result gathers them."""
+    x = as_array(arr)
+    v = as_array(values)
+    xs, vs = shape_of(x), shape_of(v)
+    pos = np.arange(int(np.prod(xs, dtype=np.int64))).reshape(xs)
+    vpos = -1 - np.arange(int(np.prod(vs, dtype=np.int64))).reshape(vs)
+    where_ = np.insert(pos, obj, vpos, axis=axis)
+    fromx = where_ >= 0
+    gx = _gather_flat(x, np.where(fromx, where_, 0))
+    gv = _gather_flat(v, np.where(fromx, 0, -1 - where_)) if np.size(vpos) else 0.0
+    return where(fromx, gx, gv)
+
+
+@register(np.block)
+def block(arrays):
+    """numpy's rules: a nested list of depth d joins its innermost lists along the last axis,
+    the next along the one before, ...; every array is first made at least as many-dimensional
+    as the result."""
+
+    def depth(a):
+        if type(a) is tuple:
+            raise TypeError("arrays is a tuple. Only lists can be used to arrange blocks, and "
+                            "np.block does not allow implicit conversion from tuple to ndarray.")
+        if type(a) is list:
+            if not a:
+                raise ValueError("List at arrays cannot be empty")
+            ds = {depth(e) for e in a}
+            if len(ds) != 1:
+                raise ValueError("List depths are mismatched.")
+            return 1 + ds.pop()
+        return 0
+
+    d = depth(arrays)
+
+    def leaves(a):
+        return [y for e in a for y in leaves(e)] if type(a) is list else [a]
+
+    nd = max([d] + [ndim(as_array(e)) for e in leaves(arrays)])
+
+    def build(a, level):
+        if type(a) is list:
+            return concatenate([build(e, level + 1) for e in a], axis=-(d - level))
+        x = as_array(a)
+        return reshape(x, (1,) * (nd - ndim(x)) + shape_of(x))
+
+    return build(arrays, 0)
+
+
+@register(np.partition, note="follows the permutation to numpy's partitioned order")
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    if order is not None:
+        unsupported("partition", "order=")
+    x = as_array(a)
+    if axis is None:
+        x = ravel(x)
+        axis = -1
+    ax = normalize_axis_index(axis, ndim(x))
+    xv = np.asarray(strip(x))
+    out = np.partition(xv, kth, axis=ax, kind=kind)
+    # where numpy put each value: the stable order of the output matches that of the input
+    src = np.argsort(xv, axis=ax, kind="stable")
+    dst = np.argsort(out, axis=ax, kind="stable")
+    idx = np.empty_like(src)
+    np.put_along_axis(idx, dst, src, axis=ax)
+    return getitem(x, _along_axis_index(idx, ax, shape_of(x)), True)
+
+
+# ============================================================================================
+# linspace (dual endpoints) and gradient: numpy's own arithmetic
+
+
+@register(np.linspace, note="numpy's arithmetic: linear in start and stop")
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
+    num = int(np.asarray(num).__index__()) if not isinstance(num, int) else num
+    if num < 0:
+        raise ValueError("Number of samples, %s, must be non-negative." % num)
+    div = (num - 1) if endpoint else num
+    a = as_array(start)
+    b = as_array(stop)
+    dt = np.result_type(dtype_of(a), dtype_of(b), float)
+    if dtype is not None:
+        float_dtype("linspace", dtype)
+    delta = b - a
+    y = np.arange(0, num, dtype=dt).reshape((-1,) + (1,) * ndim(delta))
+    if div > 0:
+        step = delta / div
+        if np.any(np.asarray(strip(step)) == 0):
+            y = (y / div) * delta
+        else:
+            y = y * step
+    else:
+        step = np.nan
+        y = y * delta
+    y = y + a
+    if endpoint and num > 1:
+        y = update(y, b, (-1, Ellipsis), "set", True)
+    if axis != 0:
+        y = moveaxis(y, 0, axis)
+    if dtype is not None:
+        y = cast(y, dtype)
+    return (y, step) if retstep else y
+
+
+@register(np.gradient, note="linear in f; the spacings are constants")
+def gradient(f, *varargs, axis=None, edge_order=1):
+    x = as_array(f)
+    for v in varargs:
+        if is_dual(v) or isinstance(v, (list, tuple)) and has_dual(v):
+            raise TypeError("numpy.gradient: a spacing is a dual number; deltaad differentiates "
+                            "gradient in f only (pass deltaad.value(...))")
+    n_dims = ndim(x)
+    axes = tuple(range(n_dims)) if axis is None else normalize_axis_tuple(axis, n_dims)
+    n = len(varargs)
+    if n == 0:
+        dx = [1.0] * len(axes)
+    elif n == 1 and np.ndim(varargs[0]) == 0:
+        dx = list(varargs) * len(axes)
+    elif n == len(axes):
+        dx = list(varargs)
+        for i, dist in enumerate(dx):
+            dist = np.asanyarray(dist)
+            if dist.ndim == 0:
+                continue
+            if dist.ndim != 1:
+                raise ValueError("distances must be either scalars or 1d")
+            if len(dist) != shape_of(x)[axes[i]]:
+                raise ValueError("when 1d, distances must match the length of the "
+                                 "corresponding dimension")
+            if np.issubdtype(dist.dtype, np.integer):
+                dist = dist.astype(np.float64)
+            diffx = np.diff(dist)
+            if (diffx == diffx[0]).all():
+                diffx = diffx[0]
+            dx[i] = diffx
+    else:
+        raise TypeError("invalid number of arguments")
+    if edge_order > 2:
+        raise ValueError("'edge_order' greater than 2 not supported")
+    if dtype_of(x).kind != "f":
+        x = cast(x, np.float64)
+    outs = []
+    for ax, h in zip(axes, dx):
+        if shape_of(x)[ax] < edge_order + 1:
+            raise ValueError("Shape of array too small to calculate a numerical gradient, at "
+                             "least (edge_order + 1) elements are required.")
+        pre = (slice(None),) * ax
+
+        def at(lo, hi):
+            return getitem(x, pre + (slice(lo, hi),), True)
+
+        uniform = np.ndim(h) == 0
+        shape = [1] * n_dims
+        shape[ax] = -1
+        if uniform:
+            mid = (at(2, None) - at(None, -2)) / (2.0 * h)
+        else:
+            dx1, dx2 = h[0:-1], h[1:]
+            ca = (-(dx2) / (dx1 * (dx1 + dx2))).reshape(shape)
+            cb = ((dx2 - dx1) / (dx1 * dx2)).reshape(shape)
+            cc = (dx1 / (dx2 * (dx1 + dx2))).reshape(shape)
+            mid = ca * at(None, -2) + cb * at(1, -1) + cc * at(2, None)
+        last = shape_of(x)[ax]
+        if edge_order == 1:
+            first = (at(1, 2) - at(0, 1)) / (h if uniform else h[0])
+            end = (at(last - 1, last) - at(last - 2, last - 1)) / (h if uniform else h[-1])
+        else:
+            if uniform:
+                a0, b0, c0 = -1.5 / h, 2. / h, -0.5 / h
+                a1, b1, c1 = 0.5 / h, -2. / h, 1.5 / h
+            else:
+                d1, d2 = h[0], h[1]
+                a0 = -(2. * d1 + d2) / (d1 * (d1 + d2))
+                b0 = (d1 + d2) / (d1 * d2)
+                c0 = - d1 / (d2 * (d1 + d2))
+                d1, d2 = h[-2], h[-1]
+                a1 = (d2) / (d1 * (d1 + d2))
+                b1 = - (d2 + d1) / (d1 * d2)
+                c1 = (2. * d2 + d1) / (d2 * (d1 + d2))
+            first = a0 * at(0, 1) + b0 * at(1, 2) + c0 * at(2, 3)
+            end = a1 * at(last - 3, last - 2) + b1 * at(last - 2, last - 1) + c1 * at(last - 1, last)
+        outs.append(concatenate([first, mid, end], axis=ax) if last > 2 else
+                    concatenate([first, end], axis=ax))
+    return outs[0] if len(axes) == 1 else tuple(outs)
+
+
+@register(np.diagflat)
+def diagflat(v, k=0):
+    return diag(ravel(v), k)
+
+
+@register(np.ediff1d)
+def ediff1d(ary, to_end=None, to_begin=None):
+    x = ravel(ary)
+    parts = []
+    if to_begin is not None:
+        parts.append(ravel(to_begin))
+    parts.append(getitem(x, (slice(1, None),), True) - getitem(x, (slice(None, -1),), True))
+    if to_end is not None:
+        parts.append(ravel(to_end))
+    return concatenate(parts) if len(parts) > 1 else parts[0]
