@@ -160,9 +160,11 @@ class Tape(Trace):
         r.id = i = self._n
         self._n = i + 1
         r.tangent = None
-        self._b += (a.id, ca, -1, 0.0)
         if type(ca) is not float:
-            self._general = True
+            ca = _as_float_coef(ca)
+            if type(ca) is not float:
+                self._general = True
+        self._b += (a.id, ca, -1, 0.0)
         return r
 
     def _emit2(self, value, a, ca, x, cx):
@@ -172,9 +174,12 @@ class Tape(Trace):
         r.id = i = self._n
         self._n = i + 1
         r.tangent = None
-        self._b += (a.id, ca, x.id, cx)
         if type(ca) is not float or type(cx) is not float:
-            self._general = True
+            ca = _as_float_coef(ca)
+            cx = _as_float_coef(cx)
+            if type(ca) is not float or type(cx) is not float:
+                self._general = True
+        self._b += (a.id, ca, x.id, cx)
         return r
 
     def push_linear(self, parents, rule):
@@ -384,7 +389,7 @@ class ForwardLevel(Trace):
         r.value = value
         r.trace = self
         r.id = -1
-        r.tangent = _tmul(ca, a.tangent)
+        r.tangent = _tmul(_as_float_coef(ca), a.tangent)
         return r
 
     def _emit2(self, value, a, ca, b, cb):
@@ -392,7 +397,7 @@ class ForwardLevel(Trace):
         r.value = value
         r.trace = self
         r.id = -1
-        r.tangent = _tmul(ca, a.tangent) + _tmul(cb, b.tangent)
+        r.tangent = _tmul(_as_float_coef(ca), a.tangent) + _tmul(_as_float_coef(cb), b.tangent)
         return r
 
     def emit(self, value, operands, coefs):
@@ -415,13 +420,28 @@ class ForwardLevel(Trace):
 
 
 def _const(x):
-    """``x`` as a constant operand: a float, a lower-level dual, or None if not a real number."""
+    """``x`` as a constant operand: a float, a lower-level dual, a numpy scalar (its arithmetic
+    is numpy's), or None if not a real number."""
     tx = type(x)
     if tx is float or tx is Dual:
         return x
-    if tx is int or tx is bool or isinstance(x, numbers.Real):
+    if tx is int or tx is bool:
         return float(x)
+    if isinstance(x, numbers.Real):
+        return _rules.numpy_const(x)
     return None
+
+
+def _numpy_kind(va, vb):
+    """True when the plain operands ``va``, ``vb`` of an operator (floats, numpy scalars or
+    outer duals) include a numpy scalar and no dual: ``_rules.numpy_op`` computes it."""
+    return ((type(va) is not float or type(vb) is not float)
+            and type(va) is not Dual and type(vb) is not Dual)
+
+
+def _numpy_binop(op, t, a, a_on, v, va, b, b_on, vb):
+    ca, cb = _rules.numpy_partials(op, va, vb)
+    return _finish(t, v, a, a_on, ca, b, b_on, cb)
 
 
 def _split(a, b):
@@ -487,6 +507,8 @@ def _add(a, b):
     if s is None:
         return NotImplemented
     t, a_on, b_on, va, vb = s
+    if _numpy_kind(va, vb):
+        return _numpy_binop("add", t, a, a_on, va + vb, va, b, b_on, vb)
     return _finish(t, va + vb, a, a_on, 1.0, b, b_on, 1.0)
 
 
@@ -495,6 +517,8 @@ def _sub(a, b):
     if s is None:
         return NotImplemented
     t, a_on, b_on, va, vb = s
+    if _numpy_kind(va, vb):
+        return _numpy_binop("sub", t, a, a_on, va - vb, va, b, b_on, vb)
     return _finish(t, va - vb, a, a_on, 1.0, b, b_on, -1.0)
 
 
@@ -503,6 +527,8 @@ def _mul(a, b):
     if s is None:
         return NotImplemented
     t, a_on, b_on, va, vb = s
+    if _numpy_kind(va, vb):
+        return _numpy_binop("mul", t, a, a_on, va * vb, va, b, b_on, vb)
     return _finish(t, va * vb, a, a_on, vb, b, b_on, va)
 
 
@@ -511,6 +537,10 @@ def _truediv(a, b):
     if s is None:
         return NotImplemented
     t, a_on, b_on, va, vb = s
+    if _numpy_kind(va, vb):
+        return _numpy_binop("div", t, a, a_on, va / vb, va, b, b_on, vb)
+    if type(vb) is float and type(va) is Dual and type(strip(va)) is not float:
+        vb = _rules.numpy_weak(vb, strip(va))  # nested, a numpy scalar below: numpy's division
     v = va / vb  # raises ZeroDivisionError like floats do
     ca = 1.0 / vb if a_on else 0.0
     cb = -v / vb if b_on else 0.0
@@ -531,6 +561,8 @@ def _mod(a, b):
     if s is None:
         return NotImplemented
     t, a_on, b_on, va, vb = s
+    if _numpy_kind(va, vb):
+        return _numpy_binop("mod", t, a, a_on, va % vb, va, b, b_on, vb)
     v = va % vb
     # a % b == a - b * floor(a / b): d/da = 1, d/db = -floor(a / b) (0 across the jumps).
     cb = -(strip(va) // strip(vb)) if b_on else 0.0
@@ -538,6 +570,7 @@ def _mod(a, b):
 
 
 _float_pow = _rules.float_pow
+_as_float_coef = _rules.as_float_coef
 
 
 def _pow(a, b):
@@ -545,6 +578,8 @@ def _pow(a, b):
     if s is None:
         return NotImplemented
     t, a_on, b_on, va, vb = s
+    if _numpy_kind(va, vb):
+        return _numpy_binop("pow", t, a, a_on, va ** vb, va, b, b_on, vb)
     if type(va) is float and type(vb) is float:
         v = _float_pow(va, vb)
         ca = _pow_da(va, vb) if a_on else 0.0
@@ -711,6 +746,8 @@ class Dual:
             if other.trace is t and not t.closed:
                 va = self.value
                 vb = other.value
+                if (type(va) is not float or type(vb) is not float) and _numpy_kind(va, vb):
+                    return _mul(self, other)
                 r = _new(Dual)
                 r.value = va * vb
                 r.trace = t
@@ -762,6 +799,8 @@ class Dual:
         if type(other) is Dual:
             if other.trace is t and not t.closed:
                 vb = other.value
+                if type(vb) is not float or type(self.value) is not float:
+                    return _truediv(self, other)  # nested or numpy scalars: the general path
                 v = self.value / vb  # raises ZeroDivisionError like floats do
                 ca = 1.0 / vb
                 cb = -v / vb
@@ -780,6 +819,8 @@ class Dual:
                     r.tangent = _tmul(ca, self.tangent) + _tmul(cb, other.tangent)
                 return r
         elif type(other) is float and not t.closed:
+            if type(self.value) is not float:
+                return _truediv(self, other)
             v = self.value / other  # raises ZeroDivisionError like floats do
             ca = 1.0 / other
             r = _new(Dual)
@@ -800,6 +841,8 @@ class Dual:
         t = self.trace
         if type(other) is float and not t.closed:
             vb = self.value
+            if type(vb) is not float:
+                return _truediv(other, self)
             v = other / vb  # raises ZeroDivisionError like floats do
             cb = -v / vb
             r = _new(Dual)
@@ -876,6 +919,13 @@ class Dual:
         return self
 
     def __abs__(self):
+        v = self.value
+        if type(v) is not float and type(strip(v)) is not float:  # a numpy scalar
+            t = self.trace
+            if t.closed:
+                raise escaped_error(t.level)
+            y, c = _rules.numpy_abs(v, strip(v))
+            return t._emit1(y, self, c)
         return absolute(self)
 
     # -- comparisons: on values, returning bool (the branch the value takes) --
@@ -964,7 +1014,7 @@ def _fmod_partials(a, b):
 # Elementary functions: every entry of the table (deltaad.elementwise) lifted to scalars.
 
 
-def lift1(name, f, derivative, ns=None):
+def lift1(name, f, derivative, ns=None, plain=None):
     """The scalar function of a unary table entry: ``f`` on floats; on a dual, one binding
     whose coefficient is ``derivative(ns, x, y)``, evaluated over the namespace ``ns`` (by
     default ``NS``, this module's functions), so it is itself differentiable when ``x`` is a
@@ -982,6 +1032,14 @@ def lift1(name, f, derivative, ns=None):
                 raise escaped_error(t.level)
             v = x.value
             if type(v) is float:
+                y = f(v)
+            elif type(v) is not Dual:
+                # a numpy scalar: the value is the plain program's (``plain``, numpy's function
+                # on it, in its type), the derivative the float's
+                if plain is not None:
+                    yp = plain(v)
+                    return t._emit1(yp, x, derivative(ns, float(v), float(yp)))
+                v = float(v)
                 y = f(v)
             else:
                 y = fn(v)
@@ -1018,7 +1076,7 @@ def _fallback(name, *args):
     return hook(name, *args)
 
 
-def lift2(name, f, partials, ns=None):
+def lift2(name, f, partials, ns=None, plain=None):
     """The scalar function of a binary table entry: ``f`` on floats, ``partials(NS, a, b, y)
     -> (da, db)`` on duals (``ns`` defaults to ``NS``)."""
     if ns is None:
@@ -1038,6 +1096,14 @@ def lift2(name, f, partials, ns=None):
             return _fallback(name, a, b)
         t, a_on, b_on, va, vb = s
         if type(va) is float and type(vb) is float:
+            y = f(va, vb)
+        elif type(va) is not Dual and type(vb) is not Dual:  # a numpy scalar: as in lift1
+            if plain is not None:
+                yp = plain(va, vb)
+                da, db = partials(ns, float(va), float(vb), float(yp))
+                return _finish(t, yp, a, a_on, da, b, b_on, db)
+            va = float(va)
+            vb = float(vb)
             y = f(va, vb)
         else:
             y = fn(va, vb)

@@ -28,7 +28,7 @@ from .numpy import array as A
 from .numpy.array import ArrayDual, Dual
 from .numpy.elementwise import elementwise_primitive
 from .pytrees import tree_flatten, tree_unflatten
-from .trace import dtype_of, is_dual, leaf_kind, top_trace, traced
+from .trace import dtype_of, is_dual, leaf_kind, on_trace, top_trace, traced
 from .trace import value as strip
 
 __all__ = ["custom_vjp", "custom_jvp", "primitive"]
@@ -514,6 +514,7 @@ def _transpose_bwd(tp, outs, kinds, tans, rule_multi, who):
             us.append(None)
     cts = rule_multi(us)
     s = None
+    lost = 0.0
     for c, t in zip(cts, tans):
         if c is None or t is None:
             continue
@@ -523,15 +524,31 @@ def _transpose_bwd(tp, outs, kinds, tans, rule_multi, who):
                 "%s is not linear in the output cotangent: it returned a nonzero cotangent "
                 "for a zero one (forward mode transposes bwd, which needs bwd(res, g) "
                 "linear in g)" % who)
+        if on_trace(c, tp) is None:
+            lost = lost + _nonfinite_part(c, t)
         term = c * t if type(c) is Dual or type(c) is float else np.sum(c * t)
         s = term if s is None else s + term
-    return us, s
+    return us, (s, lost)
+
+
+def _nonfinite_part(c, t):
+    """``<c, t>`` over the entries where the tangent ``t`` is nonzero, for a cotangent ``c``
+    that does not depend on the output cotangent: nonzero only where ``c`` is nan or infinite
+    (a finite nonzero one was refused as not linear). Its gradient is lost in the transpose;
+    reverse mode gives it (``grad`` of a bwd returning nan is nan), so forward mode adds it
+    to every output tangent (0 when all is finite)."""
+    cv = np.asarray(strip(c), dtype=float)
+    tv = np.asarray(strip(t), dtype=float)
+    if np.all(np.isfinite(cv)):
+        return 0.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        return float(np.sum(np.where(tv != 0.0, cv * tv, 0.0)))
 
 
 def _forward_by_transpose(top, outs, kinds, out_def, tans, keep, rule_multi, who):
     """Forward mode from a reverse rule: the tangent ``J v`` is the gradient with respect to
     ``u`` of ``<bwd(u), v>`` (``bwd`` is linear in ``u``), taken on a small inner tape."""
-    tp, (us, s) = traced(B.Tape, _transpose_bwd, outs, kinds, tans, rule_multi, who)
+    tp, (us, (s, lost)) = traced(B.Tape, _transpose_bwd, outs, kinds, tans, rule_multi, who)
     wanted = [u.id for u in us if u is not None]
     if s is not None and is_dual(s) and s.trace is tp:
         adj = tp.eval([(s.id, 1.0 if type(s) is Dual else np.ones(()))], wanted)
@@ -544,7 +561,10 @@ def _forward_by_transpose(top, outs, kinds, out_def, tans, keep, rule_multi, who
             result.append(x)
             continue
         t = next(it)
-        result.append(A.wrap(x, top, -1, _zero_like(x, k) if t is None else _fit(t, k, x, who, "tangent")))
+        t = _zero_like(x, k) if t is None else _fit(t, k, x, who, "tangent")
+        if lost != 0.0:  # nan or inf (see _nonfinite_part)
+            t = t + lost
+        result.append(A.wrap(x, top, -1, t))
     return result
 
 

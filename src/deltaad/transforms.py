@@ -32,7 +32,12 @@ Dual = B.Dual
 
 
 def _scalar_value(x):
-    return x if type(x) is float or type(x) is Dual else float(x)
+    """A scalar input's value: a float, a dual, or a numpy float scalar kept as it is, so that
+    the program computes with it as numpy does (``np.float64(1) / 0`` is inf, with a warning;
+    float32 stays float32)."""
+    if type(x) is float or type(x) is Dual or isinstance(x, np.floating):
+        return x
+    return float(x)
 
 
 def _dualise(trace, leaves, tangents=None, floats=False):
