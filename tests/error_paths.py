@@ -154,7 +154,7 @@ def cases():
         "tangent shape": lambda: ad.jvp(lambda t: t, (a,), (np.ones(2),)),
         "primals not a tuple": lambda: ad.jvp(lambda t: t, 1.0, 1.0),
         "complex input": lambda: ad.grad(lambda t: t)(1j),
-        "object array output": lambda: ad.jacrev(lambda t: np.array([t, t]))(1.0),
+        "hidden output": lambda: ad.jacrev(lambda t: {"k": t * 2.0}.values())(1.0),
         "list subclass output": lambda: ad.jacrev(lambda t: type("L", (list,), {})([t]))(1.0),
         "make_delta of arrays": lambda: ad.make_delta(lambda t: np.sum(t), a),
         # custom rules
@@ -165,7 +165,7 @@ def cases():
         "custom_vjp no rule": lambda: ad.grad(ad.custom_vjp(lambda t: t))(1.0),
         # numpy
         "unsupported numpy function": lambda: ad.grad(lambda t: np.sum(np.fft.fft(t).real))(a),
-        "array to numpy": lambda: ad.grad(lambda t: np.asarray(t).sum())(a),
+        "array to numpy float": lambda: ad.grad(lambda t: np.asarray(t, dtype=float).sum())(a),
         "array item assignment": lambda: ad.grad(lambda t: t.__setitem__(0, 1.0))(a),
         "array float": lambda: ad.grad(lambda t: float(t))(a),
         "dual index": lambda: ad.grad(lambda t: np.sum(t[t]))(a),
@@ -175,7 +175,7 @@ def cases():
         "matmul shapes": lambda: ad.grad(lambda t: np.sum(t @ np.ones((2, 2))))(a),
         "reshape": lambda: ad.grad(lambda t: np.sum(t.reshape(2, 2)))(a),
         "scalar dual in matmul": lambda: ad.grad(lambda t: np.matmul(t, t))(1.0),
-        "norm ord": lambda: ad.grad(lambda t: np.linalg.norm(t, ord="nuc"))(np.eye(2)),
+        "norm ord": lambda: ad.grad(lambda t: np.linalg.norm(t, ord=3))(np.eye(2)),
         "fill": lambda: ad.grad(lambda t: t.fill(0.0))(a),
     }
 
