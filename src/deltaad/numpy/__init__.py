@@ -14,7 +14,7 @@ scalar duals answer numpy.
 
 from .._backend import B
 from . import (  # noqa: F401 (the rule families)
-    constant, elementwise, linalg, products, reductions, registry, shape, special,
+    constant, elementwise, linalg, products, reductions, registry, shape, special, stats,
 )
 from .array import (
     ArrayDual, array_input, asarray, at, scalar_array_function, scalar_array_ufunc,

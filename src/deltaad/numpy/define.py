@@ -29,6 +29,7 @@ from .array import (
     ArrayDual, Dual, Primitive, apply, array_input, broadcast, operand_or_raise, shape_of,
     unbroadcast,
 )
+from .registry import holds_dual
 from .registry import register as _register
 
 __all__ = ["defvjp", "defjvp", "defconst", "register", "Primitive", "jvp_primitive"]
@@ -117,16 +118,16 @@ class _Declared:
         nums = sorted(set(self.vjps) | set(self.jvps))
         nums = [n for n in nums if n < len(args)]
         for k, a in enumerate(args):
-            if k not in nums and _holds_dual(a):
+            if k not in nums and holds_dual(a):
                 raise TypeError(
                     "%s: argument %d is a dual number, but derivative rules were declared only "
                     "for argument(s) %s; declare one for it (deltaad.defvjp / defjvp), or pass "
                     "deltaad.value(...) if it is a constant" % (self.name, k, tuple(nums)))
         for k, a in kwargs.items():
-            if _holds_dual(a):
+            if holds_dual(a):
                 raise TypeError("%s: the keyword argument %s= is a dual number; differentiable "
                                 "arguments must be positional" % (self.name, k))
-        if not any(_holds_dual(args[n]) for n in nums):
+        if not any(holds_dual(args[n]) for n in nums):
             return self.func(*args, **kwargs)
         ops = [operand_or_raise(args[n]) for n in nums]
         return apply(self.prim, ops, {"call": (tuple(nums), args, kwargs)})
@@ -172,16 +173,6 @@ class _Declared:
                 u = _transpose_vjp(self.vjps[n](out, *full, **kwargs), tn, v, out)
             t = u if t is None else t + u
         return broadcast(t, shape_of(out))
-
-
-def _holds_dual(a):
-    if is_dual(a):
-        return True
-    if type(a) in (list, tuple):
-        return any(_holds_dual(e) for e in a)
-    if type(a) is np.ndarray and a.dtype.kind == "O":
-        return any(_holds_dual(e) for e in a.ravel().tolist())
-    return False
 
 
 def _fit(g, shape):

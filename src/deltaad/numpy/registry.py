@@ -114,12 +114,15 @@ def late_note(name):
 # Plain Python functions of optional modules: dispatching versions, installed on import
 
 
-def _holds_dual(a):
+def holds_dual(a):
+    """Whether ``a`` is a dual, or a list, tuple or object array holding one (at any depth)."""
     if is_dual(a):
         return True
     t = type(a)
     if t is list or t is tuple:
-        return any(_holds_dual(e) for e in a)
+        return any(holds_dual(e) for e in a)
+    if t is np.ndarray and a.dtype.kind == "O":
+        return any(holds_dual(e) for e in a.ravel().tolist())
     return False
 
 
@@ -131,10 +134,10 @@ def dispatching(original, impl):
     @functools.wraps(original)
     def f(*args, **kwargs):
         for a in args:
-            if _holds_dual(a):
+            if holds_dual(a):
                 return impl(*args, **kwargs)
         for a in kwargs.values():
-            if _holds_dual(a):
+            if holds_dual(a):
                 return impl(*args, **kwargs)
         return original(*args, **kwargs)
 
@@ -163,6 +166,23 @@ def install_late(module_name):
 
 
 WATCHED = ("scipy.special",)
+INSTALLERS = {}  # module name -> functions called with the module once it has been executed
+
+
+def watch(module_name, installer):
+    """Call ``installer(module)`` once ``module_name`` is imported (now, if it already is):
+    how rules reach the classes of optional modules (scipy.stats's distributions)."""
+    INSTALLERS.setdefault(module_name, []).append(installer)
+    mod = sys.modules.get(module_name)
+    if mod is not None:
+        installer(mod)
+
+
+def _installed(module_name):
+    install_late(module_name)
+    mod = sys.modules.get(module_name)
+    for installer in INSTALLERS.get(module_name, ()):
+        installer(mod)
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -172,7 +192,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
     version. It never imports anything itself."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname not in WATCHED:
+        if fullname not in WATCHED and fullname not in INSTALLERS:
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -189,7 +209,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
 
         def exec_module(module):
             run(module)
-            install_late(fullname)
+            _installed(fullname)
 
         loader.exec_module = exec_module
         return spec
