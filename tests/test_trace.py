@@ -230,7 +230,9 @@ def test_async_interrupt_storm(fast):
         state["done"] = True
         go.set()
         th.join()
-    assert interrupted > calls // 20, interrupted
+    # the storm must reach the differentiations (not a vacuous pass); how many interrupts
+    # land depends on the machine's load, so the bound is loose
+    assert interrupted > calls // 100, interrupted
 
 
 # --------------------------------------------------------------------------------------------
