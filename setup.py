@@ -58,6 +58,15 @@ CORE = Extension(
     language="c",
 )
 
+# The compiled replayer of deltaad.compile (its pure twin is deltaad._replay_pure).
+REPLAY = Extension(
+    "deltaad._replay",
+    sources=["cext/_replay.pyx"],
+    include_dirs=["cext"],
+    define_macros=DEFINE_MACROS,
+    language="c",
+)
+
 # Optimisation flags by compiler family (extra_compile_args are chosen once the
 # compiler is known, so that a non-gcc compiler is not handed gcc flags).
 OPT_FLAGS = {"unix": ["-O3"], "mingw32": ["-O3"], "cygwin": ["-O3"], "msvc": ["/O2"]}
@@ -170,6 +179,6 @@ class optional_build_ext(build_ext):
 
 
 setup(
-    ext_modules=[CORE],
+    ext_modules=[CORE, REPLAY],
     cmdclass={"build_ext": optional_build_ext},
 )

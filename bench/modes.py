@@ -81,7 +81,7 @@ def default_modes():
 class FloatMode(Mode):
     name = "float"
     kind = "value"
-    kinds = ("scalar", "array")
+    kinds = ("scalar", "array", "loop")
     description = "the program on plain Python floats (the baseline)"
 
     def runner(self, program, n, direction):
@@ -109,14 +109,25 @@ def _deltaad(expect):
     return deltaad
 
 
-def deltaad_ns(deltaad):
+def deltaad_ns(deltaad, checkpoints=None):
+    def fori_loop(lower, upper, body, val):
+        return deltaad.fori_loop(lower, upper, body, val, checkpoints=checkpoints)
     return NS("deltaad", deltaad.sin, deltaad.cos, deltaad.exp, deltaad.sqrt,
-              log=deltaad.log, tanh=deltaad.tanh)
+              log=deltaad.log, tanh=deltaad.tanh, fori_loop=fori_loop)
+
+
+def pullback_ones(vjp, f):
+    """Reverse mode of a list-valued ``f`` (``Program.output == "list"``): its ``vjp`` pulled
+    back with a list cotangent of ones, i.e. the gradient of the sum of its outputs."""
+    def run(xs):
+        out, pb = vjp(f, xs)
+        return pb([1.0] * len(out))[0]
+    return run
 
 
 class DeltaadReverse(Mode):
     kind = "reverse"
-    kinds = ("scalar", "array")
+    kinds = ("scalar", "array", "loop")
     scale = 1.0  # != 1 only for the deliberately wrong test mode
 
     def __init__(self, backend, name=None, scale=1.0, hidden=False):
@@ -141,7 +152,10 @@ class DeltaadReverse(Mode):
         return f
 
     def runner(self, program, n, direction):
-        g = self.dd.grad(self._f(program, n))
+        if program.output == "list":
+            g = pullback_ones(self.dd.vjp, self._f(program, n))
+        else:
+            g = self.dd.grad(self._f(program, n))
         if self.scale == 1.0:
             return g
         scale = self.scale
@@ -152,7 +166,7 @@ class DeltaadReverse(Mode):
 
     def memory(self, program, n, xs, direction):
         out, vjp_fn = self.dd.vjp(self._f(program, n), xs)
-        g = vjp_fn(1.0)[0]
+        g = vjp_fn([1.0] * len(out) if program.output == "list" else 1.0)[0]
         tape = vjp_fn.tape
         extra = {"tape_nbytes": int(tape.nbytes), "tape_nbindings": int(tape.nbindings)}
         del vjp_fn, tape
@@ -164,7 +178,7 @@ class DeltaadReverse(Mode):
 
 class DeltaadForward(DeltaadReverse):
     kind = "forward"
-    kinds = ("scalar",)  # not run on the array programs
+    kinds = ("scalar", "loop")  # not run on the array programs
 
     def __init__(self, backend, hidden=False):
         DeltaadReverse.__init__(self, backend, "deltaad-%s-fwd" % backend, hidden=hidden)
@@ -184,11 +198,49 @@ class DeltaadForward(DeltaadReverse):
         return self.runner(program, n, direction)(xs), {}
 
 
+class DeltaadCheckpoint(DeltaadReverse):
+    """``deltaad.grad`` of a loop program with ``fori_loop(..., checkpoints=c)``."""
+
+    kinds = ("loop",)
+
+    def __init__(self, backend, checkpoints):
+        DeltaadReverse.__init__(self, backend, "deltaad-%s-ckpt%s" % (backend, checkpoints))
+        self.checkpoints = checkpoints
+        self.description = "deltaad.grad, fori_loop(..., checkpoints=%r), %s backend" % (
+            checkpoints, "compiled" if backend == "c" else "pure-Python")
+
+    def prepare(self):
+        self.dd = _deltaad(self.backend)
+        self.ns = deltaad_ns(self.dd, self.checkpoints)
+
+
 register(DeltaadReverse("c"))
 register(DeltaadReverse("python"))
+for _c in (10, 30, "auto"):
+    register(DeltaadCheckpoint("c", _c))
 register(DeltaadForward("c"))
 register(DeltaadForward("python", hidden=True))  # on request: --modes ...,deltaad-python-fwd
 register(DeltaadReverse(None, name="deltaad-wrong", scale=1.1, hidden=True))
+
+
+class DeltaadCompiled(DeltaadReverse):
+    """``deltaad.compile(value_and_grad(f))``: the first call (the reference check) records,
+    the timed calls replay the recording in C."""
+
+    def __init__(self):
+        DeltaadReverse.__init__(self, "c", "deltaad-compiled")
+        self.kinds = ("scalar",)
+        self.description = "deltaad.compile(value_and_grad(f)) replayed, compiled core"
+
+    def runner(self, program, n, direction):
+        cg = self.dd.compile(self.dd.value_and_grad(self._f(program, n)))
+
+        def run(xs):
+            return cg(xs)[1]
+        return run
+
+
+register(DeltaadCompiled())
 
 
 # --------------------------------------------------------------------------------------------

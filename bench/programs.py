@@ -30,11 +30,19 @@ class NS:
         self.cos = cos
         self.exp = exp
         self.sqrt = sqrt
+        self.fori_loop = plain_fori_loop
         for k, v in extra.items():
             setattr(self, k, v)
 
     def __repr__(self):
         return "NS(%s)" % self.name
+
+
+def plain_fori_loop(lower, upper, body, val):
+    """``jax.lax.fori_loop``'s meaning as a Python loop (every namespace's default)."""
+    for i in range(lower, upper):
+        val = body(i, val)
+    return val
 
 
 FLOAT_NS = NS("float", math.sin, math.cos, math.exp, math.sqrt, log=math.log, tanh=math.tanh)
@@ -148,6 +156,62 @@ def ode(ns, n, xs):
     return x + y
 
 
+# per-input and comparison-heavy shapes: little work per input, branches on values
+
+
+def sumsq(ns, n, xs):
+    """Sum of squares of a list of n floats: 2 operations per input, so the cost of making
+    each input's dual and reading its gradient back shows."""
+    s = 0.0
+    for v in xs:
+        s = s + v * v
+    return s
+
+
+def logsumexp(ns, n, xs):
+    """log(sum(exp(v - max))) over n logits, the maximum found by comparisons (``if v > mx``):
+    n comparisons of duals, which record nothing, and 3 operations per logit, plus 2."""
+    mx = xs[0]
+    for v in xs:
+        if v > mx:
+            mx = v
+    s = 0.0
+    for v in xs:
+        s = s + ns.exp(v - mx)
+    return ns.log(s) + mx
+
+
+def elementwise(ns, n, xs):
+    """An elementwise map returning a list of n outputs, ``sin(v) * v``: 2 operations per
+    input. Reverse modes pull back a list cotangent (one seed per output, one sweep): for an
+    elementwise map that gives every Jacobian entry, one per input."""
+    sin = ns.sin
+    return [sin(v) * v for v in xs]
+
+
+def odeloop(ns, n, xs):
+    """``ode`` written as ``ns.fori_loop`` over the state (x, y), the parameters read from the
+    enclosing scope (so a checkpointed loop must handle duals captured by its body): n RK4
+    steps, 54 operations a step, plus 1."""
+    alpha, beta, delta, gamma, x0, y0 = xs
+    h = ODE_H
+    h2 = 0.5 * h
+    h6 = h / 6.0
+    f = _lotka_volterra
+
+    def step(i, s):
+        x, y = s
+        k1x, k1y = f(alpha, beta, delta, gamma, x, y)
+        k2x, k2y = f(alpha, beta, delta, gamma, x + h2 * k1x, y + h2 * k1y)
+        k3x, k3y = f(alpha, beta, delta, gamma, x + h2 * k2x, y + h2 * k2y)
+        k4x, k4y = f(alpha, beta, delta, gamma, x + h * k3x, y + h * k3y)
+        return (x + h6 * (k1x + 2.0 * k2x + 2.0 * k3x + k4x),
+                y + h6 * (k1y + 2.0 * k2y + 2.0 * k3y + k4y))
+
+    x, y = ns.fori_loop(0, n, step, (x0, y0))
+    return x + y
+
+
 # --------------------------------------------------------------------------------------------
 # Inputs
 
@@ -218,6 +282,7 @@ class Program:
     spec_n: object = None        # the size a target refers to (array programs)
     preset_sizes: object = None  # {preset: [n, ...]}: explicit sweeps instead of the defaults
     overhead: bool = False       # reported as µs per operation (small-array overhead table)
+    output: str = "scalar"       # "list": returns a list; reverse modes pull back ones
 
     def n_for_ops(self, target):
         """The smallest n whose operation count reaches ``target``."""
@@ -291,6 +356,33 @@ register(Program(
     ladder=[1, 2, 3, 4, 5, 6, 7, 8],
     description="RK4 of Lotka-Volterra for n steps, gradient w.r.t. parameters and initial state",
     ops_text="54n+1"))
+register(Program(
+    "sumsq", sumsq, lambda n: 2 * n, _uniform(lambda n: n, -1.0, 1.0),
+    n_max=1_000_000, check_n=12, ladder=[2, 4, 8, 16, 32],
+    description="sum of v*v over a list of n floats (per-input cost)", ops_text="2n"))
+register(Program(
+    "logsumexp", logsumexp, lambda n: 3 * n + 2, _uniform(lambda n: n, -3.0, 3.0),
+    n_max=1_000_000, check_n=12, ladder=[2, 4, 8, 16, 32],
+    description="log-sum-exp of n logits, the maximum by comparisons of duals (if v > mx)",
+    ops_text="3n+2"))
+register(Program(
+    "elementwise", elementwise, lambda n: 2 * n, _uniform(lambda n: n, -2.0, 2.0),
+    n_max=1_000_000, check_n=12, output="list",
+    modes=("float", "deltaad-c", "deltaad-python", "deltaad-c-fwd", "deltaad-python-fwd",
+           "deltaad-wrong"),
+    description="[sin(v) * v for v in xs]: a list of n outputs, pulled back with a list "
+                "cotangent of ones (reverse) or pushed forward (jvp)", ops_text="2n"))
+
+
+register(Program(
+    "odeloop", odeloop, lambda n: 54 * n + 1, _ode_input, n_max=100_000, check_n=3,
+    kind="loop",
+    description="ode as a fori_loop whose body captures the parameters; the checkpointed modes "
+                "run it with fori_loop(..., checkpoints=c)",
+    ops_text="54n+1",
+    preset_sizes={"tiny": [1, 3, 9], "quick": [250, 500, 1000, 2000, 4000],
+                  "full": [1000, 1585, 2512, 3981, 6310, 10000, 15849, 25119, 39811, 63096,
+                           100000]}))
 
 
 def make_input(program, n, seed):

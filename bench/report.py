@@ -196,6 +196,60 @@ def budget_checks(results):
     return rows
 
 
+def _advances(n, c):
+    """Griewank's least number of step recomputations for n steps and c saved states:
+    r n - C(c + r, c + 1), r the least with C(c + r, c) >= n (what fori_loop's revolve runs)."""
+    import math
+
+    if n <= 1:
+        return 0
+    c = min(c, n)
+    r = 0
+    while math.comb(c + r, c) < n:
+        r += 1
+    return r * n - math.comb(c + r, c + 1)
+
+
+CKPT_SLACK = 1.10
+
+
+def checkpoint_checks(results):
+    """The checkpointed loop modes against the plain gradient (deltaad-c) of the same loop
+    program, at every size both measured: time ÷ float within (recomputations ÷ n + 1) × the
+    plain gradient's ÷ float, + 10%; traced memory flat (log-log slope below 0.2) where the
+    plain gradient's grows."""
+    rows = []
+    for pname, entry in results["programs"].items():
+        if entry.get("kind") != "loop":
+            continue
+        plain = entry["modes"].get("deltaad-c") or {}
+        pmem = ((plain.get("summary") or {}).get("mem") or {}).get("slope")
+        ppts = {p["n"]: p for p in _timed(plain.get("points") or [])}
+        for mname, mres in entry["modes"].items():
+            if not mname.startswith("deltaad-c-ckpt"):
+                continue
+            spec = mname[len("deltaad-c-ckpt"):]
+            summary = mres.get("summary") or {}
+            mslope = (summary.get("mem") or {}).get("slope")
+            for p in _timed(mres.get("points") or []):
+                n = p["n"]
+                c = max(2, (max(n, 1) - 1).bit_length()) if spec == "auto" else int(spec)
+                base = ppts.get(n)
+                recomp = _advances(n, c)
+                bound = None if base is None or base.get("ratio") is None or p.get("ratio") is None \
+                    else (recomp / n + 1.0) * base["ratio"] * CKPT_SLACK
+                rows.append({"program": pname, "mode": mname, "n": n, "c": c,
+                             "recomputations": recomp, "ratio": p.get("ratio"),
+                             "plain_ratio": None if base is None else base.get("ratio"),
+                             "bound": bound,
+                             "time_ok": None if bound is None else p["ratio"] <= bound,
+                             "mem_peak": p.get("mem_peak"),
+                             "plain_mem_peak": None if base is None else base.get("mem_peak"),
+                             "mem_slope": mslope, "plain_mem_slope": pmem,
+                             "mem_flat": None if mslope is None else mslope < 0.2})
+    return rows
+
+
 def _in(v, rng):
     return None if v is None else rng[0] <= v <= rng[1]
 
@@ -207,6 +261,7 @@ def analyse(results):
         base, rows = side_by_side(entry)
         entry["side_by_side"] = {"base": base, "rows": rows}
     results["budget"] = budget_checks(results)
+    results["checkpointing"] = checkpoint_checks(results)
     results["arrays"] = array_checks(results)
     results["overhead"] = overhead_rows(results)
     return results
@@ -527,6 +582,7 @@ def markdown(results, plots=None, plot_note=None):
                                  for r in sbs]), ""]
     lines += _peers_section(results)
     lines += _budget_section(results)
+    lines += _checkpoint_section(results)
     lines += _arrays_section(results)
     lines += _overhead_section(results)
     lines += _method_section(results)
@@ -684,6 +740,36 @@ def _budget_section(results):
             "pays them only at large sizes).", ""]
 
 
+def _checkpoint_rows(results):
+    rows = []
+    for r in results.get("checkpointing") or []:
+        rows.append([r["program"], r["mode"], str(r["n"]), str(r["c"]),
+                     _f(r["recomputations"] / r["n"] if r["n"] else None),
+                     _f(r["plain_ratio"]), _f(r["ratio"]), _f(r["bound"]),
+                     "–" if r["time_ok"] is None else ("ok" if r["time_ok"] else "OVER"),
+                     fmt_bytes(r["plain_mem_peak"]), fmt_bytes(r["mem_peak"]),
+                     "%s vs %s" % (_f(r["mem_slope"]), _f(r["plain_mem_slope"]))])
+    return rows
+
+
+CKPT_HEADER = ["program", "mode", "n", "c", "recomp ÷ n", "plain ×float", "×float",
+               "bound", "time", "plain mem", "mem", "mem slope (vs plain)"]
+
+
+def _checkpoint_section(results):
+    rows = _checkpoint_rows(results)
+    if not rows:
+        return []
+    return ["## Checkpointed loops", "",
+            "`fori_loop(..., checkpoints=c)` against the plain gradient of the same loop "
+            "(`deltaad-c`): the bound is (recomputations ÷ n + 1) × the plain gradient's "
+            "×float, + %d%%, recomputations = r·n − C(c + r, c + 1) (revolve); memory is the "
+            "peak traced by tracemalloc, flat in n when its log-log slope is below 0.2. "
+            "`python -m bench.checkpointing` measures RSS and sizes up to 10⁷ steps."
+            % round(100 * (CKPT_SLACK - 1)), "",
+            _md_table(CKPT_HEADER, rows), ""]
+
+
 def _verdict(checks):
     failed = [k for k, v in checks.items() if v is False]
     missing = [k for k, v in checks.items() if v is None]
@@ -806,6 +892,11 @@ def terminal(results):
                             "÷ torch", "verdict"],
                            [[r[0], r[1], r[2], r[4], r[5], r[7], r[9], _short_verdict(c)] for r, c in
                             zip(rows, [a["checks"] for a in results.get("arrays", [])])]) + [""]
+    rows = _checkpoint_rows(results)
+    if rows:
+        out += _wrap("== checkpointed loops: ×float within (recomputations ÷ n + 1) × plain + "
+                     "10%; memory flat")
+        out += _text_table(CKPT_HEADER, rows) + [""]
     rows = _overhead_table_rows(results)
     if rows:
         out += ["== per-operation overhead on shape-(3,) arrays (smallops)"]

@@ -16,18 +16,29 @@ from cpython.float cimport PyFloat_AS_DOUBLE
 from libc cimport math as cm
 from libc.stdint cimport int32_t
 from libc.string cimport memset
-from cpython.object cimport PyTypeObject
+from cpython.object cimport PyObject, PyTypeObject, destructor
+from cpython.ref cimport Py_DECREF, Py_INCREF
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.object cimport PyObject_RichCompare, Py_LT, Py_LE, Py_EQ, Py_NE, Py_GT, Py_GE
 
 cdef extern from "Python.h":
     void PyType_Modified(PyTypeObject* t)
+    void PyObject_Free(void* p)
+    ctypedef struct PyListObject:
+        PyObject** ob_item
+    ctypedef struct PyTupleObject:
+        PyObject** ob_item
 
 import math as _math
 import numbers as _numbers
+from operator import add as _pyadd  # 0.0 + o as Python adds it (never through float(o))
 from operator import index as _index
 
 from deltaad import _rules
 from deltaad import elementwise as _table
-from deltaad._errors import DUAL_NEW, escaped_error, no_float_error
+from deltaad._errors import (DUAL_NEW, escaped_error, kept_intermediate_error, no_float_error,
+                             step_reads_error)
 
 cdef double INF = _math.inf
 cdef double NAN = _math.nan
@@ -35,38 +46,128 @@ cdef double LN2 = _table.LN2
 cdef double LN10 = _table.LN10
 cdef double TWO_OVER_SQRT_PI = _table.TWO_OVER_SQRT_PI
 
-_hooks = {"fallback": None, "array_ufunc": None, "array_function": None}
+_hooks = {"fallback": None, "array_ufunc": None, "array_function": None, "complex": None}
+
+# The recording value type of ``deltaad.compile`` (None until it is imported): a number below
+# every dual that records the float operations done on it. Three places treat it as a float:
+# a constant operand, the zero test (a recorded comparison), and the sweep's result.
+cdef object _recorder = None
 
 
-def set_hooks(fallback, array_ufunc, array_function=None):
+def set_recorder_type(cls):
+    """Declare ``cls`` the recording number type (see ``deltaad._replay_pure``)."""
+    global _recorder
+    _recorder = cls
+
+
+def set_hooks(fallback, array_ufunc, array_function=None, complex_binop=None):
     """Install the numpy glue: ``fallback(name, *args)``, ``array_ufunc(ufunc, method, inputs,
-    kwargs)`` and ``array_function(dual, func, types, args, kwargs)``."""
+    kwargs)``, ``array_function(dual, func, types, args, kwargs)`` and ``complex_binop(op, a,
+    b)`` (an operator meeting a complex operand; NotImplemented for anything else)."""
     _hooks["fallback"] = fallback
     _hooks["array_ufunc"] = array_ufunc
     _hooks["array_function"] = array_function
+    _hooks["complex"] = complex_binop
+
+
+cdef PyObject** _items(object xs, Py_ssize_t* n):
+    """The item array of a list or tuple (borrowed; valid until it is next changed; NULL when
+    empty) and its length in ``n``; ``n`` is -1 for any other object."""
+    if type(xs) is list:
+        n[0] = len(<list>xs)
+        return (<PyListObject*>xs).ob_item
+    if type(xs) is tuple:
+        n[0] = len(<tuple>xs)
+        return (<PyTupleObject*>xs).ob_item
+    n[0] = -1
+    return NULL
 
 
 def all_floats(xs):
     """True when every item of the list or tuple ``xs`` is exactly a float (one C loop)."""
-    cdef list l
-    cdef tuple t
-    cdef Py_ssize_t k
-    if type(xs) is list:
-        l = <list>xs
-        for k in range(len(l)):
-            if type(l[k]) is not float:
+    cdef Py_ssize_t k, n
+    cdef PyObject** it = _items(xs, &n)
+    cdef PyTypeObject* tf = <PyTypeObject*>float
+    if n < 0:
+        for x in xs:
+            if type(x) is not float:
                 return False
         return True
-    if type(xs) is tuple:
-        t = <tuple>xs
-        for k in range(len(t)):
-            if type(t[k]) is not float:
-                return False
-        return True
-    for x in xs:
-        if type(x) is not float:
+    for k in range(n):  # no Python code runs in this loop: the item array stays put
+        if it[k].ob_type != tf:
             return False
     return True
+
+
+def all_scalars(xs):
+    """True when every item of the list or tuple ``xs`` is a float or a scalar dual (a run of
+    pytree leaves: flattened without a step per item)."""
+    cdef Py_ssize_t k, n
+    cdef PyObject** it = _items(xs, &n)
+    cdef PyTypeObject* tf = <PyTypeObject*>float
+    cdef PyTypeObject* td = <PyTypeObject*>Dual
+    if n < 0:
+        return False
+    for k in range(n):
+        if it[k].ob_type != tf and it[k].ob_type != td:
+            return False
+    return True
+
+
+def read_outputs(list leaves, Trace tape):
+    """``(ids, values)`` of output ``leaves`` when every one is a dual of ``tape`` with a float
+    value (the common output: one C loop), ``ids`` a range when they are evenly spaced; None
+    otherwise (the caller checks leaf by leaf)."""
+    cdef Py_ssize_t k, m = len(leaves)
+    cdef Dual d
+    cdef object x, y
+    for k in range(m):
+        x = leaves[k]
+        if type(x) is not Dual or (<Dual>x).tr is not tape or (<Dual>x).ov is not None:
+            return None
+    cdef list vals = PyList_New(m)
+    cdef Py_ssize_t step = (<Dual>leaves[1]).i - (<Dual>leaves[0]).i if m > 1 else 1
+    cdef bint even = step > 0
+    for k in range(m):
+        d = <Dual>leaves[k]
+        if k and d.i - (<Dual>leaves[k - 1]).i != step:
+            even = False
+        y = d.v
+        Py_INCREF(y)
+        PyList_SET_ITEM(vals, k, y)
+    if m and even:  # evenly spaced ids (an elementwise map's outputs): no int per output
+        first = (<Dual>leaves[0]).i
+        return range(first, first + m * step, step), vals
+    cdef list ids = PyList_New(m)
+    for k in range(m):
+        y = (<Dual>leaves[k]).i
+        Py_INCREF(y)
+        PyList_SET_ITEM(ids, k, y)
+    return ids, vals
+
+
+def read_tangents(list leaves, Trace level):
+    """``(values, tangents)`` of output ``leaves`` when every one is a dual of the forward
+    ``level`` with a float value and tangent; None otherwise (see ``read_outputs``)."""
+    cdef Py_ssize_t k, m = len(leaves)
+    cdef Dual d
+    cdef object x, y
+    for k in range(m):
+        x = leaves[k]
+        if (type(x) is not Dual or (<Dual>x).tr is not level or (<Dual>x).ov is not None
+                or (<Dual>x).ot is not None):
+            return None
+    cdef list vals = PyList_New(m)
+    cdef list tans = PyList_New(m)
+    for k in range(m):
+        d = <Dual>leaves[k]
+        y = d.v
+        Py_INCREF(y)
+        PyList_SET_ITEM(vals, k, y)
+        y = d.t
+        Py_INCREF(y)
+        PyList_SET_ITEM(tans, k, y)
+    return vals, tans
 
 
 # --------------------------------------------------------------------------------------------
@@ -80,6 +181,10 @@ cdef class Trace:
     cdef public bint closed
     cdef readonly bint is_forward
     cdef object __weakref__
+
+    def __cinit__(self, *args):
+        global _dfree_on
+        _dfree_on = not _tracing()  # see _dfree
 
     def __init__(self, level):
         self.level = level
@@ -114,10 +219,14 @@ cdef Py_ssize_t MAX_BINDINGS = 2147483647
 
 # One spare binding buffer, kept from the last tape that died, so the next tape writes into
 # memory that is already mapped: a fresh 48 MB tape otherwise pays ~12000 page faults, a
-# fifth of its recording time in a gradient loop. Capped: a larger buffer goes back to the OS.
+# fifth of its recording time in a gradient loop (on a small VM a fault costs 2.5-20 us, and
+# a tape of 10^7 bindings, 240 MB, then spends more time faulting than recording). A larger
+# buffer is cut down to the cap and kept: the next big tape starts in mapped memory and
+# faults only past it. The adjoint array of the float sweep is kept likewise.
 cdef Binding* _spare = NULL
 cdef Py_ssize_t _spare_cap = 0
-cdef Py_ssize_t SPARE_MAX_BYTES = 256 * 1024 * 1024
+cdef Py_ssize_t SPARE_MAX_BYTES = 1024 * 1024 * 1024
+cdef Py_ssize_t SPARE_ADJ_MAX_BYTES = 512 * 1024 * 1024
 # While tracemalloc traces, keep no spare: a reused buffer allocated before tracing began
 # would be invisible to it, and a kept one would look like a leak. Memory measurements then
 # see exactly what each tape allocates.
@@ -137,9 +246,53 @@ cdef double* _spare_adj = NULL    # likewise for the adjoint array of the float 
 cdef Py_ssize_t _spare_adj_n = 0
 
 
+cdef void _offer_spare(Binding* b, Py_ssize_t cap) noexcept:
+    """Keep the binding buffer ``b`` of ``cap`` bindings as the spare (cut down to the cap) if
+    that is larger than the spare kept; free it otherwise."""
+    global _spare, _spare_cap
+    cdef Py_ssize_t maxcap = SPARE_MAX_BYTES // <Py_ssize_t>sizeof(Binding)
+    cdef Binding* nb
+    if (cap if cap < maxcap else maxcap) <= _spare_cap or _tracing():
+        PyMem_Free(b)
+        return
+    if cap > maxcap:  # shrinking a large (mapped) block gives its tail back, in place
+        nb = <Binding*>PyMem_Realloc(b, maxcap * sizeof(Binding))
+        if nb == NULL:
+            PyMem_Free(b)
+            return
+        b = nb
+        cap = maxcap
+    if _spare != NULL:
+        PyMem_Free(_spare)
+    _spare = b
+    _spare_cap = cap
+
+
+cdef void _offer_spare_adj(double* adj, Py_ssize_t n) noexcept:
+    """``_offer_spare`` for the adjoint array of ``n`` doubles."""
+    global _spare_adj, _spare_adj_n
+    cdef Py_ssize_t maxn = SPARE_ADJ_MAX_BYTES // <Py_ssize_t>sizeof(double)
+    cdef double* na
+    if (n if n < maxn else maxn) <= _spare_adj_n or _tracing():
+        PyMem_Free(adj)
+        return
+    if n > maxn:
+        na = <double*>PyMem_Realloc(adj, maxn * sizeof(double))
+        if na == NULL:
+            PyMem_Free(adj)
+            return
+        adj = na
+        n = maxn
+    if _spare_adj != NULL:
+        PyMem_Free(_spare_adj)
+    _spare_adj = adj
+    _spare_adj_n = n
+
+
 def release_memory():
-    """Give the spare tape and adjoint buffers back to the allocator."""
+    """Give the spare tape and adjoint buffers and the kept duals back to the allocator."""
     global _spare, _spare_cap, _spare_adj, _spare_adj_n
+    _release_duals()
     if _spare != NULL:
         PyMem_Free(_spare)
         _spare = NULL
@@ -156,7 +309,9 @@ cdef class Tape(Trace):
     """A reverse trace: a growable C array of 24-byte bindings ``id := c1*Var(p1) + c2*Var(p2)``.
 
     Coefficients that are not C doubles (outer duals, when nesting) are kept beside the array
-    in ``ocoef``; bindings with other than two scalar parents in ``linear``.
+    in ``ocoef``; bindings with other than two scalar parents in ``linear``, and so are nodes
+    (``p1 == -3``: computations the tape does not keep, re-run by the sweep; see ``_pure``).
+    The flags ``general`` and ``truncated`` are set once and never reset, as in ``_pure``.
     """
 
     cdef Binding* b
@@ -164,7 +319,12 @@ cdef class Tape(Trace):
     cdef Py_ssize_t cap
     cdef dict ocoef
     cdef dict linear
-    cdef bint general
+    cdef list nodes     # ids of the node bindings, ascending
+    cdef Py_ssize_t max_linear  # the largest key of ``linear`` (-1: none): truncating below
+                                # it is the only case that must look into the dict
+    cdef bint general   # some coefficient is not a C double (an outer dual)
+    cdef bint truncated # bindings were dropped: the sweep checks parents are older
+    cdef bint busy      # a sweep that may run nodes is in progress
     cdef int sweeping   # float sweeps in progress (without the GIL) over ``b``: do not move it
 
     def __cinit__(self, *args):
@@ -174,20 +334,16 @@ cdef class Tape(Trace):
         self.sweeping = 0
         self.ocoef = {}
         self.linear = {}
+        self.nodes = []
+        self.max_linear = -1
         self.general = False
+        self.truncated = False
+        self.busy = False
         self.is_forward = False
 
     def __dealloc__(self):
-        global _spare, _spare_cap
         if self.b != NULL:
-            if (self.cap > _spare_cap and self.cap * <Py_ssize_t>sizeof(Binding) <= SPARE_MAX_BYTES
-                    and not _tracing()):
-                if _spare != NULL:
-                    PyMem_Free(_spare)
-                _spare = self.b
-                _spare_cap = self.cap
-            else:
-                PyMem_Free(self.b)
+            _offer_spare(self.b, self.cap)
             self.b = NULL
 
     cdef Py_ssize_t _grow(self) except -1:
@@ -241,14 +397,25 @@ cdef class Tape(Trace):
             raise MemoryError("deltaad tape: more than %d bindings on one tape" % MAX_BINDINGS)
         while self.cap < start + m:
             self._grow()
-        cdef list out = [None] * m
+        cdef list out = PyList_New(m)  # slots NULL until set: safe to free on an error
+        cdef Dual r
+        cdef Binding* b
         for k in range(m):  # ids start .. start + m - 1, all below cap (grown above)
-            self.b[start + k].p1 = -1
-            self.b[start + k].c1 = 0.0
-            self.b[start + k].p2 = -1
-            self.b[start + k].c2 = 0.0
-            _check_lower(self, vals[k])  # inline: a type check for a float
-            out[k] = _new_dual(vals[k], self, start + k)
+            x = vals[k]
+            b = &self.b[start + k]  # re-read: nothing below runs Python code on a float
+            b.p1 = -1
+            b.c1 = 0.0
+            b.p2 = -1
+            b.c2 = 0.0
+            if type(x) is float:  # the common case in one step
+                r = _alloc_dual(self)
+                r.v = PyFloat_AS_DOUBLE(x)
+                r.i = start + k
+            else:
+                _check_lower(self, x)
+                r = _new_dual(x, self, start + k)
+            Py_INCREF(r)
+            PyList_SET_ITEM(out, k, r)
             self.n = start + k + 1
         return out
 
@@ -257,9 +424,135 @@ cdef class Tape(Trace):
         if self.closed:
             raise escaped_error(self.level)
         parents = _check_parents(parents, self.n)
+        if not callable(rule) and not all_floats(rule):
+            self.general = True
         cdef Py_ssize_t i = self._push(-2, 0.0, -1, 0.0)
         self.linear[i] = (parents, rule)
+        self.max_linear = i
         return i
+
+    def push_node(self, parents, node):
+        """Record a node binding (checkpointing); see ``_pure.Tape.push_node``."""
+        if self.closed:
+            raise escaped_error(self.level)
+        parents = _check_parents(parents, self.n)
+        cdef Py_ssize_t i = self._push(-3, 0.0, -1, 0.0)
+        self.linear[i] = (parents, node)
+        self.max_linear = i
+        self.nodes.append(i)
+        return i
+
+    @property
+    def nnodes(self):
+        """The number of node bindings (checkpoints) on the tape."""
+        return len(self.nodes)
+
+    def release_nodes(self):
+        """Let go of what the nodes hold; see ``_pure.Tape.release_nodes``."""
+        for i in self.nodes:
+            parents, node = self.linear[i]
+            self.linear[i] = (parents, _RELEASED)
+
+    def truncate(self, m):
+        """Drop the bindings ``m, m+1, ...``; see ``_pure.Tape.truncate``."""
+        self._truncate(m)
+
+    cdef int _truncate(self, Py_ssize_t m) except -1:
+        if m < 0 or m > self.n:
+            raise ValueError("truncate: %d is not between 0 and the tape's %d bindings" % (m, self.n))
+        if m == self.n:
+            return 0
+        if self.sweeping:
+            raise RuntimeError("deltaad tape: cannot drop bindings while another thread runs its "
+                               "backward sweep; give each thread its own differentiation")
+        if self.max_linear >= m:
+            _pop_tail(self.linear, m)
+            self.max_linear = next(reversed(self.linear)) if self.linear else -1
+            nodes = self.nodes
+            while nodes and <Py_ssize_t>nodes[len(nodes) - 1] >= m:
+                nodes.pop()
+        if self.ocoef:
+            _pop_tail(self.ocoef, m)
+        self.n = m
+        self.truncated = True
+        return 0
+
+    def region_parents(self, m):
+        """The ids below ``m`` that bindings ``m, m+1, ...`` read, ascending (see ``_pure``)."""
+        cdef Py_ssize_t mm = _index(m)
+        cdef Py_ssize_t i, j, k
+        cdef _IdSet ids
+        if mm < 0 or mm > self.n:
+            raise ValueError("region_parents: %d is not between 0 and the tape's %d bindings" % (mm, self.n))
+        ids.v = NULL
+        ids.n = 0
+        ids.cap = 0
+        for i in range(64):
+            ids.seen[i] = -1
+        extra = None
+        cdef Binding* b = self.b
+        cdef Py_ssize_t n = self.n
+        try:
+            for i in range(mm, n):  # the region reads no Python code: b and n stay valid
+                j = b[i].p1
+                if j >= 0:
+                    if j < mm and ids.seen[j & 63] != j:
+                        _idset_add(&ids, <int32_t>j)
+                    k = b[i].p2
+                    if 0 <= k < mm and ids.seen[k & 63] != k:
+                        _idset_add(&ids, <int32_t>k)
+                elif j < -1:
+                    for p in (<tuple>self.linear[i])[0]:
+                        if p < mm:
+                            if extra is None:
+                                extra = set()
+                            extra.add(p)
+            out = [ids.v[i] for i in range(ids.n)]
+        finally:
+            PyMem_Free(ids.v)
+        if extra is not None:
+            extra.update(out)
+            out = sorted(extra)
+        return out
+
+    def advance(self, body, first, Py_ssize_t count, state, Py_ssize_t limit, free, who):
+        """Run ``count`` steps of a loop whose state is a flat tuple or list of floats or
+        scalar duals, recording and dropping in batches; see ``_pure.Tape.advance``."""
+        return self._advance(body, first, count, state, limit, free, who)
+
+    cdef list _advance(self, body, first, Py_ssize_t count, state, Py_ssize_t limit, free, who):
+        cdef Py_ssize_t start = self.n
+        cdef Py_ssize_t lim = start + limit
+        cdef Py_ssize_t j, f0 = 0
+        cdef bint indexed = first is not None
+        kind = type(state)
+        cdef Py_ssize_t k = len(state)
+        if indexed:
+            f0 = first
+        val = state
+        try:
+            for j in range(count):
+                if indexed:
+                    val = body(f0 + j, val)
+                else:
+                    val = body(val)
+                if self.n > lim:
+                    val = kind(_flat_values(self, val, kind, k, who))
+                    self._drop(start, free)
+            out = _flat_values(self, val, kind, k, who)
+            self._drop(start, free)
+            return out
+        except BaseException:
+            if self.n > start:
+                self._truncate(start)
+            raise
+
+    cdef int _drop(self, Py_ssize_t start, object free) except -1:
+        if self.n > start:
+            if free is not None:
+                free.update(self.region_parents(start))
+            self._truncate(start)
+        return 0
 
     @property
     def nbindings(self):
@@ -275,7 +568,7 @@ cdef class Tape(Trace):
         if i < 0 or i >= self.n:
             raise IndexError("binding %d not on this tape of %d" % (i, self.n))
         cdef Binding bb = self.b[i]
-        if bb.p1 == -2:
+        if bb.p1 < -1:
             return self.linear[i]
         if bb.p1 == -1:
             return (), ()
@@ -299,16 +592,37 @@ cdef class Tape(Trace):
         cdef Py_ssize_t n0 = self.n
         cdef Py_ssize_t i, j, k, m, sid
         cdef double a
-        cdef list sl = []
+        cdef object g
+        # Seeds are kept as two lists, ids and cotangents, not as a tuple per seed: with many
+        # outputs (a list-valued function), n tuples would each count towards a collection
+        # of the garbage collector, which then walks every young list (~300 instructions a
+        # seed). Dropping ``pair`` at once lets a ``zip`` of seeds reuse its tuple.
+        cdef object sids = None  # a list of ints, or a range (Seeds)
+        cdef list cts = None
         cdef bint float_seeds = True
-        for pair in seeds:
-            i_, ct = pair
-            sid = _index(i_)
-            if not 0 <= sid < n0:
-                raise IndexError("seed id %r is not on this tape of %d bindings" % (i_, n0))
-            if type(ct) is not float:
-                float_seeds = False
-            sl.append((sid, ct))
+        cdef Py_ssize_t s0 = 0, sstep = 0
+        if type(seeds) is Seeds:
+            # Seeds of exact ints (or a range) and cotangents, copied (no Python code can
+            # change them below) and checked in C: nothing made per seed
+            sids, cts = _check_seeds(<Seeds>seeds, n0)
+            if sids is not None:
+                float_seeds = all_floats(cts)
+        if sids is None:
+            sids = []
+            cts = []
+            for pair in seeds:
+                i_, ct = pair
+                pair = None
+                sid = i_ if type(i_) is int else _index(i_)  # an int: no Python-level call
+                if not 0 <= sid < n0:
+                    raise IndexError("seed id %r is not on this tape of %d bindings" % (i_, n0))
+                if type(ct) is not float:
+                    float_seeds = False
+                (<list>sids).append(i_ if type(i_) is int else sid)
+                cts.append(ct)
+        if type(sids) is range and len(sids) > 1:
+            s0 = sids[0]
+            sstep = sids.step
         # ``wanted`` as a range (the inputs of a float argument: consecutive ids) is read
         # without making an int per id: its ends are checked, and every id lies between them.
         cdef list wl = None
@@ -330,9 +644,17 @@ cdef class Tape(Trace):
                     raise IndexError("wanted id %r is not on this tape of %d bindings" % (w_, n0))
                 wl.append(sid)
             nw = len(wl)
-        if not (float_seeds and not self.general and not self.linear):
-            return self._eval_general(sl, wl if wl is not None
-                                      else [r0 + m * rstep for m in range(nw)])
+        if self.n < n0:
+            raise RuntimeError("deltaad eval: the tape lost bindings while its seeds were read")
+        if not (float_seeds and not self.general and not self.linear and not self.truncated):
+            out = self._eval_sweep(list(zip(sids, cts)),
+                                   wl if wl is not None else [r0 + m * rstep for m in range(nw)],
+                                   float_seeds)
+            if _recorder is not None and not self.linear and _recorded_floats(cts, self.ocoef):
+                # The float sweep would have run: its adjoints start at 0.0, so a sum of -0.0
+                # terms ends +0.0 there. Record that addition too (same bits as the float path).
+                out = [_pyadd(0.0, o) if type(o) is _recorder or type(o) is float else o for o in out]
+            return out
         global _spare_adj, _spare_adj_n
         cdef Py_ssize_t n = self.n
         cdef Binding* b = self.b
@@ -353,9 +675,9 @@ cdef class Tape(Trace):
         self.sweeping += 1
         try:
             memset(adj, 0, n * sizeof(double))
-            for m in range(len(sl)):  # ids checked above; cotangents exact floats
-                sid = (<tuple>sl[m])[0]
-                adj[sid] += PyFloat_AS_DOUBLE((<tuple>sl[m])[1])
+            for m in range(len(cts)):  # ids checked above; cotangents exact floats
+                sid = s0 + m * sstep if sstep else <Py_ssize_t>sids[m]
+                adj[sid] += PyFloat_AS_DOUBLE(cts[m])
             with nogil:
                 # Parents are always older than their binding (0 <= p < i), so every index
                 # below is in bounds.
@@ -369,48 +691,580 @@ cdef class Tape(Trace):
                         k = b[i].p2
                         if k >= 0:
                             adj[k] += b[i].c2 * a
-            if wl is None:  # every index is between the range's checked ends
-                return [adj[r0 + m * rstep] for m in range(nw)]
-            return [adj[<Py_ssize_t>wl[m]] for m in range(nw)]
+            out = PyList_New(nw)  # slots NULL until set: safe to free on an error
+            for m in range(nw):
+                # a range's ids all lie between its checked ends; a list's were checked above
+                j = r0 + m * rstep if wl is None else <Py_ssize_t>wl[m]
+                g = <object>adj[j]
+                Py_INCREF(g)
+                PyList_SET_ITEM(out, m, g)
+            return out
         finally:
             self.sweeping -= 1
-            if (adj_n > _spare_adj_n and adj_n * <Py_ssize_t>sizeof(double) <= SPARE_MAX_BYTES
-                    and not _tracing()):
-                if _spare_adj != NULL:
-                    PyMem_Free(_spare_adj)
-                _spare_adj = adj
-                _spare_adj_n = adj_n
-            else:
-                PyMem_Free(adj)
+            _offer_spare_adj(adj, adj_n)
 
-    cdef list _eval_general(self, list seeds, list wanted):
+    cdef list _eval_sweep(self, list seeds, list wanted, bint float_seeds):
+        """The sweep of a tape with linear bindings or nodes (see ``Sweep``): over C doubles
+        when every seed and coefficient is one and no rule is a callable, else over objects."""
+        cdef Sweep sw = Sweep.__new__(Sweep)
         cdef Py_ssize_t n = self.n
-        cdef Py_ssize_t i, j, k
-        cdef list adj = [None] * n
-        cdef dict ocoef = self.ocoef
-        cdef dict linear = self.linear
+        cdef Py_ssize_t i, j
+        cdef list nodes = self.nodes
+        sw.tape = self
+        sw.floats = float_seeds and not self.general
+        sw.active = True
+        sw.end = n
+        sw.base = sw.keep = set(wanted)
+        if nodes:
+            if self.busy:
+                raise RuntimeError(_BUSY)
+            self.busy = True
+        try:
+            if sw.floats:
+                sw._ensure(n)
+                memset(sw.adj, 0, n * sizeof(double))
+                for j in nodes:  # ids below n: the marker that makes the sweep stop at a node
+                    sw.adj[j] = 1.0
+                for pair in seeds:  # ids checked by eval; cotangents exact floats
+                    i = (<tuple>pair)[0]
+                    sw.adj[i] += PyFloat_AS_DOUBLE((<tuple>pair)[1])
+                sw._float_range(0, n)
+                if sw.floats:
+                    return _float_adjoints(sw.adj, wanted, self.linear)
+                return [sw.oadj[<Py_ssize_t>w] for w in wanted]
+            sw.oadj = [None] * n
+            for j in nodes:
+                sw.oadj[j] = 1.0
+            for pair in seeds:
+                _accumulate(sw.oadj, (<tuple>pair)[0], (<tuple>pair)[1])
+            sw._general_range(0, n)
+            return [sw.oadj[<Py_ssize_t>w] for w in wanted]
+        finally:
+            sw._finish()
+            if nodes:
+                self.busy = False
+
+
+cdef list _float_adjoints(double* adj, list wanted, dict linear):
+    """The wanted adjoints of a sweep that stayed over floats. A linear binding's value may be
+    an array (an array input, an array operation) whose adjoint no array cotangent reached
+    (else the sweep would have turned to objects): its 0.0 is "untouched", None, as the object
+    sweep says, not a float in an array's place. For a scalar binding None and 0.0 both mean
+    zero."""
+    cdef list out = []
+    cdef double a
+    for w in wanted:
+        a = adj[<Py_ssize_t>w]
+        out.append(None if a == 0.0 and w in linear else a)
+    return out
+
+
+class _Released:
+    """What a node becomes once its tape's owner has gone (``Tape.release_nodes``)."""
+
+    def run(self, sweep, i):
+        raise RuntimeError("deltaad: this tape's checkpoints were released when the "
+                           "differentiation that recorded them (its vjp function) was freed")
+
+    def __call__(self, *args):
+        raise TypeError("a released checkpoint node is not a linear map")
+
+
+_RELEASED = _Released()
+
+_BUSY = ("deltaad: this tape is already being swept (by another thread, or re-entrantly from a "
+         "checkpointed function); a tape holding checkpoints is swept by one caller at a time")
+
+_NODE_DROPPED = ("deltaad: a node dropped bindings of the part of the tape being swept; a node "
+                 "may drop only what it recorded itself")
+
+_NEW_KIND = ("deltaad checkpoint: the re-run of a checkpointed computation recorded operations "
+             "its first run did not (array or custom-rule operations, or values of an outer "
+             "differentiation), so it is not a function of its inputs: it read state that "
+             "changed in between")
+
+
+cdef bint _reads_within(Tape tape, Py_ssize_t m, object allowed) except -1:
+    """True when every id below ``m`` that bindings ``m ..`` read is in the set ``allowed``
+    (``region_parents`` without building its list: a loop step checks this once)."""
+    cdef Py_ssize_t i, j, k, q
+    cdef int32_t seen[64]
+    cdef Binding* b = tape.b
+    for i in range(64):
+        seen[i] = -1
+    for i in range(m, tape.n):  # no Python code runs below: b stays valid
+        j = b[i].p1
+        if j < -1:
+            for p in (<tuple>tape.linear[i])[0]:
+                if p < m and p not in allowed:
+                    return False
+            continue
+        for q in range(2):
+            k = j if q == 0 else b[i].p2
+            if 0 <= k < m and seen[k & 63] != k:
+                if k not in allowed:
+                    return False
+                seen[k & 63] = <int32_t>k
+    return True
+
+
+cdef list _flat_values(Tape tape, object val, object kind, Py_ssize_t k, object who):
+    """The leaves of a flat loop state as values at ``tape``'s level (see ``_pure``)."""
+    if type(val) is not kind or len(val) != k:
+        raise TypeError("%s: body_fun must return a value with the structure of init_val (a %s of %d "
+                        "float leaves); got %s"
+                        % (who, kind.__name__, k, _describe(val)))
+    cdef list out = []
+    for x in val:
+        if type(x) is Dual:
+            out.append((<Dual>x).value if (<Dual>x).tr is tape else x)
+        elif type(x) is float:
+            out.append(x)
+        else:
+            raise TypeError("%s: body_fun must return a value with the structure of init_val (a %s "
+                            "of %d float leaves); got a leaf of type %s" % (who, kind.__name__, k, type(x).__name__))
+    return out
+
+
+def _describe(x):
+    if type(x) is tuple or type(x) is list:
+        return "a %s of %d" % (type(x).__name__, len(x))
+    return "a value of type %s" % type(x).__name__
+
+
+ctypedef struct _IdSet:
+    int32_t* v          # distinct ids, ascending
+    Py_ssize_t n
+    Py_ssize_t cap
+    int32_t seen[64]    # ids known to be in the set, by their low bits (a region reads the
+                        # same few ids over and over: most adds end here)
+
+
+cdef int _idset_add(_IdSet* s, int32_t x) except -1:
+    """Add ``x`` to the sorted set ``s`` (binary search; the sets are small)."""
+    cdef Py_ssize_t lo = 0, hi, mid, k
+    cdef int32_t* nv
+    if s.seen[x & 63] == x:
+        return 0
+    s.seen[x & 63] = x
+    hi = s.n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if s.v[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < s.n and s.v[lo] == x:
+        return 0
+    if s.n == s.cap:
+        k = s.cap * 2 if s.cap else 16
+        nv = <int32_t*>PyMem_Realloc(s.v, k * sizeof(int32_t))
+        if nv == NULL:
+            raise MemoryError("deltaad region_parents: out of memory")
+        s.v = nv
+        s.cap = k
+    for k in range(s.n, lo, -1):
+        s.v[k] = s.v[k - 1]
+    s.v[lo] = x
+    s.n += 1
+    return 0
+
+
+cdef _pop_tail(dict d, Py_ssize_t m):
+    """Remove the keys >= m of ``d``, whose keys were inserted in increasing order."""
+    while d:
+        last = next(reversed(d))
+        if <Py_ssize_t>last < m:
+            break
+        del d[last]
+
+
+def zero_adjoint(a):
+    """True for an adjoint that contributes nothing: None, a float zero, or a forward dual
+    that is zero all the way down (what the sweep skips)."""
+    return a is None or _is_zero(a)
+
+
+@cython.final
+@cython.auto_pickle(False)
+cdef class Sweep:
+    """A backward sweep in progress over a tape with linear bindings or nodes (see ``_pure``).
+
+    Float mode keeps the adjoints in a C array (``adj``, room for ``cap``), swept without the
+    GIL between linear bindings and nodes, and turns into object mode (a list, ``oadj``) at
+    the first cotangent a rule gives that is not a float; see ``_pure.Sweep``. A node's
+    segment is swept into the same adjoints, so results are those of the program without
+    checkpoints to the last bit.
+    """
+
+    cdef Tape tape
+    cdef bint floats
+    cdef bint active
+    cdef double* adj
+    cdef Py_ssize_t cap
+    cdef Py_ssize_t end     # adjoint slots in use: the end of the part being swept
+    cdef list oadj
+    cdef object keep        # the ids an object sweep must not free: base and every segment's
+    cdef object base        # the eval's wanted ids
+    cdef list wanted        # the wanted ids (lists or ranges) of the segments being swept
+
+    def __cinit__(self):
+        self.adj = NULL
+        self.cap = 0
+        self.wanted = []
+
+    def __dealloc__(self):
+        if self.adj != NULL:
+            PyMem_Free(self.adj)
+            self.adj = NULL
+
+    cdef int _ensure(self, Py_ssize_t n) except -1:
+        """Room for ``n`` float adjoints (the kept part is preserved)."""
+        global _spare_adj, _spare_adj_n
+        cdef Py_ssize_t newcap
+        cdef double* na
+        if n <= self.cap:
+            return 0
+        if self.adj == NULL and _spare_adj != NULL and _spare_adj_n >= n and not _tracing():
+            self.adj = _spare_adj
+            self.cap = _spare_adj_n
+            _spare_adj = NULL
+            _spare_adj_n = 0
+            return 0
+        newcap = self.cap * 2
+        if newcap < n:
+            newcap = n
+        if newcap < 16:
+            newcap = 16
+        na = <double*>PyMem_Realloc(self.adj, newcap * sizeof(double))
+        if na == NULL:
+            raise MemoryError("deltaad eval: out of memory for %d adjoints" % newcap)
+        self.adj = na
+        self.cap = newcap
+        return 0
+
+    cdef void _finish(self) noexcept:
+        """End of the sweep: later calls of its methods raise; the adjoint array is freed or
+        kept as the spare (see ``_spare_adj``)."""
+        global _spare_adj, _spare_adj_n
+        self.active = False
+        self.oadj = None
+        if self.adj == NULL:
+            return
+        if (self.cap > _spare_adj_n and self.cap * <Py_ssize_t>sizeof(double) <= SPARE_MAX_BYTES
+                and not _tracing()):
+            if _spare_adj != NULL:
+                PyMem_Free(_spare_adj)
+            _spare_adj = self.adj
+            _spare_adj_n = self.cap
+        else:
+            PyMem_Free(self.adj)
+        self.adj = NULL
+        self.cap = 0
+
+    def adjoint(self, i):
+        """The adjoint accumulated so far for id ``i`` (0.0 or None when untouched)."""
+        if not self.active:
+            raise RuntimeError("deltaad: this sweep has finished")
+        cdef Py_ssize_t k = _index(i)
+        if not 0 <= k < self.end:  # the slots in use: a node's new segment has none yet
+            raise IndexError("adjoint: id %d is not in the part of the tape being swept" % k)
+        if self.floats:
+            return self.adj[k]
+        return self.oadj[k]
+
+    def sweep(self, start, seeds, wanted):
+        """Sweep the segment ``start .. end`` recorded by a node into this sweep's adjoints
+        after adding ``seeds``; return the ``wanted`` adjoints; drop the segment (see ``_pure``)."""
+        if not self.active:
+            raise RuntimeError("deltaad: this sweep has finished")
+        cdef Py_ssize_t n = self.tape.n
+        cdef Py_ssize_t w
+        cdef list wl = []
+        for w_ in wanted:
+            w = w_
+            if not 0 <= w < n:
+                raise IndexError("sweep: wanted id %d is not on the tape" % w)
+            wl.append(w)
+        return self._segment(start, seeds, wl, 0, 0)
+
+    cdef list _segment(self, Py_ssize_t st, object seeds, list wl, Py_ssize_t w0, Py_ssize_t nw):
+        """``sweep``; the wanted ids are ``wl``, or when it is None the ``nw`` ids from
+        ``w0`` (checked by the caller)."""
+        cdef Tape tape = self.tape
+        cdef Py_ssize_t n = tape.n
+        cdef Py_ssize_t i, k
+        cdef list nodes = tape.nodes
+        if st != self.end or st > n:
+            raise ValueError("sweep: a segment starts where the swept part ends (%d), not at %d "
+                             "(the tape holds %d)" % (self.end, st, n))
+        self.wanted.append(wl if wl is not None else range(w0, w0 + nw))
+        if not self.floats:
+            self.keep = self._keep()
+        try:
+            if self.floats:
+                if tape.general:
+                    raise RuntimeError(_NEW_KIND)
+                self._ensure(n)
+                memset(self.adj + st, 0, (n - st) * sizeof(double))
+            else:
+                self.oadj.extend([None] * (n - st))
+            for k in range(len(nodes) - 1, -1, -1):
+                i = nodes[k]
+                if i < st:
+                    break
+                if self.floats:
+                    self.adj[i] = 1.0
+                else:
+                    self.oadj[i] = 1.0
+            for pair in seeds:
+                i_, ct = pair
+                i = i_
+                if not 0 <= i < n:
+                    raise IndexError("sweep: seed id %d is not on the tape" % i)
+                if self.floats:
+                    if type(ct) is not float:
+                        raise TypeError("sweep: a float sweep takes float cotangents, not %s"
+                                        % type(ct).__name__)
+                    self.adj[i] += PyFloat_AS_DOUBLE(ct)
+                else:
+                    _accumulate(self.oadj, i, ct)
+            self.end = n
+            if self.floats:
+                self._float_range(st, n)
+                if self.floats:
+                    if wl is None:
+                        return [self.adj[w0 + i] for i in range(nw)]
+                    return [self.adj[<Py_ssize_t>w_] for w_ in wl]
+            else:
+                self._general_range(st, n)
+            if wl is None:
+                return [self.oadj[w0 + i] for i in range(nw)]
+            return [self.oadj[<Py_ssize_t>w_] for w_ in wl]
+        finally:
+            self.wanted.pop()
+            if not self.floats:
+                self.keep = self._keep()
+            self.end = st
+            if tape.n > st:
+                tape._truncate(st)
+            if not self.floats and self.oadj is not None:
+                del self.oadj[st:]
+
+    def reverse(self, actions, dict snaps, body, first, kind, adj, expect, allowed, check,
+                who, Py_ssize_t limit):
+        """A loop's reversal schedule for a flat state of scalars, up to the turn of step 0;
+        see ``_pure.Sweep.reverse``."""
+        if not self.active:
+            raise RuntimeError("deltaad: this sweep has finished")
+        cdef Tape tape = self.tape
+        cdef Py_ssize_t most = len(snaps), pos, q, f0 = 0
+        cdef bint indexed = first is not None
+        cdef tuple act, entry
+        if indexed:
+            f0 = first
+        for a_ in actions:
+            act = <tuple>a_
+            op = act[0]
+            if op == 4:  # TURN
+                entry = <tuple>snaps[act[1]]
+                pos = entry[0]
+                cur = entry[1]
+                q = act[2]
+                if q > pos:
+                    cur = tape._advance(body, f0 + pos if indexed else None, q - pos, kind(cur),
+                                        limit, None, who)
+                if q == 0:
+                    return adj, expect, most
+                adj, vals = self._turn(body, f0 + q if indexed else None, kind(cur), adj,
+                                       allowed, who)
+                if not (all_floats(vals) and vals == expect):  # == is bitwise but for 0.0
+                    check(q, vals, expect)
+                expect = cur
+                if all_floats(adj):
+                    if not any(adj):
+                        return None, expect, most
+                else:
+                    for a in adj:
+                        if not (a is None or _is_zero(a)):
+                            break
+                    else:
+                        return None, expect, most
+            elif op == 0:  # ADVANCE
+                entry = <tuple>snaps[act[1]]
+                pos = entry[0]
+                q = act[2]
+                snaps[act[3]] = (q, tape._advance(body, f0 + pos if indexed else None, q - pos,
+                                                  kind(entry[1]), limit, None, who))
+                if len(snaps) > most:
+                    most = len(snaps)
+            else:  # FREE
+                del snaps[act[1]]
+        return adj, expect, most
+
+    def turn(self, body, index, state, adj, allowed, who):
+        """Record one step of a loop from the flat state ``state`` and sweep it; see
+        ``_pure.Sweep.turn``."""
+        if not self.active:
+            raise RuntimeError("deltaad: this sweep has finished")
+        return self._turn(body, index, state, adj, allowed, who)
+
+    cdef tuple _turn(self, body, index, state, adj, allowed, who):
+        cdef Tape tape = self.tape
+        cdef Py_ssize_t start = tape.n
+        cdef Py_ssize_t k = len(state)
+        cdef Py_ssize_t j, i
+        kind = type(state)
+        cdef list ins = [None] * k
+        if k > MAX_BINDINGS - start:
+            raise MemoryError("deltaad tape: more than %d bindings on one tape" % MAX_BINDINGS)
+        for j in range(k):  # Tape.inputs inlined
+            v = state[j]
+            _check_lower(tape, v)
+            i = tape._push(-1, 0.0, -1, 0.0)
+            ins[j] = _new_dual(v, tape, i)
+        cdef list seeds = []
+        try:
+            arg = tuple(ins) if kind is tuple else ins
+            out = body(arg) if index is None else body(index, arg)
+            vals = _flat_values(tape, out, kind, k, who)
+            for x, a in zip(out, adj):
+                if type(x) is Dual and (<Dual>x).tr is tape:
+                    if a is None or _is_zero(a):
+                        continue
+                    seeds.append(((<Dual>x).i, a))
+            if tape.n > start and not _reads_within(tape, start, allowed):
+                raise step_reads_error(who, index, tape.region_parents(start), allowed)
+        except BaseException:
+            if tape.n > start:
+                tape._truncate(start)
+            raise
+        return self._segment(start, seeds, None, start, k), vals
+
+    cdef int _float_range(self, Py_ssize_t lo, Py_ssize_t hi) except -1:
+        """Sweep bindings ``hi - 1`` down to ``lo`` over C doubles: without the GIL up to the
+        next linear binding or node, which is handled with it."""
+        cdef Tape tape = self.tape
+        cdef Py_ssize_t i = hi - 1
+        cdef Py_ssize_t j, k
+        cdef double a
         cdef Binding* b
-        for i_, ct in seeds:
-            _accumulate(adj, i_, ct)
-        keep = set(wanted)
-        for i in range(n - 1, -1, -1):
+        cdef double* adj
+        cdef bint check = tape.truncated
+        cdef bint bad
+        while i >= lo:
+            b = tape.b  # re-read: a node may have recorded on the tape and moved it
+            adj = self.adj
+            bad = False
+            tape.sweeping += 1
+            with nogil:
+                # Parents are older than their binding (checked when the tape was truncated),
+                # so every index is in bounds.
+                while i >= lo:
+                    a = adj[i]
+                    if a != 0.0:
+                        j = b[i].p1
+                        if j >= 0:
+                            k = b[i].p2
+                            if check and (j >= i or k >= i):
+                                bad = True
+                                break
+                            adj[j] += b[i].c1 * a
+                            if k >= 0:
+                                adj[k] += b[i].c2 * a
+                        elif j != -1:
+                            break
+                    i -= 1
+            tape.sweeping -= 1
+            if i < lo:
+                break
+            if bad:
+                raise kept_intermediate_error()
+            if tape.b[i].p1 == -2:
+                a = adj[i]
+                parents, rule = <tuple>tape.linear[i]
+                if callable(rule):
+                    for p, ct in zip(<tuple>parents, rule(a)):
+                        if ct is None:
+                            continue
+                        if type(ct) is float and self.floats:
+                            self.adj[<Py_ssize_t>p] += PyFloat_AS_DOUBLE(ct)  # p < i: in bounds
+                        else:
+                            if self.floats:
+                                self._to_objects()
+                            _accumulate(self.oadj, p, ct)
+                    if not self.floats:  # the rest of the range over objects
+                        if i not in self.keep:
+                            self.oadj[i] = None
+                        return self._general_range(lo, i)
+                else:
+                    for p, c in zip(<tuple>parents, rule):  # float coefficients (else general)
+                        adj[<Py_ssize_t>p] += PyFloat_AS_DOUBLE(c) * a
+            else:
+                (<tuple>tape.linear[i])[1].run(self, i)
+                if tape.n < hi:
+                    raise RuntimeError(_NODE_DROPPED)
+                if not self.floats:  # a segment turned the sweep into an object sweep
+                    return self._general_range(lo, i)
+            i -= 1
+        return 0
+
+    cdef int _to_objects(self) except -1:
+        """Turn this float sweep into an object sweep (a rule gave a cotangent that is not a
+        float): zeros (untouched or not) become None, what the object sweep skips."""
+        cdef Py_ssize_t j
+        cdef list o = [None] * self.end
+        for j in range(self.end):
+            if self.adj[j] != 0.0:
+                o[j] = self.adj[j]
+        self.oadj = o
+        self.floats = False
+        self.keep = self._keep()
+        return 0
+
+    cdef object _keep(self):
+        """The ids an object sweep must not free: the eval's wanted ids and the segments'."""
+        if not self.wanted:
+            return self.base
+        keep = set(self.base)
+        for w in self.wanted:
+            keep.update(w)
+        return keep
+
+    cdef int _general_range(self, Py_ssize_t lo, Py_ssize_t hi) except -1:
+        """Sweep bindings ``hi - 1`` down to ``lo`` over Python objects (as ``_pure``)."""
+        cdef Tape tape = self.tape
+        cdef object keep = self.keep
+        cdef list adj = self.oadj
+        cdef dict ocoef = tape.ocoef
+        cdef dict linear = tape.linear
+        cdef bint check = tape.truncated
+        cdef Py_ssize_t i, j, k
+        cdef Binding* b
+        for i in range(hi - 1, lo - 1, -1):
             a = adj[i]
             if a is None or _is_zero(a):
                 continue
-            b = self.b  # re-read: a vjp callback may have recorded on this tape and moved it
+            b = tape.b  # re-read: a vjp callback or a node may have recorded and moved it
             j = b[i].p1
             if j == -2:
-                parents, rule = linear[i]
+                parents, rule = <tuple>linear[i]
                 if callable(rule):
                     cts = rule(a)
-                    for p, ct in zip(parents, cts):
+                    for p, ct in zip(<tuple>parents, cts):
                         if ct is not None:
                             _accumulate(adj, p, ct)
                 else:
-                    for p, c in zip(parents, rule):
+                    for p, c in zip(<tuple>parents, rule):
                         _accumulate(adj, p, c * a)
+            elif j == -3:
+                (<tuple>linear[i])[1].run(self, i)
+                if tape.n < hi:
+                    raise RuntimeError(_NODE_DROPPED)
             elif j >= 0:
                 k = b[i].p2
+                if check and (j >= i or k >= i):
+                    raise kept_intermediate_error()
                 oc = ocoef.get(i)
                 if oc is None:
                     _accumulate(adj, j, b[i].c1 * a)
@@ -422,7 +1276,70 @@ cdef class Tape(Trace):
                         _accumulate(adj, k, oc[1] * a)
             if i not in keep:
                 adj[i] = None
-        return [adj[w] for w in wanted]
+        return 0
+
+
+cdef bint _recorded_floats(list cts, dict ocoef) except -1:
+    """True when every seed's cotangent and every coefficient is a float or a recorded number:
+    without recording this tape would have taken the float sweep."""
+    for ct in cts:
+        if type(ct) is not float and type(ct) is not _recorder:
+            return False
+    for pair in ocoef.values():
+        for c in pair:
+            if type(c) is not float and type(c) is not _recorder:
+                return False
+    return True
+
+
+@cython.final
+@cython.auto_pickle(False)
+cdef class Seeds:
+    """Seeds for ``Tape.eval`` as two sequences of equal length, ``ids`` and ``cotangents``,
+    instead of ``(id, cotangent)`` pairs: a function with many outputs has one seed per
+    output, and a tuple per seed costs more than the seed (each one counts towards a
+    garbage collection). Iterating gives the pairs."""
+
+    cdef readonly object ids
+    cdef readonly object cotangents
+
+    def __init__(self, ids, cotangents):
+        if len(ids) != len(cotangents):
+            raise ValueError("Seeds: %d ids but %d cotangents" % (len(ids), len(cotangents)))
+        self.ids = ids
+        self.cotangents = cotangents
+
+    def __iter__(self):
+        return zip(self.ids, self.cotangents)
+
+
+cdef tuple _check_seeds(Seeds s, Py_ssize_t n0):
+    """``(ids, cotangents)`` of ``s`` for the sweep, every id checked to lie on a tape of
+    ``n0`` bindings: a range as it is (its ends checked) or a copied list of exact ints, and a
+    copied list of cotangents; ``(None, None)`` when ``s`` holds other types (then its pairs
+    are read one by one)."""
+    ids = s.ids
+    cts = s.cotangents
+    cdef Py_ssize_t k, m, v
+    if type(cts) is not list or len(cts) != len(ids):
+        return None, None
+    m = len(ids)
+    if type(ids) is range:
+        for x in ((ids[0], ids[m - 1]) if m else ()):
+            if not 0 <= x < n0:
+                raise IndexError("seed id %r is not on this tape of %d bindings" % (x, n0))
+        return ids, list(cts)
+    if type(ids) is not list:
+        return None, None
+    ids = list(ids)
+    for k in range(m):
+        x = (<list>ids)[k]
+        if type(x) is not int:
+            return None, None
+        v = x
+        if not 0 <= v < n0:
+            raise IndexError("seed id %r is not on this tape of %d bindings" % (x, n0))
+    return ids, list(cts)
 
 
 cdef tuple _check_parents(object parents, Py_ssize_t n):
@@ -445,6 +1362,8 @@ cdef bint _is_zero(object a) except -1:
     while True:
         if type(a) is float:
             return <double>a == 0.0
+        if type(a) is _recorder and _recorder is not None:
+            return bool(a == 0.0)  # a recorded comparison: the replay checks it
         if type(a) is not Dual or not (<Dual>a).tr.is_forward:
             return False
         d = <Dual>a
@@ -481,13 +1400,22 @@ cdef class ForwardLevel(Trace):
         cdef Py_ssize_t m = min(len(vals), len(tans))
         cdef Py_ssize_t k
         cdef Dual r
-        cdef list out = [None] * m
+        cdef list out = PyList_New(m)  # slots NULL until set: safe to free on an error
         for k in range(m):
-            _check_lower(self, vals[k])
-            _check_lower(self, tans[k])
-            r = _new_dual(vals[k], self, -1)
-            _set_tangent(r, tans[k])
-            out[k] = r
+            x = vals[k]
+            t = tans[k]
+            if type(x) is float and type(t) is float:  # the common case in one step
+                r = _alloc_dual(self)
+                r.v = PyFloat_AS_DOUBLE(x)
+                r.i = -1
+                r.t = PyFloat_AS_DOUBLE(t)
+            else:
+                _check_lower(self, x)
+                _check_lower(self, t)
+                r = _new_dual(x, self, -1)
+                _set_tangent(r, t)
+            Py_INCREF(r)
+            PyList_SET_ITEM(out, k, r)
         return out
 
     def emit(self, value, operands, coefs):
@@ -512,7 +1440,6 @@ cdef class ForwardLevel(Trace):
 
 @cython.final
 @cython.no_gc
-@cython.freelist(1024)
 @cython.auto_pickle(False)
 cdef class Dual:
     """A dual number ``(value, delta)``: ``value`` with ``Var id`` on ``trace`` (a tape) or with
@@ -689,45 +1616,44 @@ cdef class Dual:
         return self
 
     def __abs__(self):
-        if self.ov is not None and type(strip(self.ov)) is not float:  # a numpy scalar
+        if (self.ov is not None and type(strip(self.ov)) is not float
+                and (_recorder is None or type(strip(self.ov)) is not _recorder)):  # a numpy scalar
             if self.tr.closed:
                 raise escaped_error(self.tr.level)
             y, c = _rules.numpy_abs(self.ov, strip(self.ov))
             return _emit1(self.tr, y, <Dual>self, c)
         return _unary(self, U_ABSOLUTE)
 
-    # -- comparisons: on values, returning bool --
-    def __eq__(self, other):
-        return strip(self) == _cmp(other)
-
-    def __ne__(self, other):
-        return strip(self) != _cmp(other)
-
-    def __lt__(self, other):
-        if self.ov is None and type(other) is float:
-            return self.v < PyFloat_AS_DOUBLE(other)
-        return strip(self) < _cmp(other)
-
-    def __le__(self, other):
-        if self.ov is None and type(other) is float:
-            return self.v <= PyFloat_AS_DOUBLE(other)
-        return strip(self) <= _cmp(other)
-
-    def __gt__(self, other):
-        if self.ov is None and type(other) is float:
-            return self.v > PyFloat_AS_DOUBLE(other)
-        return strip(self) > _cmp(other)
-
-    def __ge__(self, other):
-        if self.ov is None and type(other) is float:
-            return self.v >= PyFloat_AS_DOUBLE(other)
-        return strip(self) >= _cmp(other)
+    # -- comparisons: on values, returning bool; nothing is recorded --
+    def __richcmp__(self, other, int op):
+        # Fast path: float values on both sides (a float dual against a float dual of any
+        # trace, a float, or an int that a double holds exactly): the C comparison of the two
+        # doubles is Python's float comparison, NaN included. Everything else compares the
+        # stripped values with Python's rules (numpy scalars as floats: see _cmp).
+        cdef double x, y
+        cdef long long k
+        cdef int overflow
+        cdef Dual a = <Dual>self
+        if a.ov is None:
+            x = a.v
+            if type(other) is Dual:
+                if (<Dual>other).ov is None:
+                    return _cmp_doubles(x, (<Dual>other).v, op)
+            elif type(other) is float:
+                return _cmp_doubles(x, PyFloat_AS_DOUBLE(other), op)
+            elif type(other) is int:
+                k = PyLong_AsLongLongAndOverflow(other, &overflow)
+                if overflow == 0 and -9007199254740992 <= k <= 9007199254740992:
+                    return _cmp_doubles(x, <double>k, op)
+        return PyObject_RichCompare(_strip(self), _cmp(other), op)
 
     def __hash__(self):
         raise TypeError("unhashable type: 'Dual'")
 
     def __bool__(self):
-        return bool(strip(self))
+        if self.ov is None:
+            return self.v != 0.0  # bool of a float: NaN is true
+        return bool(_strip(self))
 
     def __float__(self):
         raise no_float_error("float")
@@ -845,50 +1771,122 @@ cdef inline void _set_tangent(Dual r, object tangent) except *:
         r.ot = tangent
 
 
-cdef inline Dual _new_dual(object value, Trace tr, Py_ssize_t i):
-    cdef Dual r = Dual.__new__(Dual)
-    _set_value(r, value)
+# Freed duals are kept for reuse ("zombies": reference count 0, type Dual, ov/ot/tr None), up
+# to DFREE_MAX of them (64 MB): making a dual then costs a pop and three stores, where
+# CPython's allocator costs ~150 instructions per dual made and freed, and memory that
+# CPython's allocator gave back to the system costs page faults again. An input list of 10^6
+# floats gets its 10^6 duals back from here on the next call. ``_dual_dealloc`` replaces the
+# type's tp_dealloc (set at the end of the module); only this module's code sees zombies.
+# While tracemalloc traces, no dual is kept or reused (see _spare): ``_dfree_on`` is refreshed
+# whenever a trace is made.
+cdef enum:
+    DFREE_MAX = 1048576
+cdef PyObject* _dfree[DFREE_MAX]
+cdef Py_ssize_t _dfree_n = 0
+cdef bint _dfree_on = True
+
+
+cdef inline Dual _alloc_dual(Trace tr):
+    """A dual of ``tr`` with ov/ot None; the caller sets v, i (and t or ot on a forward level)."""
+    global _dfree_n
+    cdef Dual r
+    if _dfree_n > 0 and _dfree_on:
+        _dfree_n -= 1
+        r = <Dual>_dfree[_dfree_n]  # a zombie: its reference count goes 0 -> 1 here
+    else:
+        r = _fresh_dual()
     r.tr = tr
+    r.t = 0.0
+    return r
+
+
+cdef Dual _fresh_dual():
+    return Dual.__new__(Dual)
+
+
+cdef void _dual_dealloc(PyObject* o) noexcept:
+    """tp_dealloc of Dual: drop the references, then keep the object for reuse (or free it).
+    Only borrowed casts of ``o`` below: a counted reference would free it again."""
+    global _dfree_n
+    if (<Dual>o).ov is not None:
+        (<Dual>o).ov = None
+    if (<Dual>o).ot is not None:
+        (<Dual>o).ot = None
+    (<Dual>o).tr = None  # may free a tape (and run code that makes or frees duals)
+    if _dfree_n < DFREE_MAX and _dfree_on:
+        _dfree[_dfree_n] = o
+        _dfree_n += 1
+    else:
+        _free_zombie(o)
+
+
+cdef void _free_zombie(PyObject* o) noexcept:
+    """Give a zombie's memory back: its three references to None, then the block itself."""
+    Py_DECREF(<object>(<Dual>o).ov)
+    Py_DECREF(<object>(<Dual>o).tr)
+    Py_DECREF(<object>(<Dual>o).ot)
+    PyObject_Free(o)
+
+
+cdef void _release_duals() noexcept:
+    global _dfree_n
+    while _dfree_n > 0:
+        _dfree_n -= 1
+        _free_zombie(_dfree[_dfree_n])
+
+
+cdef inline Dual _new_dual(object value, Trace tr, Py_ssize_t i):
+    cdef Dual r = _alloc_dual(tr)
+    _set_value(r, value)
     r.i = i
     return r
 
 
 cdef inline Dual _fast1(Dual a, double v, double ca):
     """Result of a unary step on a float dual: one binding, or one tangent product."""
-    cdef Trace tr = a.tr
-    if tr.closed:
-        raise escaped_error(tr.level)
-    cdef Dual r = Dual.__new__(Dual)
+    # ``a.tr`` read in place (a local Trace would cost a reference count up and down); the
+    # rare cases in functions of their own, so that this one stays small where it is inlined
+    if a.tr.closed:
+        _raise_escaped(a.tr)
+    cdef Dual r = _alloc_dual(a.tr)
     r.v = v
-    r.tr = tr
-    if tr.is_forward:
+    if not a.tr.is_forward:
+        r.i = (<Tape>a.tr)._push(a.i, ca, -1, 0.0)
+    elif a.ot is None:
         r.i = -1
-        if a.ot is None:
-            r.t = ca * a.t if a.t != 0.0 else 0.0  # a zero tangent stays 0, even if ca is inf
-        else:
-            _set_tangent(r, _tmul(ca, a.ot))
+        r.t = ca * a.t if a.t != 0.0 else 0.0  # a zero tangent stays 0, even if ca is inf
     else:
-        r.i = (<Tape>tr)._push(a.i, ca, -1, 0.0)
+        r.i = -1
+        _set_tangent(r, _tmul(ca, a.ot))
     return r
 
 
 cdef inline Dual _fast2(Dual a, Dual b, double v, double ca, double cb):
     """Result of a binary step on two float duals of the same trace."""
-    cdef Trace tr = a.tr
-    if tr.closed:
-        raise escaped_error(tr.level)
-    cdef Dual r = Dual.__new__(Dual)
+    if a.tr.closed:
+        _raise_escaped(a.tr)
+    cdef Dual r = _alloc_dual(a.tr)
     r.v = v
-    r.tr = tr
-    if tr.is_forward:
+    if not a.tr.is_forward:
+        r.i = (<Tape>a.tr)._push(a.i, ca, b.i, cb)
+    elif a.ot is None and b.ot is None:
         r.i = -1
-        if a.ot is None and b.ot is None:
-            r.t = (ca * a.t if a.t != 0.0 else 0.0) + (cb * b.t if b.t != 0.0 else 0.0)
-        else:
-            _set_tangent(r, _tmul(ca, a.tangent) + _tmul(cb, b.tangent))
+        r.t = (ca * a.t if a.t != 0.0 else 0.0) + (cb * b.t if b.t != 0.0 else 0.0)
     else:
-        r.i = (<Tape>tr)._push(a.i, ca, b.i, cb)
+        _fwd2_objects(r, a, b, ca, cb)
     return r
+
+
+cdef int _fwd2_objects(Dual r, Dual a, Dual b, double ca, double cb) except -1:
+    """The tangent of ``_fast2``'s result when a tangent is not a float (an array, an outer
+    dual)."""
+    r.i = -1
+    _set_tangent(r, _tmul(ca, a.tangent) + _tmul(cb, b.tangent))
+    return 0
+
+
+cdef int _raise_escaped(Trace tr) except -1:
+    raise escaped_error(tr.level)
 
 
 cdef inline object _tmul(object c, object t):
@@ -948,14 +1946,27 @@ cdef object _finish(Trace tr, object value, object a, bint a_on, object ca, obje
 
 cdef object _cmp(object x):
     """The other side of a comparison: stripped, and a numpy scalar as a float (so: bool)."""
-    x = strip(x)
+    x = _strip(x)
     if type(x) is not float and type(x) is not int and isinstance(x, _numbers.Real):
         return float(x)
     return x
 
 
-def strip(x):
-    """The plain number under any number of dual levels."""
+cdef inline bint _cmp_doubles(double x, double y, int op) noexcept:
+    if op == Py_LT:
+        return x < y
+    if op == Py_LE:
+        return x <= y
+    if op == Py_EQ:
+        return x == y
+    if op == Py_NE:
+        return x != y
+    if op == Py_GT:
+        return x > y
+    return x >= y
+
+
+cdef inline object _strip(object x):
     while type(x) is Dual:
         if (<Dual>x).ov is None:
             return (<Dual>x).v
@@ -963,16 +1974,152 @@ def strip(x):
     return x
 
 
+def strip(x):
+    """The plain number under any number of dual levels."""
+    return _strip(x)
+
+
 cdef object _const(object x):
     """``x`` as a constant operand: a float, a lower-level dual, or None if not a real number."""
     tx = type(x)
-    if tx is float or tx is Dual:
+    if tx is float or tx is Dual or (tx is _recorder and _recorder is not None):
         return x
     if tx is int or tx is bool:
         return float(x)
     if isinstance(x, _numbers.Real):
         return _rules.numpy_const(x)
     return None
+
+
+# The number slots of Dual for + - * /: the float fast paths of __add__/__radd__ etc., the
+# same arithmetic, reached without the generic slot Cython generates (which looks up the
+# method pair and, for a float on the left, walks the type's MRO): ~60 instructions less per
+# operation. Anything else goes to that generic slot, saved here at import.
+ctypedef object (*binop_slot)(object, object)
+cdef binop_slot _cy_nb_add = NULL
+cdef binop_slot _cy_nb_sub = NULL
+cdef binop_slot _cy_nb_mul = NULL
+cdef binop_slot _cy_nb_div = NULL
+
+
+cdef object _nb_add(object x, object y):
+    cdef Dual a
+    if type(x) is Dual:
+        a = <Dual>x
+        if a.ov is None:
+            if type(y) is Dual:
+                if (<Dual>y).tr is a.tr and (<Dual>y).ov is None:
+                    return _fast2(a, <Dual>y, a.v + (<Dual>y).v, 1.0, 1.0)
+            elif type(y) is float:
+                return _fast1(a, a.v + PyFloat_AS_DOUBLE(y), 1.0)
+    elif type(x) is float and type(y) is Dual and (<Dual>y).ov is None:
+        a = <Dual>y
+        return _fast1(a, PyFloat_AS_DOUBLE(x) + a.v, 1.0)
+    return _cy_nb_add(x, y)
+
+
+cdef object _nb_sub(object x, object y):
+    cdef Dual a
+    if type(x) is Dual:
+        a = <Dual>x
+        if a.ov is None:
+            if type(y) is Dual:
+                if (<Dual>y).tr is a.tr and (<Dual>y).ov is None:
+                    return _fast2(a, <Dual>y, a.v - (<Dual>y).v, 1.0, -1.0)
+            elif type(y) is float:
+                return _fast1(a, a.v - PyFloat_AS_DOUBLE(y), 1.0)
+    elif type(x) is float and type(y) is Dual and (<Dual>y).ov is None:
+        a = <Dual>y
+        return _fast1(a, PyFloat_AS_DOUBLE(x) - a.v, -1.0)
+    return _cy_nb_sub(x, y)
+
+
+cdef object _nb_mul(object x, object y):
+    cdef Dual a
+    cdef double c
+    if type(x) is Dual:
+        a = <Dual>x
+        if a.ov is None:
+            if type(y) is Dual:
+                if (<Dual>y).tr is a.tr and (<Dual>y).ov is None:
+                    return _fast2(a, <Dual>y, a.v * (<Dual>y).v, (<Dual>y).v, a.v)
+            elif type(y) is float:
+                c = PyFloat_AS_DOUBLE(y)
+                return _fast1(a, a.v * c, c)
+    elif type(x) is float and type(y) is Dual and (<Dual>y).ov is None:
+        a = <Dual>y
+        c = PyFloat_AS_DOUBLE(x)
+        return _fast1(a, c * a.v, c)
+    return _cy_nb_mul(x, y)
+
+
+cdef object _nb_div(object x, object y):
+    cdef Dual a
+    cdef double bv, v
+    if type(x) is Dual:
+        a = <Dual>x
+        if a.ov is None:
+            if type(y) is Dual:
+                if (<Dual>y).tr is a.tr and (<Dual>y).ov is None:
+                    bv = (<Dual>y).v
+                    if bv != 0.0:
+                        v = a.v / bv
+                        return _fast2(a, <Dual>y, v, 1.0 / bv, -v / bv)
+            elif type(y) is float:
+                bv = PyFloat_AS_DOUBLE(y)
+                if bv != 0.0:
+                    return _fast1(a, a.v / bv, 1.0 / bv)
+    elif type(x) is float and type(y) is Dual and (<Dual>y).ov is None and (<Dual>y).v != 0.0:
+        a = <Dual>y
+        v = PyFloat_AS_DOUBLE(x) / a.v
+        return _fast1(a, v, -v / a.v)
+    return _cy_nb_div(x, y)
+
+
+# The comparison slot of Dual: __richcmp__'s fast path for two float values (a float dual
+# against a float dual or a float), reached without the wrapper Cython generates around
+# __richcmp__ (a counted reference to self, a call, a bool made from an int): ~20
+# instructions less per comparison. Anything else goes to that wrapper, saved here at import.
+# The slot's first argument is always a Dual: the type is final, so CPython calls it as the
+# slot of the left operand, or of the right one with the operator reflected.
+ctypedef object (*richcmp_slot)(object, object, int)
+cdef richcmp_slot _cy_richcmp = NULL
+
+
+cdef object _tp_richcmp(object x, object y, int op):
+    if (<Dual>x).ov is None:
+        if type(y) is Dual:
+            if (<Dual>y).ov is None:
+                if _cmp_doubles((<Dual>x).v, (<Dual>y).v, op):
+                    return True
+                return False
+        elif type(y) is float:
+            if _cmp_doubles((<Dual>x).v, PyFloat_AS_DOUBLE(y), op):
+                return True
+            return False
+    return _cy_richcmp(x, y, op)
+
+
+cdef extern from *:
+    """
+    /* Swap Dual's number slots for + - * / (see _nb_add); return the ones Cython made. */
+    static void deltaad_swap_number_slots(PyTypeObject *t, binaryfunc *add, binaryfunc *sub,
+                                          binaryfunc *mul, binaryfunc *div) {
+        PyNumberMethods *nb = t->tp_as_number;
+        binaryfunc x;
+        x = nb->nb_add; nb->nb_add = *add; *add = x;
+        x = nb->nb_subtract; nb->nb_subtract = *sub; *sub = x;
+        x = nb->nb_multiply; nb->nb_multiply = *mul; *mul = x;
+        x = nb->nb_true_divide; nb->nb_true_divide = *div; *div = x;
+    }
+    /* Swap Dual's comparison slot (see _tp_richcmp); return the one Cython made. */
+    static void deltaad_swap_richcompare(PyTypeObject *t, richcmpfunc *f) {
+        richcmpfunc x = t->tp_richcompare; t->tp_richcompare = *f; *f = x;
+    }
+    """
+    void deltaad_swap_number_slots(PyTypeObject* t, binop_slot* add, binop_slot* sub,
+                                   binop_slot* mul, binop_slot* div)
+    void deltaad_swap_richcompare(PyTypeObject* t, richcmp_slot* f)
 
 
 cdef enum:
@@ -983,6 +2130,17 @@ cdef enum:
     OP_FLOORDIV = 4
     OP_MOD = 5
     OP_POW = 6
+
+
+_OP_NAMES = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow")
+
+
+cdef object _nonreal(object a, object b, int op):
+    """``a op b`` where one operand is not a real number: see ``_pure._nonreal``."""
+    hook = _hooks["complex"]
+    if hook is None:
+        return NotImplemented
+    return hook(_OP_NAMES[op], a, b)
 
 
 cdef object _binop(object a, object b, int op):
@@ -1014,7 +2172,7 @@ cdef object _binop(object a, object b, int op):
         else:
             vb = _const(b)
             if vb is None:
-                return NotImplemented
+                return _nonreal(a, b, op)
             t = ta
             if t.closed:
                 raise escaped_error(t.level)
@@ -1024,7 +2182,7 @@ cdef object _binop(object a, object b, int op):
     else:
         va = _const(a)
         if va is None:
-            return NotImplemented
+            return _nonreal(a, b, op)
         t = (<Dual>b).tr
         if t.closed:
             raise escaped_error(t.level)
@@ -1032,7 +2190,8 @@ cdef object _binop(object a, object b, int op):
         b_on = True
         vb = (<Dual>b).value
     if ((type(va) is not float or type(vb) is not float)
-            and type(va) is not Dual and type(vb) is not Dual):
+            and type(va) is not Dual and type(vb) is not Dual
+            and (_recorder is None or (type(va) is not _recorder and type(vb) is not _recorder))):
         return _numpy_binop(t, op, a, a_on, va, b, b_on, vb)
     if op == OP_ADD:
         return _finish(t, va + vb, a, a_on, 1.0, b, b_on, 1.0)
@@ -1298,7 +2457,7 @@ def lift1(name, f, derivative, ns=None, plain=None):
             v = (<Dual>x).value
             if type(v) is float:
                 y = f(v)
-            elif type(v) is not Dual:
+            elif type(v) is not Dual and (_recorder is None or type(v) is not _recorder):
                 # a numpy scalar: the value is the plain program's (``plain``, numpy's function
                 # on it, in its type), the derivative the float's
                 if plain is not None:
@@ -1338,7 +2497,9 @@ def lift2(name, f, partials, ns=None, plain=None):
         t, a_on, b_on, va, vb = s
         if type(va) is float and type(vb) is float:
             y = f(va, vb)
-        elif type(va) is not Dual and type(vb) is not Dual:  # a numpy scalar: as in lift1
+        elif (type(va) is not Dual and type(vb) is not Dual
+              and (_recorder is None or (type(va) is not _recorder and type(vb) is not _recorder))):
+            # a numpy scalar: as in lift1
             if plain is not None:
                 yp = plain(va, vb)
                 da, db = partials(ns, float(va), float(vb), float(yp))
@@ -1460,6 +2621,21 @@ if None in _GENERIC:  # the C copy names a function the table does not have
 _ipow, _pow_da = _rules.pow_rules(strip, lift)
 
 
+def _real_part(self):
+    check_open(self)
+    return self
+
+
+def _imag_part(self):
+    check_open(self)
+    return 0.0
+
+
+# a real number's complex parts, as floats have them (complex values are ComplexDuals)
+_methods["real"] = property(_real_part)
+_methods["imag"] = property(_imag_part)
+
+
 def _dual_new(*args, **kwargs):
     raise TypeError(DUAL_NEW)
 
@@ -1469,10 +2645,166 @@ def _dual_new(*args, **kwargs):
 # direct call of the type's C slot) are unaffected. Cython patches ``__reduce__`` into type
 # dicts the same way.
 (<dict><object>(<PyTypeObject*>Dual).tp_dict)["__new__"] = staticmethod(_dual_new)
+(<PyTypeObject*>Dual).tp_dealloc = <destructor>_dual_dealloc  # keeps freed duals: see _dfree
+_cy_nb_add = _nb_add
+_cy_nb_sub = _nb_sub
+_cy_nb_mul = _nb_mul
+_cy_nb_div = _nb_div
+deltaad_swap_number_slots(<PyTypeObject*>Dual, &_cy_nb_add, &_cy_nb_sub, &_cy_nb_mul,
+                          &_cy_nb_div)  # now Dual's slots are ours, _cy_nb_* Cython's
+_cy_richcmp = _tp_richcmp
+deltaad_swap_richcompare(<PyTypeObject*>Dual, &_cy_richcmp)  # likewise the comparison slot
 # The table's functions as methods, for numpy object arrays (a final type cannot be given
 # attributes from Python; this is the same type-dict patch).
 (<dict><object>(<PyTypeObject*>Dual).tp_dict).update(_methods)
 PyType_Modified(<PyTypeObject*>Dual)
+
+
+# --------------------------------------------------------------------------------------------
+# The revolve schedule for the checkpointed loop's hot path: the compiled twin of
+# ``deltaad.schedules.plan`` (that module is the specification; tests compare the two action
+# by action). A step of a loop can cost as little as its schedule does in Python.
+
+ctypedef struct _Frame:
+    Py_ssize_t kind     # 0: reverse s..e-1 from slot with c snapshots; 1: free slot;
+    Py_ssize_t s        # 2: turn steps e, e-1, ..., s from slot (c == 1)
+    Py_ssize_t e
+    Py_ssize_t slot
+    Py_ssize_t c
+
+cdef Py_ssize_t _BINOM_CAP = (<Py_ssize_t>1) << 62
+
+
+cdef Py_ssize_t _beta(Py_ssize_t c, Py_ssize_t r) noexcept nogil:
+    """C(c + r, c), saturated at 2**62 (it is only compared with step counts)."""
+    cdef Py_ssize_t b = 1, j
+    if r < 0:
+        return 0
+    for j in range(1, r + 1):
+        if b > _BINOM_CAP // (c + j):
+            return _BINOM_CAP
+        b = b * (c + j) // j
+    return b
+
+
+cdef Py_ssize_t _split(Py_ssize_t n, Py_ssize_t c) noexcept nogil:
+    """``deltaad.schedules.split``."""
+    cdef Py_ssize_t r = 0, m, a
+    while _beta(c, r) < n:
+        r += 1
+    m = _beta(c, r - 2)
+    a = n - _beta(c - 1, r)
+    if a > m:
+        m = a
+    if m < 1:
+        m = 1
+    if m > n - 1:
+        m = n - 1
+    return m
+
+
+@cython.final
+@cython.auto_pickle(False)
+cdef class Plan:
+    """``deltaad.schedules.plan(n, c, frees)`` as an iterator in C."""
+
+    cdef _Frame* stack
+    cdef Py_ssize_t top
+    cdef Py_ssize_t cap
+    cdef Py_ssize_t* free
+    cdef Py_ssize_t nfree
+    cdef bint frees
+    cdef bint started
+
+    def __cinit__(self, n, c, frees=True):
+        cdef Py_ssize_t nn = n, cc = c, j
+        if nn < 1 or cc < 1:
+            raise ValueError("schedules: need at least one step and one snapshot (n=%r, c=%r)"
+                             % (n, c))
+        if cc > nn:
+            cc = nn
+        self.stack = NULL
+        self.free = NULL
+        self.top = 0
+        self.cap = 0
+        self.frees = frees
+        self.started = False
+        self.free = <Py_ssize_t*>PyMem_Malloc(cc * sizeof(Py_ssize_t))
+        if self.free == NULL:
+            raise MemoryError("deltaad plan: out of memory")
+        self.nfree = 0
+        for j in range(cc - 1, 0, -1):
+            self.free[self.nfree] = j
+            self.nfree += 1
+        self._push(0, 0, nn, 0, cc)
+
+    def __dealloc__(self):
+        PyMem_Free(self.stack)
+        PyMem_Free(self.free)
+
+    cdef int _push(self, Py_ssize_t kind, Py_ssize_t s, Py_ssize_t e, Py_ssize_t slot,
+                   Py_ssize_t c) except -1:
+        cdef _Frame* ns
+        cdef Py_ssize_t k
+        if self.top == self.cap:
+            k = self.cap * 2 if self.cap else 64
+            ns = <_Frame*>PyMem_Realloc(self.stack, k * sizeof(_Frame))
+            if ns == NULL:
+                raise MemoryError("deltaad plan: out of memory")
+            self.stack = ns
+            self.cap = k
+        self.stack[self.top].kind = kind
+        self.stack[self.top].s = s
+        self.stack[self.top].e = e
+        self.stack[self.top].slot = slot
+        self.stack[self.top].c = c
+        self.top += 1
+        return 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef _Frame f
+        cdef Py_ssize_t n, m, new
+        if not self.started:
+            self.started = True
+            return (1, 0)  # (STORE, 0)
+        while self.top > 0:
+            self.top -= 1
+            f = self.stack[self.top]
+            if f.kind == 1:
+                self.free[self.nfree] = f.slot  # at most c - 1 slots are ever spare
+                self.nfree += 1
+                if self.frees:
+                    return (3, f.slot)  # (FREE, slot)
+                continue
+            if f.kind == 2:
+                if f.e > f.s:
+                    self._push(2, f.s, f.e - 1, f.slot, 1)
+                return (4, f.slot, f.e)  # (TURN, slot, k)
+            n = f.e - f.s
+            if n == 1:
+                return (4, f.slot, f.s)
+            if f.c == 1:
+                self._push(2, f.s, f.e - 1, f.slot, 1)
+                continue
+            m = f.s + _split(n, f.c)
+            if self.nfree == 0:  # cannot happen: a part with c snapshots has c - 1 spare
+                raise SystemError("deltaad plan: no spare snapshot slot")
+            self.nfree -= 1
+            new = self.free[self.nfree]
+            self._push(0, f.s, m, f.slot, f.c)
+            self._push(1, 0, 0, new, 0)
+            self._push(0, m, f.e, new, f.c - 1)
+            return (0, f.slot, m, new)  # (ADVANCE, slot, to, new)
+        raise StopIteration
+
+
+def plan(n, c, frees=True):
+    """``deltaad.schedules.plan`` in C (the same actions)."""
+    return Plan(n, c, frees)
+
 
 # Python writes the name of a type into its own error messages ("unsupported operand type(s)
 # for @: 'Dual' and 'float'") from its C-level tp_name, which for a Cython class carries the

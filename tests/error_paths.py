@@ -55,9 +55,7 @@ def cases():
         "lt None": lambda: x < None,
         "lshift": lambda: x << 1,
         "invert": lambda: ~x,
-        "pow complex": lambda: x ** 1j,
         "pow modulo": lambda: pow(x, 2, 3),
-        "forward pow complex": lambda: u ** 1j,
         "getitem": lambda: x[0],
         "len": lambda: len(x),
         "iter": lambda: iter(x),
@@ -164,7 +162,7 @@ def cases():
         "custom_jvp not linear": lambda: ad.grad(cj)(1.0),
         "custom_vjp no rule": lambda: ad.grad(ad.custom_vjp(lambda t: t))(1.0),
         # numpy
-        "unsupported numpy function": lambda: ad.grad(lambda t: np.sum(np.fft.fft(t).real))(a),
+        "unsupported numpy function": lambda: ad.grad(lambda t: np.interp(0.5, t, t))(a),
         "array to numpy float": lambda: ad.grad(lambda t: np.asarray(t, dtype=float).sum())(a),
         "array item assignment": lambda: ad.grad(lambda t: t.__setitem__(0, 1.0))(a),
         "array float": lambda: ad.grad(lambda t: float(t))(a),

@@ -106,6 +106,8 @@ def test_reference_and_ablations_agree(name):
     xs = make_input(prog, prog.check_n, 0)
     for mname in ("naive-delta", "backpropagator"):
         mode = MODES[mname]
+        if not prog.supports(mode):  # e.g. a list-valued program: deltaad modes only
+            continue
         mode.prepare()
         got = mode.runner(prog, prog.check_n, None)(xs)
         ok, err, detail = worker.compare("reverse", got, ref)
@@ -159,6 +161,32 @@ def test_compare_detects_wrong_gradients():
     assert not worker.compare("reverse", [1.0, float("nan"), 3.0], ref)[0]
     assert worker.compare("value", 2.0, ref)[0]
     assert not worker.compare("forward", 0.55, ref)[0]
+
+
+def test_list_valued_program_modes_agree_and_wrong_is_caught():
+    """``elementwise`` returns a list: the reverse modes pull back ones, the forward mode's
+    tangents sum to the directional derivative; a gradient 10% off fails the check."""
+    from bench.programs import random_direction
+
+    ref = worker.run_reference({"program": "elementwise"}, emit=lambda line: None)
+    assert ref["status"] == "ok" and ref["fd_ok"] and ref["ops_ok"], ref
+    prog = PROGRAMS["elementwise"]
+    n = prog.check_n
+    xs = make_input(prog, n, 0)
+    # independent of deltaad: d/dv (sin(v) v) = cos(v) v + sin(v)
+    want = [math.cos(v) * v + math.sin(v) for v in xs]
+    assert ref["grad"] == pytest.approx(want, rel=1e-12, abs=1e-15)
+    b = deltaad.backend
+    for mname in ("float", "deltaad-%s" % b, "deltaad-%s-fwd" % b):
+        mode = MODES[mname]
+        assert prog.supports(mode)
+        mode.prepare()
+        got = mode.runner(prog, n, random_direction(xs, 0))(xs)
+        assert worker.compare(mode.kind, got, ref)[0], mname
+    wrong = MODES["deltaad-wrong"]
+    wrong.prepare()
+    assert not worker.compare("reverse", wrong.runner(prog, n, None)(xs), ref)[0]
+    assert not prog.supports(MODES["naive-delta"]) and not prog.supports(MODES["torch"])
 
 
 class CountingWrongMode(DeltaadReverse):

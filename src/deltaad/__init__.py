@@ -10,14 +10,17 @@ from ._backend import B as _B
 from ._backend import name as backend
 from ._errors import EscapedDualError
 from . import delta
+from . import cmath  # noqa: F401 -- deltaad.cmath, the differentiable cmath
 from . import math  # the math module, differentiable: `from deltaad import math`
 from . import numpy  # declares the numpy rules and installs the hooks scalar duals use
 from .functions import *  # noqa: F401,F403 -- the elementary functions, from the table
 from .functions import __all__ as _functions
 from .functions import stop_gradient, value  # (named for readers and the API pages)
-from .numpy import ArrayDual, asarray, at, defconst, defjvp, defvjp, logsumexp, stack
+from .numpy import ArrayDual, ComplexDual, asarray, at, defconst, defjvp, defvjp, logsumexp, stack
 from .pytrees import tree_flatten, tree_map, tree_unflatten
 from .custom import custom_jvp, custom_vjp, primitive
+from .compile import CompileWarning, ReplayMismatch, compile
+from .checkpointing import CheckpointError, checkpoint, fori_loop, remat, while_loop
 from .support import support_table
 from .trace import open_traces
 from .transforms import (
@@ -29,10 +32,12 @@ Dual = _B.Dual
 __version__ = "0.1.0"
 
 __all__ = [
-    "backend", "Dual", "EscapedDualError", "delta", "math",
+    "backend", "Dual", "EscapedDualError", "delta", "math", "cmath",
     "grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacobian", "jacfwd", "hessian", "hvp",
     "make_delta",
     "open_traces", "tree_flatten", "tree_unflatten", "tree_map",
-    "ArrayDual", "asarray", "stack", "at", "logsumexp",
+    "ArrayDual", "ComplexDual", "asarray", "stack", "at", "logsumexp",
     "custom_vjp", "custom_jvp", "primitive", "defvjp", "defjvp", "defconst", "support_table",
+    "compile", "CompileWarning", "ReplayMismatch",
+    "checkpoint", "remat", "fori_loop", "while_loop", "CheckpointError",
 ] + list(_functions)

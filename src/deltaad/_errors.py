@@ -39,11 +39,13 @@ def escaped_error(level):
 
 
 def complex_error(x=None):
-    """deltaad differentiates real functions: a complex value where a real one is needed."""
+    """A complex value reached a rule that takes real values only."""
     what = "a complex array" if getattr(x, "ndim", 0) else "a complex value"
     return TypeError(
-        "deltaad differentiates real functions; got %s. Split it into real and imaginary parts "
-        "(x.real, x.imag) and differentiate with respect to those." % what
+        "deltaad: this operation's derivative rule takes real values, and got %s. The "
+        "functions with complex rules are listed under 'Complex numbers' in deltaad's "
+        "documentation; otherwise split the value into real and imaginary parts (z.real, "
+        "z.imag)." % what
     )
 
 
@@ -52,7 +54,7 @@ def complex_error(x=None):
 
 
 _CONVERSIONS = frozenset(("__float__", "__int__", "__complex__", "__index__", "__array__"))
-_DUNDER_HOMES = frozenset(("deltaad._pure", "deltaad.numpy.array"))
+_DUNDER_HOMES = frozenset(("deltaad._pure", "deltaad.numpy.array", "deltaad.numpy.complex_array"))
 
 
 def _user_frame():
@@ -175,9 +177,8 @@ def conversion_site():
 _MODULE_FIX = {
     "math": "deltaad.math.{name}(x): `from deltaad import math` in place of `import math` makes "
             "every function of the math module take duals",
-    "cmath": "deltaad.math.{name}(x) for a real argument (`from deltaad import math`); "
-             "deltaad differentiates real functions, so keep a complex quantity as its real and "
-             "imaginary parts",
+    "cmath": "deltaad.cmath.{name}(z): `from deltaad import cmath` in place of `import cmath` "
+             "makes every function of the cmath module take duals (real or complex)",
 }
 
 
@@ -236,9 +237,9 @@ def _text(what, dual, plain, value, site):
         if func is float or func is int or func is complex:
             if what == "complex" or func is complex:
                 return (
-                    "%s(x) on %s would silently drop its derivative: deltaad differentiates "
-                    "real functions. Keep a complex quantity as its real and imaginary parts (two "
-                    "real numbers, each differentiable), or use %s." % (callee, dual, value)
+                    "%s(x) on %s would silently drop its derivative. Build a complex number "
+                    "from duals with arithmetic (x + 1j * y, deltaad.cmath.rect(r, phi)), which "
+                    "keeps the derivative, or use %s." % (callee, dual, value)
                 )
             if func is int:
                 return (
@@ -286,3 +287,38 @@ def no_float_error(what, dtype=None, array=False):
     """The TypeError for converting a dual to a plain ``what``: ``"float"``, ``"int"``,
     ``"complex"``, or ``"array"`` (with the requested ``dtype``)."""
     return TypeError(conversion_message(what, array=array or what == "array", dtype=dtype))
+
+
+KEPT_INTERMEDIATE = (
+    "a deltaad Dual computed inside a checkpointed function or loop body was kept (e.g. in a list "
+    "or a global) and used after it returned; checkpointing drops such values from the tape. "
+    "Return every value a checkpointed function computes, or compute it outside the checkpoint."
+)
+
+
+def kept_intermediate_error():
+    return EscapedDualError(KEPT_INTERMEDIATE)
+
+
+class CheckpointError(RuntimeError):
+    """The re-run of a checkpointed function or loop step differs from its first run."""
+
+
+DIVERGENCE = (
+    "{who}: the re-run differs from the first run ({what}). A checkpointed function (a loop "
+    "body) is run again during the backward sweep and must compute the same thing from the same "
+    "arguments and captured values: it must not depend on state that changes in between (a "
+    "global, a counter, a random draw, an iterator), nor keep or return duals it did not "
+    "compute or receive."
+)
+
+
+def divergence_error(who, what):
+    return CheckpointError(DIVERGENCE.format(who=who, what=what))
+
+
+def step_reads_error(who, index, ids, allowed):
+    extra = sorted(set(ids) - set(allowed))[:5]
+    where = "a step" if index is None else "step %d" % index
+    return divergence_error(who, "%s read variables %s that the loop's run did not read"
+                            % (where, extra))

@@ -18,13 +18,15 @@ may itself be a dual of a lower level; then values, partials and tangents are co
 lower level's arithmetic, so the derivative work is itself differentiated.
 """
 
+import itertools
 import math
 import numbers
 from operator import index as _index
 
 from . import _rules
 from . import elementwise as _table
-from ._errors import DUAL_NEW, escaped_error, no_float_error
+from ._errors import (DUAL_NEW, escaped_error, kept_intermediate_error as _kept_intermediate_error,
+                      no_float_error, step_reads_error as _step_reads_error)
 
 _INF = math.inf
 _NAN = math.nan
@@ -35,20 +37,95 @@ _new = object.__new__
 
 # Hooks the Python layer installs (numpy glue): what to do with a non-scalar argument of a math
 # function, and how a scalar dual answers numpy's __array_ufunc__ protocol.
-_hooks = {"fallback": None, "array_ufunc": None, "array_function": None}
+_hooks = {"fallback": None, "array_ufunc": None, "array_function": None, "complex": None}
+
+# The recording value type of ``deltaad.compile`` (None until it is imported): a number below
+# every dual that records the float operations done on it. Three places treat it as a float:
+# a constant operand, the zero test (a recorded comparison), and the sweep's result.
+_recorder = None
 
 
-def set_hooks(fallback, array_ufunc, array_function=None):
+def set_recorder_type(cls):
+    """Declare ``cls`` the recording number type (see ``deltaad._replay_pure``)."""
+    global _recorder
+    _recorder = cls
+
+
+def set_hooks(fallback, array_ufunc, array_function=None, complex_binop=None):
     """Install the numpy glue: ``fallback(name, *args)``, ``array_ufunc(ufunc, method, inputs,
-    kwargs)`` and ``array_function(dual, func, types, args, kwargs)``."""
+    kwargs)``, ``array_function(dual, func, types, args, kwargs)`` and ``complex_binop(op, a,
+    b)`` (an operator meeting a complex operand; NotImplemented for anything else)."""
     _hooks["fallback"] = fallback
     _hooks["array_ufunc"] = array_ufunc
     _hooks["array_function"] = array_function
+    _hooks["complex"] = complex_binop
+
+
+def _nonreal(a, b, op):
+    """``a op b`` where one operand is not a real number: a complex one goes to the complex
+    hook; anything else is NotImplemented (Python then tries the other operand)."""
+    hook = _hooks["complex"]
+    if hook is None:
+        return NotImplemented
+    return hook(op, a, b)
 
 
 def all_floats(xs):
     """True when every item of the sequence ``xs`` is exactly a float."""
     return list(map(type, xs)).count(float) == len(xs)
+
+
+def all_scalars(xs):
+    """True when every item of the list or tuple ``xs`` is a float or a scalar dual (a run of
+    pytree leaves: flattened without a step per item)."""
+    if type(xs) is not list and type(xs) is not tuple:
+        return False
+    types = list(map(type, xs))
+    return types.count(float) + types.count(Dual) == len(xs)
+
+
+def read_outputs(leaves, tape):
+    """``(ids, values)`` of output ``leaves`` when every one is a dual of ``tape`` with a float
+    value, ``ids`` a range when they are evenly spaced; None otherwise (the caller checks
+    leaf by leaf)."""
+    for x in leaves:
+        if type(x) is not Dual or x.trace is not tape or type(x.value) is not float:
+            return None
+    ids = [x.id for x in leaves]
+    m = len(ids)
+    if m:
+        step = ids[1] - ids[0] if m > 1 else 1
+        r = range(ids[0], ids[0] + m * step, step) if step > 0 else None
+        if r is not None and list(r) == ids:
+            ids = r
+    return ids, [x.value for x in leaves]
+
+
+class Seeds:
+    """Seeds for ``Tape.eval`` as two sequences of equal length, ``ids`` and ``cotangents``,
+    instead of ``(id, cotangent)`` pairs (the core reads them without a tuple per seed).
+    Iterating gives the pairs."""
+
+    __slots__ = ("ids", "cotangents")
+
+    def __init__(self, ids, cotangents):
+        if len(ids) != len(cotangents):
+            raise ValueError("Seeds: %d ids but %d cotangents" % (len(ids), len(cotangents)))
+        self.ids = ids
+        self.cotangents = cotangents
+
+    def __iter__(self):
+        return zip(self.ids, self.cotangents)
+
+
+def read_tangents(leaves, level):
+    """``(values, tangents)`` of output ``leaves`` when every one is a dual of the forward
+    ``level`` with a float value and tangent; None otherwise."""
+    for x in leaves:
+        if (type(x) is not Dual or x.trace is not level or type(x.value) is not float
+                or type(x.tangent) is not float):
+            return None
+    return [x.value for x in leaves], [x.tangent for x in leaves]
 
 
 # --------------------------------------------------------------------------------------------
@@ -108,11 +185,20 @@ class Tape(Trace):
     flat list rather than a list of tuples: no tuple object per operation); a missing parent is
     -1. An input (a ``Var`` with no binding) has both parents -1. Bindings that do not fit two
     scalar coefficients (n-ary primitives, array operations) have ``p1 == -2`` and live in
-    ``_linear[i]`` as ``(parents, coefs)`` or ``(parents, vjp)``. ``_n`` is the number of
-    bindings, the next id (a counter: cheaper than ``len(_b) >> 2``, which makes two ints).
+    ``_linear[i]`` as ``(parents, coefs)`` or ``(parents, vjp)``. A *node* (``p1 == -3``,
+    ``_linear[i] == (parents, node)``, its id in ``_nodes``) is a computation the tape does not
+    keep: the sweep calls ``node.run(sweep, i)`` when it reaches it, and the node re-records its
+    computation at the end of the tape and sweeps that segment (checkpointing). ``_n`` is the
+    number of bindings, the next id (a counter: cheaper than ``len(_b) >> 2``, which makes two
+    ints).
+
+    Flags, set once and never reset (a truncation keeps them, so a checkpointed program takes
+    the same kind of sweep as the program without checkpoints): ``_general`` some coefficient
+    is not a float (an outer dual); ``_truncated`` bindings were dropped, so a dual kept from a
+    dropped region could name a parent at or after its binding (the sweep checks).
     """
 
-    __slots__ = ("_b", "_n", "_linear", "_general")
+    __slots__ = ("_b", "_n", "_linear", "_general", "_nodes", "_truncated", "_busy")
 
     def __init__(self, level):
         Trace.__init__(self, level)
@@ -120,6 +206,9 @@ class Tape(Trace):
         self._n = 0
         self._linear = {}
         self._general = False  # some coefficient is not a float (an outer dual)
+        self._nodes = []       # ids of the node bindings, ascending
+        self._truncated = False
+        self._busy = False     # a sweep that may run nodes is in progress
 
     # -- recording (deltaLet) ----------------------------------------------------------------
 
@@ -191,16 +280,125 @@ class Tape(Trace):
         """
         if self.closed:
             raise escaped_error(self.level)
+        parents = _check_parents(parents, self._n)
+        if not callable(rule) and not all_floats(rule):
+            self._general = True
         i = self._n
-        parents = tuple([_index(p) for p in parents])
-        for p in parents:
-            if not 0 <= p < i:  # the sweep relies on parents older than their binding
-                raise ValueError("push_linear: parent %d is not an earlier binding of this tape "
-                                 "(it holds %d)" % (p, i))
         self._n = i + 1
         self._b += (-2, 0.0, -1, 0.0)
         self._linear[i] = (parents, rule)
         return i
+
+    def push_node(self, parents, node):
+        """Record a node binding: a computation the tape does not keep (checkpointing).
+
+        ``parents`` are the earlier ids its computation reads (for inspection and checks).
+        When the sweep reaches it, it calls ``node.run(sweep, id)``: the node reads its
+        outputs' adjoints with ``sweep.adjoint``, re-records its computation at the end of the
+        tape and hands that segment to ``sweep.sweep``, which adds into this same sweep's
+        adjoints. The node runs even though nothing names its id (its adjoint slot holds a
+        marker).
+        """
+        if self.closed:
+            raise escaped_error(self.level)
+        parents = _check_parents(parents, self._n)
+        i = self._n
+        self._n = i + 1
+        self._b += (-3, 0.0, -1, 0.0)
+        self._linear[i] = (parents, node)
+        self._nodes.append(i)
+        return i
+
+    @property
+    def nnodes(self):
+        """The number of node bindings (checkpoints) on the tape."""
+        return len(self._nodes)
+
+    def release_nodes(self):
+        """Let go of what the nodes hold (the checkpointed function, its arguments, a loop's
+        states), for good: a sweep that reaches one of them raises. A node usually holds duals
+        of this very tape (those its function captured): in the compiled core duals are not
+        tracked by the garbage collector, so that cycle would keep the tape alive forever; the
+        tape's owner (a vjp function) calls this when it is freed."""
+        for i in self._nodes:
+            parents, node = self._linear[i]
+            self._linear[i] = (parents, _RELEASED)
+
+    def truncate(self, m):
+        """Drop the bindings ``m, m+1, ...`` (a region recorded and no longer needed).
+
+        Duals of the dropped region must not be used again: their ids will name other
+        bindings. The sweep reports a parent at or after its own binding (such a dual used
+        later) instead of reading out of bounds; an older id reused is not detectable.
+        """
+        m = _index(m)
+        if not 0 <= m <= self._n:
+            raise ValueError("truncate: %d is not between 0 and the tape's %d bindings" % (m, self._n))
+        if m == self._n:
+            return
+        del self._b[4 * m:]
+        self._n = m
+        if self._linear:
+            _pop_tail(self._linear, m)
+            nodes = self._nodes
+            while nodes and nodes[-1] >= m:
+                nodes.pop()
+        self._truncated = True
+
+    def region_parents(self, m):
+        """The ids below ``m`` that bindings ``m, m+1, ...`` read, ascending: the free
+        variables of the region (inputs and duals captured from outside it)."""
+        m = _index(m)
+        if not 0 <= m <= self._n:
+            raise ValueError("region_parents: %d is not between 0 and the tape's %d bindings" % (m, self._n))
+        seen = set()
+        bs = self._b
+        linear = self._linear
+        for i in range(m, self._n):
+            j = bs[4 * i]
+            if j >= 0:
+                if j < m:
+                    seen.add(j)
+                k = bs[4 * i + 2]
+                if 0 <= k < m:
+                    seen.add(k)
+            elif j < -1:
+                for p in linear[i][0]:
+                    if p < m:
+                        seen.add(p)
+        return sorted(seen)
+
+    def advance(self, body, first, count, state, limit, free, who):
+        """Run ``count`` steps of a loop whose state is a flat tuple or list (``state``'s type)
+        of floats or scalar duals: ``state = body(first + k, state)`` (``body(state)`` when
+        ``first`` is None), recording at the end of the tape and dropping what was recorded
+        every ``limit`` bindings and at the end (checkpointing's advance: nothing is kept).
+        The ids below the start the steps read are added to the set ``free`` (unless None).
+        Returns the final state's leaves as values at this tape's level."""
+        start = self._n
+        lim = start + limit
+        kind = type(state)
+        k = len(state)
+        val = state
+        try:
+            for j in range(count):
+                val = body(val) if first is None else body(first + j, val)
+                if self._n > lim:
+                    val = kind(_flat_values(self, val, kind, k, who))
+                    self._drop(start, free)
+            out = _flat_values(self, val, kind, k, who)
+            self._drop(start, free)
+            return out
+        except BaseException:
+            if self._n > start:
+                self.truncate(start)
+            raise
+
+    def _drop(self, start, free):
+        if self._n > start:
+            if free is not None:
+                free.update(self.region_parents(start))
+            self.truncate(start)
 
     # -- inspection -------------------------------------------------------------------------
 
@@ -218,7 +416,7 @@ class Tape(Trace):
         if not 0 <= i < self._n:
             raise IndexError("binding %d not on this tape of %d" % (i, self._n))
         p1, c1, p2, c2 = self._b[4 * i:4 * i + 4]
-        if p1 == -2:
+        if p1 < -1:
             return self._linear[i]
         if p1 == -1:
             return (), ()
@@ -237,18 +435,20 @@ class Tape(Trace):
         """
         # Each id is converted and checked once, and the iterators are consumed, before the
         # bindings are read (the core must: an iterator could record on this tape).
+        # Seeds are kept as two lists (ids, cotangents), not a tuple per seed: n tuples would
+        # each count towards a garbage collection (see the core).
         n0 = self._n
-        sl = []
+        sids = []
+        cts = []
         float_seeds = True
-        for pair in seeds:
-            i, ct = pair
-            sid = _index(i)
+        for i, ct in seeds:
+            sid = i if type(i) is int else _index(i)
             if not 0 <= sid < n0:
                 raise IndexError("seed id %r is not on this tape of %d bindings" % (i, n0))
             if type(ct) is not float:
                 float_seeds = False
-            sl.append((sid, ct))
-        seeds = sl
+            sids.append(sid)
+            cts.append(ct)
         if type(wanted) is range:
             if len(wanted):
                 for w in (wanted[0], wanted[len(wanted) - 1]):  # every id lies between the ends
@@ -265,9 +465,9 @@ class Tape(Trace):
             wanted = wl
         bs = self._b
         n = self._n
-        if float_seeds and not self._general and not self._linear:
+        if float_seeds and not self._general and not self._linear and not self._truncated:
             adj = [0.0] * n
-            for i, ct in seeds:
+            for i, ct in zip(sids, cts):
                 adj[i] += ct
             # One reversed iterator read four items at a time yields each binding newest-first
             # as (c2, p2, c1, p1), cheaper than indexing the flat list; ``reversed(adj)`` reads
@@ -281,33 +481,408 @@ class Tape(Trace):
                     if k >= 0:
                         adj[k] += c2 * a
             return [adj[w] for w in wanted]
-        adj = [None] * n
-        for i, ct in seeds:
-            _accumulate(adj, i, ct)
-        keep = set(wanted)
-        linear = self._linear
-        rb = iter(reversed(bs))
-        for i, c2, k, c1, j in zip(range(n - 1, -1, -1), rb, rb, rb, rb):
+        nodes = self._nodes
+        if nodes and self._busy:
+            raise RuntimeError(_BUSY)
+        # made before the try, so that an interrupt anywhere inside finds it in the finally
+        sw = Sweep(self, float_seeds and not self._general)
+        try:
+            if nodes:
+                self._busy = True
+            sw.base = sw.keep = set(wanted)
+            if sw.floats:
+                adj = sw.adj = [0.0] * n
+                for j in nodes:
+                    adj[j] = 1.0  # the marker that makes the sweep stop at a node
+                for i, ct in zip(sids, cts):
+                    adj[i] += ct
+                sw._float_range(0, n)
+                if sw.floats:
+                    # a linear binding's value may be an array no array cotangent reached
+                    # (else the sweep would have turned to objects): its 0.0 means untouched,
+                    # None, as the object sweep says (for a scalar both mean zero)
+                    linear = self._linear
+                    return [None if adj[w] == 0.0 and w in linear else adj[w] for w in wanted]
+                adj = sw.adj
+            else:
+                adj = sw.adj = [None] * n
+                for j in nodes:
+                    adj[j] = 1.0
+                for i, ct in zip(sids, cts):
+                    _accumulate(adj, i, ct)
+                sw._general_range(0, n)
+            out = [adj[w] for w in wanted]
+            if _recorder is not None and not self._linear and _recorded_floats(cts, bs):
+                # The float sweep would have run: its adjoints start at 0.0, so a sum of -0.0
+                # terms ends +0.0 there. Record that addition too (same bits as the float path).
+                out = [0.0 + a if type(a) is _recorder or type(a) is float else a for a in out]
+            return out
+        finally:
+            sw.active = False
+            if nodes:
+                self._busy = False
+
+
+class _Released:
+    """What a node becomes once its tape's owner has gone (``Tape.release_nodes``)."""
+
+    def run(self, sweep, i):
+        raise RuntimeError("deltaad: this tape's checkpoints were released when the "
+                           "differentiation that recorded them (its vjp function) was freed")
+
+    def __call__(self, *args):
+        raise TypeError("a released checkpoint node is not a linear map")
+
+
+_RELEASED = _Released()
+
+_BUSY = ("deltaad: this tape is already being swept (by another thread, or re-entrantly from a "
+         "checkpointed function); a tape holding checkpoints is swept by one caller at a time")
+
+
+def _pop_tail(d, m):
+    """Remove the keys >= m of ``d``, whose keys were inserted in increasing order."""
+    while d:
+        last = next(reversed(d))
+        if last < m:
+            break
+        del d[last]
+
+
+def _check_parents(parents, n):
+    parents = tuple([_index(p) for p in parents])
+    for p in parents:
+        if not 0 <= p < n:  # the sweep relies on parents older than their binding
+            raise ValueError("push_linear: parent %d is not an earlier binding of this tape "
+                             "(it holds %d)" % (p, n))
+    return parents
+
+
+def _flat_values(tape, val, kind, k, who):
+    """The leaves of a loop state that must be a ``kind`` of ``k`` floats or scalar duals, as
+    values at ``tape``'s level."""
+    if type(val) is not kind or len(val) != k:
+        raise TypeError("%s: body_fun must return a value with the structure of init_val (a %s of %d "
+                        "float leaves); got %s"
+                        % (who, kind.__name__, k, _describe(val)))
+    out = []
+    for x in val:
+        tx = type(x)
+        if tx is Dual:
+            out.append(x.value if x.trace is tape else x)
+        elif tx is float:
+            out.append(x)
+        else:
+            raise TypeError("%s: body_fun must return a value with the structure of init_val (a %s "
+                            "of %d float leaves); got a leaf of type %s" % (who, kind.__name__, k, tx.__name__))
+    return out
+
+
+def _describe(x):
+    if type(x) is tuple or type(x) is list:
+        return "a %s of %d" % (type(x).__name__, len(x))
+    return "a value of type %s" % type(x).__name__
+
+
+class Sweep:
+    """A backward sweep in progress over a tape with linear bindings or nodes.
+
+    Adjoints live in one list, floats (``floats``: untouched is 0.0) or objects (untouched is
+    None). A float sweep calls a linear binding's rule with its float adjoint and adds float
+    cotangents; at the first cotangent that is not a float (an array) it turns into an object
+    sweep for the rest (:meth:`_to_objects`). A node reads its outputs' adjoints with
+    :meth:`adjoint` and hands the segment it re-recorded to :meth:`sweep`, which adds into
+    this same list: a variable read inside a checkpoint gets its contributions in the same
+    order as without the checkpoint, so results are the same to the last bit. ``keep``: the
+    ids whose adjoints are read at the end (an object sweep frees the others once spent).
+    """
+
+    __slots__ = ("tape", "floats", "adj", "keep", "base", "wanted", "active")
+
+    def __init__(self, tape, floats):
+        self.tape = tape
+        self.floats = floats
+        self.adj = None
+        self.keep = None    # the ids an object sweep must not free: base and every segment's
+        self.base = None    # the eval's wanted ids
+        self.wanted = []    # the wanted ids of the segments being swept
+        self.active = True
+
+    def _keep(self):
+        """The ids an object sweep must not free: the eval's wanted ids and the segments'."""
+        if not self.wanted:
+            return self.base
+        keep = set(self.base)
+        for w in self.wanted:
+            keep.update(w)
+        return keep
+
+    def adjoint(self, i):
+        """The adjoint accumulated so far for id ``i`` (0.0 or None when untouched)."""
+        if not self.active:
+            raise RuntimeError("deltaad: this sweep has finished")
+        i = _index(i)
+        if not 0 <= i < len(self.adj):  # the slots in use: a node's new segment has none yet
+            raise IndexError("adjoint: id %d is not in the part of the tape being swept" % i)
+        return self.adj[i]
+
+    def sweep(self, start, seeds, wanted):
+        """Sweep the segment ``start .. end`` of the tape (recorded by a node), newest first,
+        into this sweep's adjoints, after adding the ``seeds`` ``(id, cotangent)``; return the
+        adjoints of the ``wanted`` ids and drop the segment (also on an exception)."""
+        if not self.active:
+            raise RuntimeError("deltaad: this sweep has finished")
+        tape = self.tape
+        start = _index(start)
+        adj = self.adj
+        n = tape._n
+        if not len(adj) == start <= n:
+            raise ValueError("sweep: a segment starts where the swept part ends (%d), not at %d "
+                             "(the tape holds %d)" % (len(adj), start, n))
+        pushed = False
+        try:
+            if self.floats:
+                if tape._general:
+                    raise RuntimeError(_NEW_KIND)
+                adj.extend([0.0] * (n - start))
+            else:
+                adj.extend([None] * (n - start))
+            for j in reversed(tape._nodes):
+                if j < start:
+                    break
+                adj[j] = 1.0
+            for i, ct in seeds:
+                i = _index(i)
+                if not 0 <= i < n:
+                    raise IndexError("sweep: seed id %d is not on the tape" % i)
+                if self.floats:
+                    if type(ct) is not float:
+                        raise TypeError("sweep: a float sweep takes float cotangents, not %s"
+                                        % type(ct).__name__)
+                    adj[i] += ct
+                else:
+                    _accumulate(adj, i, ct)
+            wl = []
+            for w in wanted:
+                w = _index(w)
+                if not 0 <= w < n:
+                    raise IndexError("sweep: wanted id %d is not on the tape" % w)
+                wl.append(w)
+            self.wanted.append(wl)
+            pushed = True
+            if self.floats:
+                self._float_range(start, n)
+            else:
+                self.keep = self._keep()
+                self._general_range(start, n)
+            return [adj[w] for w in wl]
+        finally:
+            if pushed:
+                self.wanted.pop()
+                if not self.floats:
+                    self.keep = self._keep()
+            tape.truncate(start)
+            del adj[start:]
+
+    def turn(self, body, index, state, adj, allowed, who):
+        """Record one step of a loop from the flat state ``state`` (a tuple or list of values
+        at this tape's level: its leaves become fresh inputs), ``body(index, state)``
+        (``body(state)`` when ``index`` is None), and sweep it from ``adj``, the adjoints of
+        its output's leaves. The step may read no id below its start but those in ``allowed``
+        (``CheckpointError`` otherwise). Returns ``(adjoints of the input leaves, values of the
+        output leaves)``; the segment is dropped."""
+        if not self.active:
+            raise RuntimeError("deltaad: this sweep has finished")
+        tape = self.tape
+        start = tape._n
+        kind = type(state)
+        k = len(state)
+        ins = tape.inputs(state)
+        try:
+            out = body(kind(ins)) if index is None else body(index, kind(ins))
+            vals = _flat_values(tape, out, kind, k, who)
+            seeds = []
+            for x, a in zip(out, adj):
+                if type(x) is Dual and x.trace is tape and not zero_adjoint(a):
+                    seeds.append((x.id, a))
+            if tape._n > start:
+                ps = tape.region_parents(start)
+                if not allowed.issuperset(ps):
+                    raise _step_reads_error(who, index, ps, allowed)
+        except BaseException:
+            if tape._n > start:
+                tape.truncate(start)
+            raise
+        return self.sweep(start, seeds, range(start, start + k)), vals
+
+    def reverse(self, actions, snaps, body, first, kind, adj, expect, allowed, check, who, limit):
+        """Execute a loop's reversal schedule (compound actions of ``deltaad.schedules.plan``)
+        for a flat state of scalars, up to the turn of step 0: ``snaps`` maps slots to
+        ``(position, state leaves)``; the body is ``body(first + k, state)`` (``body(state)``
+        when ``first`` is None), the state a ``kind`` (tuple or list) of leaves; ``adj`` are the adjoints of the output leaves of the next step
+        to reverse, ``expect`` its output values; ``check(k, values, expect)`` is called when
+        a re-run step's output is not the expected floats. Returns ``(adj, expect, most
+        snapshots alive)``, with ``adj`` None when no adjoint flows back any more."""
+        tape = self.tape
+        most = len(snaps)
+        for act in actions:
+            op = act[0]
+            if op == 4:  # TURN
+                pos, cur = snaps[act[1]]
+                q = act[2]
+                if q > pos:
+                    cur = tape.advance(body, None if first is None else first + pos, q - pos,
+                                       kind(cur), limit, None, who)
+                if q == 0:
+                    return adj, expect, most
+                adj, vals = self.turn(body, None if first is None else first + q, kind(cur),
+                                      adj, allowed, who)
+                if not (all_floats(vals) and vals == expect):  # == is bitwise but for 0.0
+                    check(q, vals, expect)
+                expect = cur
+                if all_floats(adj):
+                    if not any(adj):
+                        return None, expect, most
+                else:
+                    for a in adj:
+                        if not zero_adjoint(a):
+                            break
+                    else:
+                        return None, expect, most
+            elif op == 0:  # ADVANCE
+                pos, cur = snaps[act[1]]
+                q = act[2]
+                snaps[act[3]] = (q, tape.advance(body, None if first is None else first + pos,
+                                                 q - pos, kind(cur), limit, None, who))
+                if len(snaps) > most:
+                    most = len(snaps)
+            else:  # FREE
+                del snaps[act[1]]
+        return adj, expect, most
+
+    def _to_objects(self):
+        """Turn this float sweep into an object sweep (a rule gave a cotangent that is not a
+        float): zeros (untouched or not) become None, what the object sweep skips."""
+        adj = self.adj
+        for j in range(len(adj)):
+            if adj[j] == 0.0:
+                adj[j] = None
+        self.floats = False
+        self.keep = self._keep()
+
+    def _float_range(self, lo, hi):
+        tape = self.tape
+        adj = self.adj
+        linear = tape._linear
+        check = tape._truncated
+        rb = _from(tape._b, 4 * hi)
+        for i, a, c2, k, c1, j in zip(range(hi - 1, lo - 1, -1), _from(adj, hi), rb, rb, rb, rb):
+            if a == 0.0:
+                continue
+            if j >= 0:
+                if check and (j >= i or k >= i):
+                    raise _kept_intermediate_error()
+                adj[j] += c1 * a
+                if k >= 0:
+                    adj[k] += c2 * a
+            elif j == -2:
+                parents, rule = linear[i]
+                if callable(rule):
+                    for p, ct in zip(parents, rule(a)):
+                        if ct is None:
+                            continue
+                        if type(ct) is float and self.floats:
+                            adj[p] += ct
+                        else:
+                            if self.floats:
+                                self._to_objects()
+                            _accumulate(adj, p, ct)
+                    if not self.floats:  # the rest of the range over objects
+                        if i not in self.keep:
+                            adj[i] = None
+                        self._general_range(lo, i)
+                        return
+                else:
+                    for p, c in zip(parents, rule):
+                        adj[p] += c * a
+            elif j == -3:
+                linear[i][1].run(self, i)
+                if tape._n < hi:
+                    raise RuntimeError(_NODE_DROPPED)
+                if not self.floats:  # a segment turned the sweep into an object sweep
+                    self._general_range(lo, i)
+                    return
+
+    def _general_range(self, lo, hi):
+        tape = self.tape
+        adj = self.adj
+        keep = self.keep
+        linear = tape._linear
+        check = tape._truncated
+        rb = _from(tape._b, 4 * hi)
+        for i, c2, k, c1, j in zip(range(hi - 1, lo - 1, -1), rb, rb, rb, rb):
             a = adj[i]
             if a is None or (a == 0.0 if type(a) is float else _is_zero(a)):
                 continue
             if j == -2:
                 parents, rule = linear[i]
                 if callable(rule):
-                    cts = rule(a)
-                    for p, ct in zip(parents, cts):
+                    for p, ct in zip(parents, rule(a)):
                         if ct is not None:
                             _accumulate(adj, p, ct)
                 else:
                     for p, c in zip(parents, rule):
                         _accumulate(adj, p, c * a)
+            elif j == -3:
+                linear[i][1].run(self, i)
+                if tape._n < hi:
+                    raise RuntimeError(_NODE_DROPPED)
             elif j >= 0:
+                if check and (j >= i or k >= i):
+                    raise _kept_intermediate_error()
                 _accumulate(adj, j, c1 * a)
                 if k >= 0:
                     _accumulate(adj, k, c2 * a)
             if i not in keep:
                 adj[i] = None  # free array adjoints as soon as they are spent
-        return [adj[w] for w in wanted]
+
+
+def _from(items, end):
+    """An iterator over ``items[end - 1], items[end - 2], ...`` (live, without a copy): a
+    reversed iterator with its first ``len(items) - end`` items skipped."""
+    it = reversed(items)
+    skip = len(items) - end
+    if skip:
+        next(itertools.islice(it, skip - 1, skip), None)
+    return it
+
+
+_NODE_DROPPED = ("deltaad: a node dropped bindings of the part of the tape being swept; a node "
+                 "may drop only what it recorded itself")
+
+_NEW_KIND = ("deltaad checkpoint: the re-run of a checkpointed computation recorded operations "
+             "its first run did not (array or custom-rule operations, or values of an outer "
+             "differentiation), so it is not a function of its inputs: it read state that "
+             "changed in between")
+
+
+def zero_adjoint(a):
+    """True for an adjoint that contributes nothing: None, a float zero, or a forward dual
+    that is zero all the way down (what the sweep skips)."""
+    return a is None or (a == 0.0 if type(a) is float else _is_zero(a))
+
+
+def _recorded_floats(cts, bs):
+    """True when every seed's cotangent and every coefficient is a float or a recorded number:
+    without recording this tape would have taken the float sweep."""
+    for ct in cts:
+        if type(ct) is not float and type(ct) is not _recorder:
+            return False
+    for k in range(1, len(bs), 2):
+        c = bs[k]
+        if type(c) is not float and type(c) is not _recorder:
+            return False
+    return True
 
 
 def _accumulate(adj, i, x):
@@ -343,6 +918,8 @@ def _is_zero(a):
     while True:
         if type(a) is float:
             return a == 0.0
+        if type(a) is _recorder and _recorder is not None:
+            return bool(a == 0.0)  # a recorded comparison: the replay checks it
         if type(a) is not Dual or not a.trace.is_forward:
             return False
         if not _is_zero(a.tangent):
@@ -423,7 +1000,7 @@ def _const(x):
     """``x`` as a constant operand: a float, a lower-level dual, a numpy scalar (its arithmetic
     is numpy's), or None if not a real number."""
     tx = type(x)
-    if tx is float or tx is Dual:
+    if tx is float or tx is Dual or (tx is _recorder and _recorder is not None):
         return x
     if tx is int or tx is bool:
         return float(x)
@@ -436,7 +1013,8 @@ def _numpy_kind(va, vb):
     """True when the plain operands ``va``, ``vb`` of an operator (floats, numpy scalars or
     outer duals) include a numpy scalar and no dual: ``_rules.numpy_op`` computes it."""
     return ((type(va) is not float or type(vb) is not float)
-            and type(va) is not Dual and type(vb) is not Dual)
+            and type(va) is not Dual and type(vb) is not Dual
+            and (_recorder is None or (type(va) is not _recorder and type(vb) is not _recorder)))
 
 
 def _numpy_binop(op, t, a, a_on, v, va, b, b_on, vb):
@@ -505,7 +1083,7 @@ def strip(x):
 def _add(a, b):
     s = _split(a, b)
     if s is None:
-        return NotImplemented
+        return _nonreal(a, b, "add")
     t, a_on, b_on, va, vb = s
     if _numpy_kind(va, vb):
         return _numpy_binop("add", t, a, a_on, va + vb, va, b, b_on, vb)
@@ -515,7 +1093,7 @@ def _add(a, b):
 def _sub(a, b):
     s = _split(a, b)
     if s is None:
-        return NotImplemented
+        return _nonreal(a, b, "sub")
     t, a_on, b_on, va, vb = s
     if _numpy_kind(va, vb):
         return _numpy_binop("sub", t, a, a_on, va - vb, va, b, b_on, vb)
@@ -525,7 +1103,7 @@ def _sub(a, b):
 def _mul(a, b):
     s = _split(a, b)
     if s is None:
-        return NotImplemented
+        return _nonreal(a, b, "mul")
     t, a_on, b_on, va, vb = s
     if _numpy_kind(va, vb):
         return _numpy_binop("mul", t, a, a_on, va * vb, va, b, b_on, vb)
@@ -535,7 +1113,7 @@ def _mul(a, b):
 def _truediv(a, b):
     s = _split(a, b)
     if s is None:
-        return NotImplemented
+        return _nonreal(a, b, "truediv")
     t, a_on, b_on, va, vb = s
     if _numpy_kind(va, vb):
         return _numpy_binop("div", t, a, a_on, va / vb, va, b, b_on, vb)
@@ -550,7 +1128,7 @@ def _truediv(a, b):
 def _floordiv(a, b):
     s = _split(a, b)
     if s is None:
-        return NotImplemented
+        return _nonreal(a, b, "floordiv")
     # Piecewise constant: derivative 0, so the result is a constant (the paper's Zero).
     # Divide the converted operands (a numpy scalar constant is a float by now, as in _mod).
     return strip(s[3]) // strip(s[4])
@@ -559,7 +1137,7 @@ def _floordiv(a, b):
 def _mod(a, b):
     s = _split(a, b)
     if s is None:
-        return NotImplemented
+        return _nonreal(a, b, "mod")
     t, a_on, b_on, va, vb = s
     if _numpy_kind(va, vb):
         return _numpy_binop("mod", t, a, a_on, va % vb, va, b, b_on, vb)
@@ -576,7 +1154,7 @@ _as_float_coef = _rules.as_float_coef
 def _pow(a, b):
     s = _split(a, b)
     if s is None:
-        return NotImplemented
+        return _nonreal(a, b, "pow")
     t, a_on, b_on, va, vb = s
     if _numpy_kind(va, vb):
         return _numpy_binop("pow", t, a, a_on, va ** vb, va, b, b_on, vb)
@@ -920,7 +1498,8 @@ class Dual:
 
     def __abs__(self):
         v = self.value
-        if type(v) is not float and type(strip(v)) is not float:  # a numpy scalar
+        if (type(v) is not float and type(strip(v)) is not float
+                and (_recorder is None or type(strip(v)) is not _recorder)):  # a numpy scalar
             t = self.trace
             if t.closed:
                 raise escaped_error(t.level)
@@ -929,25 +1508,66 @@ class Dual:
         return absolute(self)
 
     # -- comparisons: on values, returning bool (the branch the value takes) --
+    # The first branch of each is the commonest case (a float value against a float or a
+    # float-valued dual), answered without the calls of the general ``strip``/``_cmp``.
     def __eq__(self, other):
+        v = self.value
+        if type(v) is float:
+            if type(other) is float:
+                return v == other
+            if type(other) is Dual and type(other.value) is float:
+                return v == other.value
         return strip(self) == _cmp(other)
 
     def __ne__(self, other):
+        v = self.value
+        if type(v) is float:
+            if type(other) is float:
+                return v != other
+            if type(other) is Dual and type(other.value) is float:
+                return v != other.value
         return strip(self) != _cmp(other)
 
     def __lt__(self, other):
+        v = self.value
+        if type(v) is float:
+            if type(other) is float:
+                return v < other
+            if type(other) is Dual and type(other.value) is float:
+                return v < other.value
         return strip(self) < _cmp(other)
 
     def __le__(self, other):
+        v = self.value
+        if type(v) is float:
+            if type(other) is float:
+                return v <= other
+            if type(other) is Dual and type(other.value) is float:
+                return v <= other.value
         return strip(self) <= _cmp(other)
 
     def __gt__(self, other):
+        v = self.value
+        if type(v) is float:
+            if type(other) is float:
+                return v > other
+            if type(other) is Dual and type(other.value) is float:
+                return v > other.value
         return strip(self) > _cmp(other)
 
     def __ge__(self, other):
+        v = self.value
+        if type(v) is float:
+            if type(other) is float:
+                return v >= other
+            if type(other) is Dual and type(other.value) is float:
+                return v >= other.value
         return strip(self) >= _cmp(other)
 
     def __bool__(self):
+        v = self.value
+        if type(v) is float:
+            return v != 0.0
         return bool(strip(self))
 
     # -- conversions that would drop the derivative --
@@ -997,6 +1617,17 @@ class Dual:
     def conjugate(self):
         return self
 
+    # -- a real number's complex parts, as floats have them (complex values: ComplexDual) --
+    @property
+    def real(self):
+        check_open(self)
+        return self
+
+    @property
+    def imag(self):
+        check_open(self)
+        return 0.0
+
     def fmod(self, other):
         return lift([self, other], math.fmod, _fmod_partials)
 
@@ -1033,7 +1664,7 @@ def lift1(name, f, derivative, ns=None, plain=None):
             v = x.value
             if type(v) is float:
                 y = f(v)
-            elif type(v) is not Dual:
+            elif type(v) is not Dual and (_recorder is None or type(v) is not _recorder):
                 # a numpy scalar: the value is the plain program's (``plain``, numpy's function
                 # on it, in its type), the derivative the float's
                 if plain is not None:
@@ -1097,7 +1728,9 @@ def lift2(name, f, partials, ns=None, plain=None):
         t, a_on, b_on, va, vb = s
         if type(va) is float and type(vb) is float:
             y = f(va, vb)
-        elif type(va) is not Dual and type(vb) is not Dual:  # a numpy scalar: as in lift1
+        elif (type(va) is not Dual and type(vb) is not Dual
+              and (_recorder is None or (type(va) is not _recorder and type(vb) is not _recorder))):
+            # a numpy scalar: as in lift1
             if plain is not None:
                 yp = plain(va, vb)
                 da, db = partials(ns, float(va), float(vb), float(yp))

@@ -27,9 +27,9 @@ def namespace(strip, lift):
         """``a / b``, IEEE (inf or nan, never raising) when ``b`` is zero. Every divisor here is
         >= 0 in exact arithmetic: a -0.0 is an artefact of signed zeros (``sqrt(-0.0)``), so the
         result takes the sign of ``a`` only (``grad(sqrt)(-0.0)`` is +inf, as for ``x ** 0.5``)."""
-        if type(b) is not float and strip(b) is b:
+        if isinstance(b, np.generic):
             b = float(b)  # a numpy scalar under a nested derivative: divided as a float
-        if type(b) is float:
+        if type(b) is float or strip(b) is b:  # a float, or a recorded number (compile)
             if b == 0.0:
                 sa = strip(a)
                 if sa == 0.0 or sa != sa:

@@ -28,7 +28,7 @@ from .numpy import array as A
 from .numpy.array import ArrayDual, Dual
 from .numpy.elementwise import elementwise_primitive
 from .pytrees import tree_flatten, tree_unflatten
-from .trace import dtype_of, is_dual, leaf_kind, on_trace, top_trace, traced
+from .trace import dtype_of, is_dual, leaf_kind, on_trace, recorders, top_trace, traced
 from .trace import value as strip
 
 __all__ = ["custom_vjp", "custom_jvp", "primitive"]
@@ -221,14 +221,14 @@ def _fit(ct, kind, like, who, what="cotangent"):
     if ct is None:
         return None
     t = type(ct)
-    if t is float or t is Dual:
+    if t is float or t is Dual or (t in recorders and kind == "scalar"):
         if kind == "scalar":
             return ct
         ct = A.reshape_scalar(ct) if t is Dual else np.asarray(ct)
     elif t is not ArrayDual:
         if t is bool or isinstance(ct, (np.bool_, numbers.Integral)):
             raise _not_float_error(who, what, "bool" if isinstance(ct, (bool, np.bool_)) else "int")
-        if isinstance(ct, (complex, np.complexfloating)):
+        if isinstance(ct, (complex, np.complexfloating)) or leaf_kind(ct) == "complex":
             raise _not_float_error(who, what, "complex")
         if not isinstance(ct, (np.ndarray, numbers.Real, np.floating)):
             raise _not_float_error(who, what, "a value of type %s" % t.__name__)

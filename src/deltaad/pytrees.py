@@ -96,14 +96,18 @@ def _is_namedtuple(x):
 # True when every item of a list or tuple is exactly a float: the backend's loop (one C loop in
 # the core), run on every input and gradient list, so it is part of the per-leaf cost.
 all_floats = B.all_floats
+# Likewise for "a float or a scalar dual": a list of either is a run of leaves (e.g. a
+# function's output list), flattened without a step per item.
+all_scalars = B.all_scalars
 
 
 _FLAT_DEFS = {}  # (list or tuple, length) -> its flat TreeDef, shared for short lengths
 
 
 def _flat_def(tx, n):
-    """The TreeDef of a list or tuple of ``n`` floats; the same object each time for short ones
-    (no construction per call, and equal structures compare by identity)."""
+    """The TreeDef of a list or tuple of ``n`` leaves (floats or scalar duals); the same object
+    each time for short ones (no construction per call, and equal structures compare by
+    identity)."""
     d = _FLAT_DEFS.get((tx, n))
     if d is None:
         d = TreeDef(tx.__name__, None, None, flat=True, nleaves=n)
@@ -120,7 +124,7 @@ def tree_flatten(tree):
     if tx is float:
         return [tree], LEAF
     if tx is tuple or tx is list:
-        if all_floats(tree):
+        if all_scalars(tree):
             return list(tree), _flat_def(tx, len(tree))
         if tx is tuple and len(tree) == 1:  # the arguments of a one-argument function
             leaves, inner = tree_flatten(tree[0])
@@ -135,7 +139,7 @@ def tree_flatten(tree):
         if x is None:
             return TreeDef("none", None, ())
         if tx is tuple or tx is list:
-            if all_floats(x):  # a flat vector: no recursion per element
+            if all_scalars(x):  # a flat vector: no recursion per element
                 leaves.extend(x)
                 return _flat_def(tx, len(x))
             return TreeDef(tx.__name__, None, tuple(walk(c) for c in x))
@@ -214,6 +218,21 @@ def tree_unflatten(treedef, leaves):
         return build(treedef)
     finally:
         build = None  # break the self-reference cycle (see tree_flatten)
+
+
+def unflatten_owned(treedef, leaves):
+    """``tree_unflatten`` for a fresh list ``leaves`` that the caller hands over: a flat list,
+    alone or as the one item of a tuple (the arguments of a one-argument function), comes back
+    as that very list, not a copy (a long input or gradient list is not copied per call)."""
+    if type(leaves) is list and len(leaves) == treedef.nleaves:
+        if treedef.flat:
+            if treedef.kind == "list":
+                return leaves
+        elif treedef.kind == "tuple" and len(treedef.children) == 1:
+            inner = treedef.children[0]
+            if inner.flat and inner.kind == "list":
+                return (leaves,)
+    return tree_unflatten(treedef, leaves)
 
 
 def tree_map(f, tree, *rest):

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 from . import elementwise, functions
-from .numpy import registry
+from .numpy import complex_array, registry
 
 BOTH = "rev, fwd"
 
@@ -158,6 +158,21 @@ def coverage_table(scipy=True):
                    "raise (no rule)", "outside numpy's dispatch", "total"], rows)
 
 
+def complex_rules():
+    """``(ufuncs, functions, constant ufuncs)`` with complex operands: ``[(names, note)]``,
+    ``[(names, note)]`` and ``[name]``, from the complex rule tables."""
+    def grouped(rules):
+        by_rule = {}
+        for f, impl in rules.items():
+            names, notes = by_rule.setdefault(id(impl), ([], []))
+            names.append(_name(f))
+            notes.append(complex_array.NOTES.get(f, ""))
+        return sorted((sorted(set(n)), next((x for x in notes if x), "")) for n, notes in by_rule.values())
+
+    const = sorted(_name(u) for u in complex_array.CONSTANT_UFUNCS)
+    return grouped(complex_array.UFUNCS), grouped(complex_array.FUNCTIONS), const
+
+
 def support_table():
     """The supported functions as Markdown (headings, tables), read from the rules."""
     modes_note = ("*Modes*: `rev` is reverse mode (`grad`, `vjp`, `jacrev`), `fwd` forward mode "
@@ -195,6 +210,21 @@ def support_table():
     out += ["", "### Functions whose result carries no derivative", "",
             "These accept duals and return plain values (indices, booleans, shapes, rounded "
             "numbers): " + _code(const) + ".", ""]
+
+    cu, cf, cc = complex_rules()
+    out += ["## Complex numbers", "",
+            "With complex operands (complex duals, or plain complex numbers and arrays meeting "
+            "real duals); values are numpy's, `cmath`'s or Python's own. See [Complex "
+            "numbers](complex.md) for the conventions. `deltaad.cmath` has every function of "
+            "`cmath`, with the derivatives of the ufuncs of the same names.", "",
+            "Operators: `+ - * / ** @`, unary `-`, `abs`, `.conjugate()`, `.real`, `.imag` "
+            "(`//` and `%` raise, as in Python).", ""]
+    out += _table(["ufunc", "modes", "at non-differentiable points"],
+                  [[_code(names), BOTH, note] for names, note in cu])
+    out += ["", "Constant ufuncs on complex numbers (a plain result): " + _code(cc) + ".", ""]
+    out += _table(["function", "modes", "notes"], [[_code(n), BOTH, note] for n, note in cf])
+    out += ["", "ufunc methods with complex operands: " + _code(sorted(
+        "%s.%s" % (_name(u), m) for (u, m) in complex_array.METHODS)) + ".", ""]
 
     out += ["## scipy", "",
             "scipy is optional and deltaad never imports it. Once the program has imported "

@@ -17,7 +17,7 @@ import threading
 import numpy as np
 
 from ._backend import B
-from ._errors import complex_error, escaped_error
+from ._errors import escaped_error
 
 Dual = B.Dual
 
@@ -29,10 +29,27 @@ _local = threading.local()
 _dual_types = {Dual}
 
 
-def register_dual_type(cls):
+_complex_types = set()
+
+
+def register_dual_type(cls, complex_valued=False):
     """Declare ``cls`` a dual number type (its instances have ``value``, ``trace``, ``id``,
-    ``tangent``)."""
+    ``tangent``); ``complex_valued``: its values are complex."""
     _dual_types.add(cls)
+    if complex_valued:
+        _complex_types.add(cls)
+    return cls
+
+
+# Recording number types (``deltaad.compile``'s): below every dual, scalar leaves to a
+# differentiation, and the elementary functions dispatch to ``recorders[type](name, *args)``.
+recorders = {}
+
+
+def register_recorder_type(cls, dispatch):
+    """Declare ``cls`` a recording number type; ``dispatch(name, *args)`` applies the table's
+    function ``name`` to arguments of which one is a ``cls``."""
+    recorders[cls] = dispatch
     return cls
 
 
@@ -114,6 +131,46 @@ class opened:
         return False
 
 
+class reopened:
+    """``with reopened(trace)``: make an existing ``trace`` the innermost of this thread and
+    open again (a checkpoint re-records on the tape it was dropped from, possibly after that
+    tape's function returned); its open/closed state and the stack are restored on the way
+    out."""
+
+    __slots__ = ("trace", "was")
+
+    def __init__(self, trace):
+        self.trace = trace
+
+    def __enter__(self):
+        t = self.trace
+        c = t.closed
+        if type(c) is list:  # the pure twin's flag: a list, [True] once closed (see its run)
+            self.was = list(c)
+            c.clear()
+        else:
+            self.was = c
+            t.closed = False
+        stack = getattr(_local, "stack", None)
+        if stack is None:
+            stack = _local.stack = []
+        stack.append(t)
+        return t
+
+    def __exit__(self, *exc):
+        t = self.trace
+        if type(t.closed) is list:
+            t.closed[:] = self.was
+        else:
+            t.closed = self.was
+        stack = _local.stack
+        for k in range(len(stack) - 1, -1, -1):
+            if stack[k] is t:
+                del stack[k]
+                break
+        return False
+
+
 def innermost():
     """The trace opened last in this thread and still open, or None."""
     traces = open_traces()
@@ -140,19 +197,21 @@ def value(x):
 
 
 def dtype_of(x):
-    """The numpy dtype of ``x``'s plain value (float64 for a Python float)."""
+    """The numpy dtype of ``x``'s plain value (float64 for a Python float, complex128 for a
+    Python complex)."""
     v = value(x)
     try:
         return v.dtype
     except AttributeError:
-        return np.dtype(float)
+        return np.dtype(complex) if type(v) is complex else np.dtype(float)
 
 
 def leaf_kind(x):
     """What a pytree leaf is to a differentiation: ``"scalar"`` (a float, a numpy float scalar
-    or a scalar dual), ``"array"`` (a float array or an array dual) or None (a constant:
-    passed through, ``None`` in its gradient slot). Complex values are an error: deltaad
-    differentiates real functions."""
+    or a scalar dual), ``"array"`` (a float array or an array dual), ``"complex"`` (a complex
+    number or array, or a complex dual: a real dual of its (re, im) pairs, see
+    ``deltaad.numpy.complex_array``) or None (a constant: passed through, ``None`` in its
+    gradient slot)."""
     tx = type(x)
     if tx is float or tx is Dual:
         return "scalar"
@@ -162,14 +221,16 @@ def leaf_kind(x):
         if x.dtype.kind == "f":
             return "array"
         if x.dtype.kind == "c":
-            raise complex_error(x)
+            return "complex"
         return None
     if isinstance(x, (np.floating, float)):
         return "scalar"
     if isinstance(x, (complex, np.complexfloating)):
-        raise complex_error(x)
+        return "complex"
     if tx in _dual_types:
-        return "array"
+        return "complex" if tx in _complex_types else "array"
+    if tx in recorders:
+        return "scalar"
     return None
 
 

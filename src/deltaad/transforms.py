@@ -12,17 +12,20 @@ import functools
 import numbers
 import operator
 import types
+import weakref
 
 import numpy as np
 
 from . import delta as _delta
 from ._backend import B
+from .numpy import complex_array as _complex
 from .numpy.array import array_input, asarray
-from .pytrees import LEAF, all_floats, tree_flatten, tree_unflatten
+from .pytrees import LEAF, all_floats, all_scalars, tree_flatten, tree_unflatten, unflatten_owned
 from .trace import dtype_of as _dtype_of
 from .trace import is_dual, traced
 from .trace import leaf_kind as _leaf_kind
 from .trace import on_trace as _on_trace
+from .trace import recorders as _recorders
 
 Dual = B.Dual
 
@@ -32,23 +35,17 @@ Dual = B.Dual
 
 
 def _scalar_value(x):
-    """A scalar input's value: a float, a dual, or a numpy float scalar kept as it is, so that
-    the program computes with it as numpy does (``np.float64(1) / 0`` is inf, with a warning;
-    float32 stays float32)."""
-    if type(x) is float or type(x) is Dual or isinstance(x, np.floating):
+    """A scalar input's value: a float, a dual, a recorded number (compile), or a numpy float
+    scalar kept as it is, so that the program computes with it as numpy does
+    (``np.float64(1) / 0`` is inf, with a warning; float32 stays float32)."""
+    if type(x) is float or type(x) is Dual or type(x) in _recorders or isinstance(x, np.floating):
         return x
     return float(x)
 
 
-def _dualise(trace, leaves, tangents=None, floats=False):
+def _dualise(trace, leaves, tangents=None):
     """Replace each differentiable leaf by a dual on ``trace``; return (new leaves, kinds).
-
-    ``floats`` says the caller has checked that every leaf is a float (the common case)."""
-    if floats:
-        if tangents is None:
-            return trace.inputs(leaves), ["scalar"] * len(leaves)
-        if all_floats(tangents):
-            return trace.inputs(leaves, tangents), ["scalar"] * len(leaves)
+    (All-float leaves, the common case, take ``trace.inputs`` directly: see ``_vjp``.)"""
     out = []
     kinds = []
     for k, x in enumerate(leaves):
@@ -61,6 +58,8 @@ def _dualise(trace, leaves, tangents=None, floats=False):
                 out.append(trace.input(_scalar_value(x)))
             else:
                 out.append(trace.input(_scalar_value(x), _tangent_value(tangents[k])))
+        elif kind == "complex":  # a real input of its (re, im) pairs
+            out.append(_complex.complex_input(trace, x, None if tangents is None else tangents[k]))
         else:
             out.append(array_input(trace, x, None if tangents is None else tangents[k]))
     return out, kinds
@@ -69,12 +68,13 @@ def _dualise(trace, leaves, tangents=None, floats=False):
 def _tangent_value(t):
     """The tangent of a scalar (float) primal, checked: a real number (a 0-d real array or a
     numpy scalar becomes a float, so both backends return the same types) or a scalar dual."""
-    if type(t) is float or type(t) is Dual:
+    if type(t) is float or type(t) is Dual or type(t) in _recorders:
         return t
     if isinstance(t, (complex, np.complexfloating)):
         raise TypeError(
-            "jvp: got the complex tangent %r for a real primal; deltaad differentiates real "
-            "functions, so tangents must be real numbers" % (t,)
+            "jvp: got the complex tangent %r for a real primal; a real primal's tangents are "
+            "real (the imaginary part would be dropped). Make the primal complex (x + 0j) to "
+            "push a complex tangent" % (t,)
         )
     if isinstance(t, numbers.Real):
         return float(t)
@@ -82,8 +82,9 @@ def _tangent_value(t):
         kind = _dtype_of(t).kind
         if kind == "c":
             raise TypeError(
-                "jvp: got a complex array tangent for a real primal; deltaad differentiates real "
-                "functions, so tangents must be real"
+                "jvp: got a complex array tangent for a real primal; a real primal's tangents "
+                "are real (the imaginary part would be dropped). Make the primal complex "
+                "(x + 0j) to push a complex tangent"
             )
         if np.shape(t) != ():
             raise ValueError(
@@ -173,7 +174,7 @@ def _check_constant_output(x, trace, who):
     attributes, or in an iterator or generator, which cannot be looked into without consuming
     it."""
     tx = type(x)
-    if tx is float or tx is int or tx is bool or tx is str or x is None:
+    if tx is float or tx is int or tx is bool or tx is str or x is None or tx in _recorders:
         return
     if isinstance(x, np.ndarray) and x.dtype.kind != "O":
         return
@@ -208,7 +209,7 @@ def _pack_outputs(out, trace):
     ``np.r_[...]``, what numpy's object arithmetic returns) replaced by the array dual of
     those duals, recorded on ``trace`` while it is still open."""
     tx = type(out)
-    if tx is Dual or tx is float:
+    if tx is Dual or tx is float or tx is list and all_scalars(out):  # no array to pack
         return out
     leaves, d = tree_flatten(out)
     changed = False
@@ -238,8 +239,13 @@ def _primal(x, trace):
 
 
 def _restore_type(g, like):
-    """Give a gradient the type of its input leaf (np.float32 in, np.float32 out)."""
-    if type(g) is Dual or is_dual(g) or type(like) is float:
+    """Give a gradient the type of its input leaf (np.float32 in, np.float32 out); a complex
+    leaf's gradient is JAX's ``x̄ - iȳ`` from the adjoint of its pairs."""
+    if type(like) is float:
+        return g
+    if _complex.is_complex_leaf(like):
+        return _complex.gradient(g, like)
+    if type(g) is Dual or is_dual(g):
         return g
     if isinstance(like, np.floating):
         return type(like)(g)
@@ -254,6 +260,8 @@ def _restore_type(g, like):
 
 
 def _zero_like(x):
+    if _complex.is_complex_leaf(x):
+        return _complex.gradient(None, x)
     if isinstance(x, np.ndarray):
         return np.zeros_like(x)
     if is_dual(x) and type(x) is not Dual:
@@ -345,12 +353,12 @@ class _Pullback:
     """
 
     __slots__ = ("tape", "out_def", "out_ids", "out_leaves", "in_def", "in_ids", "in_leaves",
-                 "wanted", "all_float", "__weakref__")
+                 "wanted", "all_float", "out_float", "__weakref__")
 
     def __call__(self, cotangent):
         tc = type(cotangent)
         if self.out_leaves is None and (tc is float or tc is Dual):  # one real output, a float
-            return tuple(tree_unflatten(self.in_def, self.grads([(self.out_ids[0], cotangent)])))
+            return tuple(unflatten_owned(self.in_def, self.grads([(self.out_ids[0], cotangent)])))
         ct_leaves, ct_def = tree_flatten(cotangent)
         if ct_def is not self.out_def and ct_def != self.out_def:
             ct_leaves = _align_none(ct_def, self.out_def, iter(ct_leaves))
@@ -361,6 +369,10 @@ class _Pullback:
             )
         outs = self.out_leaves
         n = len(self.out_ids)
+        if self.out_float and n and len(ct_leaves) == n and all_floats(ct_leaves):
+            # float outputs, float cotangents: what _cotangent checks holds for every pair
+            # (Seeds: no tuple per output)
+            return tuple(unflatten_owned(self.in_def, self.grads(B.Seeds(self.out_ids, ct_leaves))))
         seeds = []
         for k, (i, ct) in enumerate(zip(self.out_ids, ct_leaves)):
             if ct is None:
@@ -369,7 +381,7 @@ class _Pullback:
             if i is None or ct is None:
                 continue
             seeds.append((i, ct))
-        return tuple(tree_unflatten(self.in_def, self.grads(seeds)))
+        return tuple(unflatten_owned(self.in_def, self.grads(seeds)))
 
     def grads(self, seeds):
         """The input cotangents for ``seeds`` ((output id, checked cotangent) pairs), one per
@@ -396,20 +408,19 @@ def _cotangent(ct, out, k, n):
     """The cotangent ``ct`` for output leaf ``out`` (number ``k`` of ``n``), checked against it:
     real, and of the output's shape (a float output takes a real number or a 0-d array, which
     becomes a float). None for a static output leaf (an int, a string: nothing to seed)."""
-    try:
-        kind = _leaf_kind(out)
-    except TypeError:  # a complex constant output: no derivative flows from it
-        kind = None
+    kind = _leaf_kind(out)
     if kind is None:
         return None
     where = "" if n == 1 else " for output leaf %d" % k
+    if kind == "complex":  # JAX's convention: w seeds the pairs of conj(w)
+        return _complex.cotangent(ct, out, where)
     tc = type(ct)
-    if tc is float or tc is Dual:
+    if tc is float or tc is Dual or tc in _recorders:
         shape = ()
     elif isinstance(ct, (complex, np.complexfloating)):
         raise TypeError(
-            "vjp: got the complex cotangent %r%s; deltaad differentiates real functions, so "
-            "cotangents must be real" % (ct, where)
+            "vjp: got the complex cotangent %r%s for a real output; a real output's cotangents "
+            "are real (the imaginary part would be dropped)" % (ct, where)
         )
     elif isinstance(ct, numbers.Real):
         ct = float(ct)
@@ -418,8 +429,8 @@ def _cotangent(ct, out, k, n):
         dk = _dtype_of(ct).kind
         if dk == "c":
             raise TypeError(
-                "vjp: got a complex cotangent array%s; deltaad differentiates real functions, so "
-                "cotangents must be real" % where
+                "vjp: got a complex cotangent array%s for a real output; a real output's "
+                "cotangents are real (the imaginary part would be dropped)" % where
             )
         if dk not in "fiub":
             raise TypeError("vjp: the cotangent%s is an array of dtype %s; it must hold real numbers"
@@ -439,7 +450,7 @@ def _cotangent(ct, out, k, n):
     if kind == "scalar":
         if tc is np.ndarray:
             return float(ct)
-        if tc is not float and tc is not Dual:  # a 0-d array dual: its scalar dual
+        if tc is not float and tc is not Dual and tc not in _recorders:  # a 0-d array dual
             return ct[()]
     elif tc is float:
         return np.array(ct, dtype=_dtype_of(out))
@@ -473,12 +484,24 @@ def _align_none(ct_def, out_def, ct_iter, acc=None):
 
 
 def _run_reverse(tape, fun, args, kwargs, argnums, has_aux, who, leaves, in_def, floats):
-    """The part of ``_vjp`` that runs with ``tape`` open."""
-    duals, kinds = _dualise(tape, leaves, floats=floats)
-    _check_has_float(kinds, who, argnums)
+    """The part of ``_vjp`` that runs with ``tape`` open: the inputs' ids (a range for float
+    leaves, the common case: consecutive ids), the ids whose adjoints are wanted, the packed
+    output and the aux."""
+    if floats:
+        duals = tape.inputs(leaves)
+        first = duals[0].id
+        in_ids = wanted = range(first, first + len(duals))
+    else:
+        duals, kinds = _dualise(tape, leaves)
+        _check_has_float(kinds, who, argnums)
+        in_ids = [d.id if k is not None else None for d, k in zip(duals, kinds)]
+        wanted = [i for i in in_ids if i is not None]
     new_args = list(args)
-    for n, a in zip(argnums, tree_unflatten(in_def, duals)):
+    # the list of duals itself becomes the argument (the function may change it: ids were
+    # read above)
+    for n, a in zip(argnums, unflatten_owned(in_def, duals)):
         new_args[n] = a
+    duals = None
     out = fun(*new_args, **kwargs)
     aux = None
     if has_aux:
@@ -488,26 +511,25 @@ def _run_reverse(tape, fun, args, kwargs, argnums, has_aux, who, leaves, in_def,
         out, aux = out
     if type(out) is not Dual:
         out = _pack_outputs(out, tape)
-    return duals, kinds, out, aux
+    return in_ids, wanted, out, aux
 
 
 def _vjp(fun, args, kwargs, argnums, has_aux, who):
     """Run ``fun`` on a fresh tape, differentiating the arguments in ``argnums``."""
     leaves, in_def = tree_flatten(tuple([args[n] for n in argnums]))
-    floats = all_floats(leaves)
-    tape, (duals, kinds, out, aux) = traced(
+    floats = all_floats(leaves) and len(leaves) > 0
+    tape, (in_ids, wanted, out, aux) = traced(
         B.Tape, _run_reverse, fun, args, kwargs, argnums, has_aux, who, leaves, in_def, floats)
     pb = _Pullback()
+    pb.in_ids = in_ids
+    pb.wanted = wanted
     pb.tape = tape
+    if tape.nnodes:  # checkpoints hold duals of the tape: a cycle the core's GC cannot see
+        weakref.finalize(pb, tape.release_nodes)
     pb.in_def = in_def
     pb.in_leaves = leaves
     pb.all_float = floats
-    if pb.all_float:  # Tape.inputs gave consecutive ids: a range, read without an int per id
-        first = duals[0].id if duals else 0
-        pb.in_ids = pb.wanted = range(first, first + len(duals))
-    else:
-        pb.in_ids = [d.id if k is not None else None for d, k in zip(duals, kinds)]
-        pb.wanted = [i for i in pb.in_ids if i is not None]
+    pb.out_float = False
     if has_aux:
         aux = _strip_tree(aux, tape)
     if type(out) is Dual and out.trace is tape:  # one real output, the commonest
@@ -516,14 +538,19 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
         pb.out_leaves = None  # means [out.value]: one scalar
         return out.value, pb, aux
     out_leaves, pb.out_def = tree_flatten(out)
-    pb.out_ids = []
-    primals = []
-    for x in out_leaves:
-        d = _on_trace(x, tape)
-        if d is None:
-            _check_constant_output(x, tape, who)
-        pb.out_ids.append(None if d is None else d.id)
-        primals.append(x if d is None else d.value)
+    read = B.read_outputs(out_leaves, tape)  # every leaf a float dual of this tape: one loop
+    if read is not None:
+        pb.out_ids, primals = read
+        pb.out_float = True
+    else:
+        pb.out_ids = []
+        primals = []
+        for x in out_leaves:
+            d = _on_trace(x, tape)
+            if d is None:
+                _check_constant_output(x, tape, who)
+            pb.out_ids.append(None if d is None else d.id)
+            primals.append(x if d is None else d.value)
     pb.out_leaves = primals
     return tree_unflatten(pb.out_def, primals), pb, aux
 
@@ -546,13 +573,40 @@ def vjp(fun, *primals, has_aux=False):
 
 
 def _is_scalar_output(x):
-    if type(x) is float or type(x) is Dual:
+    if type(x) is float or type(x) is Dual or type(x) in _recorders:
         return True
     if isinstance(x, (numbers.Real, np.floating)) and not isinstance(x, bool):
         return True
     if isinstance(x, np.ndarray) or (is_dual(x) and type(x) is not Dual):
         return np.shape(x) == ()
     return False
+
+
+def _is_complex_scalar(x):
+    return isinstance(x, (complex, np.complexfloating)) or (
+        _complex.is_complex_leaf(x) and np.shape(x) == ())
+
+
+def _check_holomorphic(leaves, who, what="inputs"):
+    """``holomorphic=True`` promises a complex function of complex inputs (as in JAX)."""
+    for x in leaves:
+        k = _leaf_kind(x)
+        if k is not None and k != "complex":
+            raise TypeError(
+                "%s with holomorphic=True requires %s with complex dtype, but got %s. Make the "
+                "value complex (x + 0j), or drop holomorphic=True to differentiate a real "
+                "function." % (who, what, _dtype_of(x))
+            )
+
+
+def _complex_output_error(who):
+    return TypeError(
+        "%s requires real-valued outputs, but the function returned a complex value. For a "
+        "holomorphic function pass holomorphic=True (the result is then f'(z)); for a real "
+        "quantity of complex values return it (abs(z)**2, z.real, ...); for other complex "
+        "outputs use deltaad.vjp or deltaad.jvp directly (see 'Complex numbers' in the "
+        "documentation)." % who
+    )
 
 
 class Transformed:
@@ -563,12 +617,14 @@ class Transformed:
     through cloudpickle for a lambda or closure: ``ProcessPoolExecutor.map(grad(f), xs)`` and
     Dask work. As an attribute of a class it binds like a function (a method)."""
 
-    __slots__ = ("fun", "argnums", "has_aux", "who", "recipe", "__dict__", "__weakref__")
+    __slots__ = ("fun", "argnums", "has_aux", "holomorphic", "who", "recipe", "__dict__",
+                 "__weakref__")
 
-    def __init__(self, fun, argnums, has_aux, who, recipe):
+    def __init__(self, fun, argnums, has_aux, who, recipe, holomorphic=False):
         self.fun = fun
         self.argnums = argnums
         self.has_aux = has_aux
+        self.holomorphic = holomorphic
         self.who = who
         self.recipe = recipe  # (public maker, its arguments)
         try:
@@ -607,7 +663,14 @@ def _value_and_grad(self, args, kwargs):
     single, nums = _argnums_tuple(self.argnums, len(args), "grad")
     has_aux = self.has_aux
     out, pb, aux = _vjp(self.fun, args, kwargs, nums, has_aux, "grad")
-    if not _is_scalar_output(out):
+    if self.holomorphic:
+        _check_holomorphic(pb.in_leaves, "grad")
+        if not _is_complex_scalar(out):
+            raise TypeError("grad with holomorphic=True requires a function returning one "
+                            "complex number; got %s" % (_describe(out),))
+    elif _is_complex_scalar(out):
+        raise _complex_output_error("grad")
+    elif not _is_scalar_output(out):
         raise TypeError(
             "grad requires a function returning one real number; got %s. Use "
             "deltaad.jacrev/jacobian or deltaad.vjp for other outputs, or has_aux=True to "
@@ -620,10 +683,15 @@ def _value_and_grad(self, args, kwargs):
     return ((out, aux), g) if has_aux else (out, g)
 
 
-def value_and_grad(fun, argnums=0, has_aux=False):
-    """``f(*args) -> (value, gradient)``; gradient has the structure of the argument(s)."""
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
+    """``f(*args) -> (value, gradient)``; gradient has the structure of the argument(s).
+
+    Complex inputs follow JAX's convention: the gradient of a real function of ``z = x + iy``
+    is ``∂f/∂x - i ∂f/∂y`` (the conjugate of the steepest-ascent direction). With
+    ``holomorphic=True`` the function maps complex inputs to a complex number and the
+    gradient is its complex derivative ``f'(z)``."""
     return _ValueAndGrad(fun, argnums, has_aux, "value_and_grad",
-                         (value_and_grad, (fun, argnums, has_aux)))
+                         (value_and_grad, (fun, argnums, has_aux, holomorphic)), holomorphic)
 
 
 def _describe(x):
@@ -634,9 +702,11 @@ def _describe(x):
     return "a value of type %s" % type(x).__name__
 
 
-def grad(fun, argnums=0, has_aux=False):
-    """The gradient of a real-valued ``fun`` with respect to the argument(s) ``argnums``."""
-    return _Grad(fun, argnums, has_aux, "grad", (grad, (fun, argnums, has_aux)))
+def grad(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The gradient of a real-valued ``fun`` with respect to the argument(s) ``argnums``; for
+    complex arguments, JAX's convention (see :func:`value_and_grad`)."""
+    return _Grad(fun, argnums, has_aux, "grad", (grad, (fun, argnums, has_aux, holomorphic)),
+                 holomorphic)
 
 
 # --------------------------------------------------------------------------------------------
@@ -655,14 +725,17 @@ def jvp(fun, primals, tangents):
     if type(out) is Dual and out.trace is level:  # one real output, the commonest
         return out.value, out.tangent
     ps, ts, out_def = _read_forward(out, level, "jvp")
-    return tree_unflatten(out_def, ps), tree_unflatten(out_def, ts)
+    return unflatten_owned(out_def, ps), unflatten_owned(out_def, ts)
 
 
 def _run_forward(level, fun, leaves, in_def, t_leaves):
     """The part of ``jvp`` that runs with ``level`` open."""
-    duals, kinds = _dualise(level, leaves, t_leaves, floats=all_floats(leaves))
-    _check_has_float(kinds, "jvp")
-    out = fun(*tree_unflatten(in_def, duals))
+    if leaves and all_floats(leaves) and all_floats(t_leaves):  # the common case
+        duals = level.inputs(leaves, t_leaves)
+    else:
+        duals, kinds = _dualise(level, leaves, t_leaves)
+        _check_has_float(kinds, "jvp")
+    out = fun(*unflatten_owned(in_def, duals))
     return out if type(out) is Dual else _pack_outputs(out, level)
 
 
@@ -670,6 +743,9 @@ def _read_forward(out, level, who):
     """The output of a forward trace as flat lists ``(primals, tangents, treedef)``: a zero
     tangent for a real constant, ``None`` for a static leaf."""
     out_leaves, out_def = tree_flatten(out)
+    read = B.read_tangents(out_leaves, level)  # every leaf a float dual of this level
+    if read is not None:
+        return read[0], read[1], out_def
     ps = []
     ts = []
     for x in out_leaves:
@@ -695,7 +771,7 @@ def _components(leaves):
         kind = _leaf_kind(x)
         if kind is None:
             continue
-        shape = np.shape(x.value if is_dual(x) and type(x) is not Dual else x) if kind == "array" else ()
+        shape = np.shape(x.value if is_dual(x) and type(x) is not Dual else x) if kind != "scalar" else ()
         size = int(np.prod(shape)) if shape else 1
         for j in range(size):
             comps.append((k, j, shape))
@@ -708,6 +784,9 @@ def _one_hot(leaves, k, j):
         kind = _leaf_kind(x)
         if kind is None:
             out.append(None)
+            continue
+        if kind == "complex":  # the tangent 1 (a holomorphic Jacobian's column)
+            out.append(_complex.basis(x, j if i == k else -1))
             continue
         if kind == "array":
             z = np.zeros(np.shape(x.value if is_dual(x) else x), dtype=float)
@@ -816,6 +895,12 @@ class _JacRev(Transformed):
         else:
             out_leaves, out_def = pb.out_leaves, pb.out_def
         in_leaves = pb.in_leaves
+        holomorphic = self.holomorphic
+        if holomorphic:
+            _check_holomorphic(in_leaves, "jacrev")
+            _check_holomorphic(out_leaves, "jacrev", "outputs")
+        elif any(_leaf_kind(x) == "complex" for x in out_leaves):
+            raise _complex_output_error("jacrev")
         in_comps = _components(in_leaves)
         J = []
         for k, j, shape in _components(out_leaves):
@@ -823,8 +908,11 @@ class _JacRev(Transformed):
             if i is None:  # a constant output: a row of zeros
                 J.append([0.0] * len(in_comps))
                 continue
-            if _leaf_kind(out_leaves[k]) == "scalar":
+            kind = _leaf_kind(out_leaves[k])
+            if kind == "scalar":
                 seed = 1.0
+            elif kind == "complex":
+                seed = _complex.seed(out_leaves[k], j)
             else:
                 seed = np.zeros(shape)
                 seed.reshape(-1)[j] = 1.0
@@ -835,17 +923,25 @@ class _JacRev(Transformed):
 
 
 
-def jacrev(fun, argnums=0):
-    """The Jacobian by reverse mode: one tape, one backward sweep per output component."""
-    return _JacRev(fun, argnums, False, "jacrev", (jacrev, (fun, argnums)))
+def jacrev(fun, argnums=0, holomorphic=False):
+    """The Jacobian by reverse mode: one tape, one backward sweep per output component.
+
+    Complex inputs give rows in JAX's convention (``∂/∂x - i ∂/∂y``); complex outputs need
+    ``holomorphic=True`` (complex inputs and outputs; the entries are then ``f'(z)``)."""
+    return _JacRev(fun, argnums, False, "jacrev", (jacrev, (fun, argnums, holomorphic)),
+                   holomorphic)
 
 
 jacobian = jacrev
 
 
-def jacfwd(fun, argnums=0):
-    """The Jacobian by forward mode: one ``jvp`` per input component."""
-    return _JacFwd(fun, argnums, False, "jacfwd", (jacfwd, (fun, argnums)))
+def jacfwd(fun, argnums=0, holomorphic=False):
+    """The Jacobian by forward mode: one ``jvp`` per input component.
+
+    Complex inputs need ``holomorphic=True`` (complex outputs too; the entries are then
+    ``f'(z)``); a real input may have complex outputs (complex columns)."""
+    return _JacFwd(fun, argnums, False, "jacfwd", (jacfwd, (fun, argnums, holomorphic)),
+                   holomorphic)
 
 
 class _JacFwd(Transformed):
@@ -854,12 +950,20 @@ class _JacFwd(Transformed):
     def __call__(self, *args, **kwargs):
         who = self.who
         fun = self.fun
+        holomorphic = self.holomorphic
         single, nums = _argnums_tuple(self.argnums, len(args), who)
         in_tree = tuple(args[n] for n in nums)
         in_leaves, in_def = tree_flatten(in_tree)
         in_comps = _components(in_leaves)
         kinds = [_leaf_kind(x) for x in in_leaves]
         _check_has_float(kinds, who, nums)
+        if holomorphic:
+            _check_holomorphic(in_leaves, who)
+        elif "complex" in kinds:
+            raise TypeError(
+                "%s requires real-valued inputs, but got a complex one. For a holomorphic "
+                "function pass holomorphic=True; for other functions of complex inputs use "
+                "deltaad.jvp directly, or jacrev (its rows follow JAX's convention)." % who)
 
         def partial(*sel):
             new_args = list(args)
@@ -872,6 +976,8 @@ class _JacFwd(Transformed):
         for k, j, shape in in_comps or [(-1, 0, ())]:  # (no components: run once for the output)
             ps, ts, out_def = _jvp_static(partial, in_leaves, in_def, _one_hot(in_leaves, k, j), who)
             cols.append(ts)
+        if holomorphic:
+            _check_holomorphic(ps, who, "outputs")
         J = [[_entry(cols[c][ko], jo) for c in range(len(in_comps))]
              for ko, jo, _s in _components(ps)]
         out = tree_unflatten(out_def, ps)
@@ -890,9 +996,10 @@ def _run_static(level, f, in_leaves, in_def, t_leaves):
     return _pack_outputs(f(*tree_unflatten(in_def, duals)), level)
 
 
-def hessian(fun, argnums=0):
+def hessian(fun, argnums=0, holomorphic=False):
     """Second derivatives: forward over reverse (``jacfwd(jacrev(fun))``), as JAX does."""
-    return _JacFwd(jacrev(fun, argnums), argnums, False, "hessian", (hessian, (fun, argnums)))
+    return _JacFwd(jacrev(fun, argnums, holomorphic), argnums, False, "hessian",
+                   (hessian, (fun, argnums, holomorphic)), holomorphic)
 
 
 def hvp(fun, primals, tangents, argnums=0):

@@ -6,7 +6,10 @@
   (``defvjp``, ``defjvp``, ``defconst``, ``register``), by deltaad and by users;
 - the rule families: :mod:`.elementwise` (the elementwise table, arithmetic, choices, casts),
   :mod:`.shape` (shape and indexing), :mod:`.reductions`, :mod:`.products` (matmul, einsum),
-  :mod:`.linalg`, :mod:`.constant` (results without derivative).
+  :mod:`.linalg`, :mod:`.constant` (results without derivative);
+- complex numbers: :mod:`.complex_array` (the complex dual, a real dual of (re, im) pairs, and
+  its dispatch), :mod:`.complex_rules` (complex ufuncs and functions), :mod:`.complex_linalg`
+  (``eig``, ``eigvals``, ``inv``, ``solve``) and :mod:`.fft` (``numpy.fft``).
 
 Importing this package declares every rule and installs the hooks through which the backend's
 scalar duals answer numpy.
@@ -16,17 +19,19 @@ from .._backend import B
 from . import (  # noqa: F401 (the rule families)
     constant, elementwise, linalg, products, reductions, registry, shape, special, stats,
 )
+from . import complex_linalg, complex_rules, fft  # noqa: F401 (the complex rule families)
 from .array import (
     ArrayDual, array_input, asarray, at, scalar_array_function, scalar_array_ufunc,
     scalar_fallback, stack,
 )
+from .complex_array import ComplexDual, binop as _complex_binop
 from .define import Primitive, defconst, defjvp, defvjp, register
 from .reductions import logsumexp
 
 __all__ = [
-    "ArrayDual", "array_input", "asarray", "at", "stack", "logsumexp", "Primitive", "defconst",
+    "ArrayDual", "ComplexDual", "array_input", "asarray", "at", "stack", "logsumexp", "Primitive", "defconst",
     "defjvp", "defvjp", "register",
 ]
 
-B.set_hooks(scalar_fallback, scalar_array_ufunc, scalar_array_function)
+B.set_hooks(scalar_fallback, scalar_array_ufunc, scalar_array_function, _complex_binop)
 registry.watch_late()  # scipy.special's Python functions, now or when scipy.special is imported

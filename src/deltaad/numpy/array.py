@@ -27,6 +27,7 @@ import numpy as np
 
 from .._backend import B
 from .._errors import EscapedDualError, complex_error, escaped_error, no_float_error
+from .. import trace as _trace
 from ..trace import dtype_of, register_dual_type
 from ..trace import value as strip
 from . import registry
@@ -234,7 +235,10 @@ def array_input(trace, value, tangent):
         else:
             t = np.asarray(tangent)
             if t.dtype.kind == "c":
-                raise TypeError("deltaad differentiates real functions; got a complex tangent")
+                raise TypeError(
+                    "jvp: got a complex tangent for a real primal array; a real primal's "
+                    "tangents are real (the imaginary part would be dropped). Make the primal "
+                    "complex (x + 0j) to push a complex tangent")
             if t.shape != v.shape:
                 raise ValueError(
                     "jvp: tangent of shape %s for a primal of shape %s; tangents must have the "
@@ -315,6 +319,8 @@ def asarray(x):
             return reshape(pack_scalars(flat), x.shape)
         return asarray(x.tolist())
     if tx is list or tx is tuple:
+        if registry.COMPLEX is not None and registry.COMPLEX.involved(x):
+            return registry.COMPLEX.asarray(x)
         if not has_dual(x):
             return np.asarray(x)
         if all(type(e) is Dual or type(e) is float or isinstance(e, (numbers.Real, np.generic)) and not isinstance(e, np.ndarray) for e in x):
@@ -1075,6 +1081,8 @@ def _binop(ufunc, a, b):
         rule = registry.UFUNCS.get(ufunc)  # (None for // : piecewise constant, below)
         if rule is not None and ufunc not in registry.CONSTANT_UFUNCS:
             return rule(a, b)
+    if registry.COMPLEX is not None and registry.COMPLEX.involved((a, b)):
+        return registry.COMPLEX.ufunc(ufunc, "__call__", (a, b), {})
     oa = operand(a)
     ob = operand(b)
     if oa is None or ob is None:
@@ -1144,6 +1152,7 @@ def ufunc_dispatch(ufunc, method, inputs, kwargs):
     if method == "__call__":
         has_array = False
         has_obj = False
+        cplx = has_list = False
         for x in inputs:
             tx = type(x)
             if tx is ArrayDual:
@@ -1151,10 +1160,18 @@ def ufunc_dispatch(ufunc, method, inputs, kwargs):
             elif isinstance(x, np.ndarray):
                 if x.dtype.kind == "O":
                     has_obj = True
+                elif x.dtype.kind == "c":
+                    cplx = True
                 elif x.ndim:
                     has_array = True
             elif tx is list or tx is tuple:
-                has_array = True
+                has_array = has_list = True
+            elif tx is not Dual and tx is not float and (tx is complex or isinstance(
+                    x, np.complexfloating) or (registry.COMPLEX and tx in registry.COMPLEX.types)):
+                cplx = True
+        if cplx or (dtype is not None and np.dtype(dtype).kind == "c") or (
+                has_list and registry.COMPLEX is not None and registry.COMPLEX.involved(inputs)):
+            return registry.COMPLEX.ufunc(ufunc, method, inputs, dict(kwargs, **extra))
         if ufunc in registry.CONSTANT_UFUNCS:
             if has_obj and not has_array:
                 return ufunc(*[_obj0(x) if type(x) is Dual else x for x in inputs])
@@ -1171,6 +1188,8 @@ def ufunc_dispatch(ufunc, method, inputs, kwargs):
         if dtype is not None:
             r = registry.FUNCTIONS[np.astype](r, dtype)
         return r
+    if registry.COMPLEX is not None and registry.COMPLEX.involved(inputs):
+        return registry.COMPLEX.ufunc(ufunc, method, inputs, kwargs)
     rule = registry.METHODS.get((ufunc, method))
     if rule is None:
         raise registry.not_implemented(ufunc, method)
@@ -1218,6 +1237,16 @@ def asarray_plain(x):
 
 def function_dispatch(func, args, kwargs):
     """numpy's ``__array_function__`` for array duals (and scalar duals, where installed)."""
+    c = registry.COMPLEX
+    if c is not None:
+        for x in args:  # (inline: real array duals, the common arguments, cost no call)
+            tx = type(x)
+            if tx is not ArrayDual and tx is not float and tx is not Dual:
+                if c.involved(args):
+                    return c.function(func, args, kwargs)  # a complex rule, or numpy's code
+                break
+        if kwargs and c.involved(kwargs.values()):
+            return c.function(func, args, kwargs)
     impl = registry.FUNCTIONS.get(func)
     if impl is None:
         return object_fallback(func, args, kwargs)
@@ -1289,6 +1318,10 @@ def _mentions_array_dual(args, kwargs):
 def scalar_fallback(name, *args):
     """A deltaad function (``deltaad.sin``...) called on something that is not a scalar: the
     table's function on arrays, registered under its name."""
+    for a in args:
+        rec = _trace.recorders.get(type(a))
+        if rec is not None:  # a recorded number (deltaad.compile)
+            return rec(name, *args)
     fn = registry.ELEMENTARY.get(name)
     if fn is not None:
         ops = [operand(a) for a in args]

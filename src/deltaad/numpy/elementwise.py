@@ -766,7 +766,9 @@ def astype(x, dtype, copy=True):
     if tx is not ArrayDual and tx is not Dual:
         return np.asarray(x).astype(dt)
     if dt.kind == "c":
-        raise complex_error(x)
+        if registry.COMPLEX is None:
+            raise complex_error(x)
+        return registry.COMPLEX.function(np.astype, (x, dt), {})
     if dt.kind != "f":  # piecewise constant: a plain result (derivative zero)
         return np.asarray(strip(x)).astype(dt)
     if dt == dtype_of(x):

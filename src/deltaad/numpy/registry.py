@@ -24,7 +24,9 @@ silently wrong (derivative-free) result.
   module (``scipy.special.logsumexp`` converts its input with ``np.asarray`` and never
   dispatches) is replaced in its module, when the module is imported, by a function that calls
   deltaad's rule when an argument holds a dual and the original otherwise (see
-  :func:`install_late`).
+  :func:`install_late`);
+- ``COMPLEX``: the complex rule family's dispatch (:mod:`deltaad.numpy.complex_array`), to which
+  the real dispatch hands a call with a complex operand; it keeps its own rule tables.
 """
 
 import functools
@@ -43,6 +45,7 @@ FUNCTIONS = {}
 NOTES = {}
 ELEMENTARY = {}
 LATE = {}  # "module.name" -> (array rule, scalar rule or None, note), or a factory (see below)
+COMPLEX = None  # set when deltaad.numpy.complex_array is imported
 
 
 def register(*funcs, note=""):

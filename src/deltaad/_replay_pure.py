@@ -1,0 +1,506 @@
+"""Recording and replay: the lowest level of ``deltaad.compile`` (and the pure replayer).
+
+A :class:`Recorder` is a number below every dual. ``compile`` calls the user's function with
+Recorders in place of its float inputs; the transformations inside run as usual on top of them
+(a dual's value, partials, tangents and adjoints are then Recorders), and every float operation
+on a Recorder -- the function's own, and the derivative work of the transformations, sweeps
+included -- computes its float value exactly as Python would and appends one *instruction*
+(opcode, operand slots, constant) to the :class:`Recording`. The result is a straight-line
+program over doubles (CppAD's and ADOL-C's operation sequence, or a "tape" in their words).
+
+Where a value decides Python's control flow or leaves the recorded world -- a comparison,
+``bool``, ``floor``/``ceil``/``round``/``trunc``/``int``, ``float()``, ``hash``, ``repr`` --
+the outcome seen is recorded as a *guard*. A replay evaluates the instructions and guards in
+order and stops at the first guard whose outcome differs (or at an operation Python would
+raise on, such as a division by zero): the caller then records afresh. So a replay never
+returns what the function's Python would not have computed (branch-taken semantics).
+
+:class:`Program` here replays in Python; ``deltaad._replay`` is its compiled twin, bit for bit.
+"""
+
+import math
+import operator
+import struct
+
+import numpy as np
+
+from . import elementwise as _table
+from ._errors import EscapedDualError
+
+# -- opcodes (shared with cext/_replay.pyx) ---------------------------------------------------
+INPUT, CONST, ADD, SUB, MUL, DIV, NEG, CALL1, CALL2 = range(9)
+# unary functions the compiled replayer calls from libm; the pure one calls the Python function
+# (funcs[k]), and so does the compiled one where libm's result is nan or inf from a finite
+# argument (there Python's math raises, or the function is not libm's)
+LIBM = (math.sin, math.cos, math.tan, math.asin, math.acos, math.atan, math.sinh, math.cosh,
+        math.tanh, math.asinh, math.acosh, math.atanh, math.exp, math.expm1, math.log,
+        math.log2, math.log10, math.sqrt, abs)
+FIRST_LIBM = 16
+# guards: outcome seen in k (comparisons) or c (the integer a rounding gave; the exact value)
+G_LT, G_LE, G_GT, G_GE, G_EQ, G_NE, G_BITS, G_FLOOR, G_CEIL, G_TRUNC, G_ROUND = range(64, 75)
+
+_LIBM_OP = {f: FIRST_LIBM + i for i, f in enumerate(LIBM)}
+_CMP = {G_LT: operator.lt, G_LE: operator.le, G_GT: operator.gt, G_GE: operator.ge,
+        G_EQ: operator.eq, G_NE: operator.ne}
+_BITS = struct.Struct("<d")
+
+INSTRUCTION_BYTES = 24  # the compiled replayer's struct {int32 op, a, b, k; double c}
+
+
+class Unrecordable(Exception):
+    """Raised inside a recording at something that cannot be recorded (its message says
+    what); ``compile`` then runs the function uncompiled, with one warning."""
+
+
+class Recording:
+    """The instructions and guards recorded for one call (slot ``i`` = instruction ``i``)."""
+
+    __slots__ = ("code", "funcs", "_fidx", "_consts", "closed", "failed", "ninputs", "nguards")
+
+    def __init__(self):
+        self.code = []          # (op, a, b, k, c)
+        self.funcs = []         # Python functions of CALL1/CALL2 and libm instructions
+        self._fidx = {}
+        self._consts = {}
+        self.closed = False
+        self.failed = None      # why this recording cannot be used (even if the user caught it)
+        self.ninputs = 0
+        self.nguards = 0
+
+    def input(self, v):
+        r = _new(Recorder)
+        r._rec = self
+        r.slot = len(self.code)
+        r.v = v
+        self.code.append((INPUT, self.ninputs, 0, 0, 0.0))
+        self.ninputs += 1
+        return r
+
+    def const(self, v):
+        """The slot of constant ``v`` (one per distinct bit pattern)."""
+        key = v if v == v and v != 0.0 else _BITS.pack(v)
+        s = self._consts.get(key)
+        if s is None:
+            s = self._consts[key] = len(self.code)
+            self.code.append((CONST, 0, 0, 0, v))
+        return s
+
+    def func(self, f):
+        k = self._fidx.get(id(f))
+        if k is None:
+            k = self._fidx[id(f)] = len(self.funcs)
+            self.funcs.append(f)
+        return k
+
+    def emit(self, op, a, b, k, v):
+        r = _new(Recorder)
+        r._rec = self
+        r.slot = len(self.code)
+        r.v = v
+        self.code.append((op, a, b, k, 0.0))
+        return r
+
+    def guard(self, op, a, b, k, c):
+        self.code.append((op, a, b, k, c))
+        self.nguards += 1
+
+    def fail(self, why):
+        if self.failed is None:
+            self.failed = why
+        raise Unrecordable(why)
+
+    def call(self, f, args):
+        """Record ``f`` (a float function) applied to ``args`` (Recorders or numbers)."""
+        slots = []
+        vals = []
+        for x in args:
+            s = self.operand(x)
+            if s is None:
+                self.fail("a recorded number met an argument of type %s" % type(x).__name__)
+            slots.append(s)
+            vals.append(x.v if type(x) is Recorder else float(x))
+        v = f(*vals)
+        if type(v) is not float:
+            self.fail("%s gave a %s, not a float" % (getattr(f, "__name__", f), type(v).__name__))
+        k = self.func(f)
+        if len(slots) == 1:
+            return self.emit(_LIBM_OP.get(f, CALL1), slots[0], 0, k, v)
+        if len(slots) == 2:
+            return self.emit(CALL2, slots[0], slots[1], k, v)
+        self.fail("a function of %d recorded arguments" % len(slots))
+
+    def operand(self, x):
+        """The slot of operand ``x``; None when it is not a number the recording can use."""
+        tx = type(x)
+        if tx is Recorder:
+            if x._rec is not self:
+                raise _escaped()
+            return x.slot
+        if tx is float:
+            return self.const(x)
+        if tx is int or tx is bool:
+            return self.const(float(x))  # what float arithmetic converts an int to
+        if isinstance(x, (float, np.floating, np.integer)):  # numpy scalars: numpy semantics
+            self.fail("a numpy scalar (%s) met a recorded number" % tx.__name__)
+        return None
+
+
+def _escaped():
+    return EscapedDualError(
+        "a value recorded by deltaad.compile was used after the call that recorded it had "
+        "finished (it escaped, e.g. into a global or a closure). Return it from the compiled "
+        "function instead."
+    )
+
+
+_new = object.__new__
+
+
+def _bin(op, pyop):
+    # ``Recording.operand`` and ``emit`` inlined for the commonest operands (a Recorder of
+    # the same recording, a float): this is the recording's hot path.
+    def f(self, other):
+        rec = self._rec
+        if rec.closed:
+            raise _escaped()
+        to = type(other)
+        if to is Recorder and other._rec is rec:
+            s = other.slot
+            ov = other.v
+        elif to is float:
+            s = rec.const(other)
+            ov = other
+        else:
+            s = rec.operand(other)
+            if s is None:
+                return NotImplemented
+            ov = other.v if to is Recorder else float(other)
+        r = _new(Recorder)
+        r.v = pyop(self.v, ov)  # raises as floats do, before anything is recorded
+        r._rec = rec
+        code = rec.code
+        r.slot = len(code)
+        code.append((op, self.slot, s, 0, 0.0))
+        return r
+
+    def r(self, other):
+        rec = self._rec
+        if rec.closed:
+            raise _escaped()
+        if type(other) is float:
+            s = rec.const(other)
+            ov = other
+        else:
+            s = rec.operand(other)
+            if s is None:
+                return NotImplemented
+            ov = float(other)
+        r = _new(Recorder)
+        r.v = pyop(ov, self.v)
+        r._rec = rec
+        code = rec.code
+        r.slot = len(code)
+        code.append((op, s, self.slot, 0, 0.0))
+        return r
+    return f, r
+
+
+def _callop(pyop):
+    def f(self, other):
+        if self._rec.closed:
+            raise _escaped()
+        if self._rec.operand(other) is None:
+            return NotImplemented
+        return self._rec.call(pyop, (self, other))
+
+    def r(self, other):
+        if self._rec.closed:
+            raise _escaped()
+        if self._rec.operand(other) is None:
+            return NotImplemented
+        return self._rec.call(pyop, (other, self))
+    return f, r
+
+
+def _cmpop(op, pyop):
+    def f(self, other):
+        rec = self._rec
+        if rec.closed:
+            raise _escaped()
+        tx = type(other)
+        if tx is int or tx is bool:
+            fo = float(other) if -2 ** 53 <= other <= 2 ** 53 else None
+            if fo is None:  # Python compares floats with big ints exactly: keep the value
+                return pyop(self._bits(), other)
+            other = fo
+        s = rec.operand(other)
+        if s is None:
+            return NotImplemented
+        out = pyop(self.v, other.v if type(other) is Recorder else other)
+        rec.guard(op, self.slot, s, 1 if out else 0, 0.0)
+        return out
+    return f
+
+
+def _round_half_even(x):
+    return float(round(x))
+
+
+def _pow(a, b):
+    return a ** b
+
+
+def _floordiv(a, b):
+    return a // b
+
+
+def _mod(a, b):
+    return a % b
+
+
+class Recorder:
+    """A float being recorded: its slot in the recording and its value in this call."""
+
+    __slots__ = ("_rec", "slot", "v")
+
+    __add__, __radd__ = _bin(ADD, operator.add)
+    __sub__, __rsub__ = _bin(SUB, operator.sub)
+    __mul__, __rmul__ = _bin(MUL, operator.mul)
+    __truediv__, __rtruediv__ = _bin(DIV, operator.truediv)  # raises ZeroDivisionError as floats
+    __pow__, __rpow__ = _callop(_pow)
+    __floordiv__, __rfloordiv__ = _callop(_floordiv)
+    __mod__, __rmod__ = _callop(_mod)
+    __lt__ = _cmpop(G_LT, operator.lt)
+    __le__ = _cmpop(G_LE, operator.le)
+    __gt__ = _cmpop(G_GT, operator.gt)
+    __ge__ = _cmpop(G_GE, operator.ge)
+    __eq__ = _cmpop(G_EQ, operator.eq)
+    __ne__ = _cmpop(G_NE, operator.ne)
+
+    def __divmod__(self, other):
+        return self.__floordiv__(other), self.__mod__(other)
+
+    def __rdivmod__(self, other):
+        return self.__rfloordiv__(other), self.__rmod__(other)
+
+    def __neg__(self):
+        if self._rec.closed:
+            raise _escaped()
+        return self._rec.emit(NEG, self.slot, 0, 0, -self.v)
+
+    def __pos__(self):
+        if self._rec.closed:
+            raise _escaped()
+        return self
+
+    def __abs__(self):
+        if self._rec.closed:
+            raise _escaped()
+        return self._rec.call(abs, (self,))
+
+    # -- the value leaves the recorded world: guards --
+    def _bits(self):
+        """The value, as a plain float the caller keeps: guarded bit for bit."""
+        rec = self._rec
+        if rec.closed:
+            raise _escaped()
+        rec.guard(G_BITS, self.slot, 0, 0, self.v)
+        return self.v
+
+    def _rounded(self, op, fn):
+        rec = self._rec
+        if rec.closed:
+            raise _escaped()
+        out = fn(self.v)  # raises on inf and nan as floats do
+        rec.guard(op, self.slot, 0, 0, float(out))
+        return out
+
+    def __bool__(self):
+        rec = self._rec
+        if rec.closed:
+            raise _escaped()
+        out = self.v != 0.0
+        rec.guard(G_NE, self.slot, rec.const(0.0), 1 if out else 0, 0.0)
+        return out
+
+    def __float__(self):
+        return self._bits()
+
+    def __int__(self):
+        return self._rounded(G_TRUNC, int)
+
+    def __trunc__(self):
+        return self._rounded(G_TRUNC, math.trunc)
+
+    def __floor__(self):
+        return self._rounded(G_FLOOR, math.floor)
+
+    def __ceil__(self):
+        return self._rounded(G_CEIL, math.ceil)
+
+    def __round__(self, ndigits=None):
+        if ndigits is None:
+            return self._rounded(G_ROUND, round)
+        return round(self._bits(), ndigits)
+
+    def __complex__(self):
+        return complex(self._bits())
+
+    def __hash__(self):
+        return hash(self._bits())
+
+    def __repr__(self):
+        return repr(self._bits())
+
+    def __str__(self):
+        return str(self._bits())
+
+    def __format__(self, spec):
+        return format(self._bits(), spec)
+
+    @property
+    def real(self):
+        return self
+
+    @property
+    def imag(self):
+        return 0.0
+
+    def conjugate(self):
+        return self
+
+    def __getattr__(self, name):  # float's other methods (hex, is_integer, ...): on the value
+        if name.startswith("__") or not hasattr(float, name):
+            raise AttributeError("'float' object has no attribute %r" % name)
+        return getattr(self._bits(), name)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        self._rec.fail("a recorded number was pickled")
+
+    def __array__(self, *a, **k):
+        self._rec.fail("a recorded number was converted to a numpy array")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        self._rec.fail("numpy's %s on a recorded number" % getattr(ufunc, "__name__", ufunc))
+
+    def __array_function__(self, func, types, args, kwargs):
+        self._rec.fail("numpy's %s on a recorded number" % getattr(func, "__name__", func))
+
+
+_ORDERED = {}
+
+
+def dispatch(name, *args):
+    """``deltaad.<name>`` (a table function) with a Recorder among ``args``: recorded as a call
+    of the table's float function (libm's for the common ones)."""
+    rec = None
+    for a in args:
+        if type(a) is Recorder:
+            rec = a._rec
+            break
+    if rec.closed:
+        raise _escaped()
+    e = _table.BY_NAME.get(name)
+    if e is None:
+        rec.fail("deltaad.%s on a recorded number" % name)
+    if e.orders:
+        k = _table.order_of(name, args[0])
+        if k is None:
+            rec.fail("deltaad.%s with an order that is not a plain integer" % name)
+        f = _ORDERED.get((name, k))
+        if f is None:
+            def f(x, _f=e.float, _k=k):
+                return _f(_k, x)
+            f.__name__ = "%s(%d, .)" % (name, k)
+            f = _ORDERED.setdefault((name, k), f)
+        return rec.call(f, args[1:])
+    if len(args) != e.arity:
+        raise TypeError("deltaad.%s takes %d argument(s), got %d" % (name, e.arity, len(args)))
+    return rec.call(e.float, args)
+
+
+class Program:
+    """A finished recording, replayable on new inputs (the pure replayer)."""
+
+    __slots__ = ("code", "funcs", "ninputs", "outs", "n")
+
+    def __init__(self, code, funcs, ninputs, outs):
+        self.code = list(code)
+        self.funcs = tuple(funcs)
+        self.ninputs = ninputs
+        self.outs = list(outs)
+        self.n = len(self.code)
+
+    @property
+    def nbytes(self):
+        """Bytes of the compiled replayer's instructions and value slots."""
+        return (INSTRUCTION_BYTES + 8) * self.n
+
+    def run(self, inputs):
+        """The output slots' values on ``inputs`` (floats), or None where a guard fails."""
+        if len(inputs) != self.ninputs:
+            raise ValueError("replay: %d inputs for a recording of %d" % (len(inputs), self.ninputs))
+        vals = [0.0] * self.n
+        funcs = self.funcs
+        for i, (op, a, b, k, c) in enumerate(self.code):
+            if op == ADD:
+                vals[i] = vals[a] + vals[b]
+            elif op == MUL:
+                vals[i] = vals[a] * vals[b]
+            elif op == SUB:
+                vals[i] = vals[a] - vals[b]
+            elif op == DIV:
+                d = vals[b]
+                if d == 0.0:
+                    return None
+                vals[i] = vals[a] / d
+            elif op == NEG:
+                vals[i] = -vals[a]
+            elif op == INPUT:
+                vals[i] = inputs[a]
+            elif op == CONST:
+                vals[i] = c
+            elif op == CALL2:
+                try:
+                    r = funcs[k](vals[a], vals[b])
+                except Exception:
+                    return None
+                if type(r) is not float:
+                    return None
+                vals[i] = r
+            elif op < G_LT:  # CALL1 and the libm functions
+                try:
+                    r = funcs[k](vals[a])
+                except Exception:
+                    return None
+                if type(r) is not float:
+                    return None
+                vals[i] = r
+            elif op <= G_NE:
+                if (1 if _CMP[op](vals[a], vals[b]) else 0) != k:
+                    return None
+            else:
+                x = vals[a]
+                if op == G_BITS:
+                    if _BITS.pack(x) != _BITS.pack(c):
+                        return None
+                elif not math.isfinite(x):
+                    return None
+                elif op == G_FLOOR:
+                    if math.floor(x) != c:
+                        return None
+                elif op == G_CEIL:
+                    if math.ceil(x) != c:
+                        return None
+                elif op == G_TRUNC:
+                    if math.trunc(x) != c:
+                        return None
+                elif round(x) != c:  # G_ROUND: half to even, as Python's round
+                    return None
+        return [vals[s] for s in self.outs]

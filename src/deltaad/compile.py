@@ -1,0 +1,346 @@
+"""``deltaad.compile``: record a function's float work once, replay it on new inputs.
+
+The first call with a new input *structure* runs the function on recording numbers
+(:class:`deltaad._replay_pure.Recorder`): every float operation -- the function's own and the
+derivative work of the transformations inside it, backward sweeps included -- becomes one
+instruction of a straight-line program, and every place where a value steered Python's control
+flow becomes a guard (CppAD's operation sequence with its comparison checks; ADOL-C's
+retaping). Later calls replay the program over doubles (in C with the compiled core) without
+running the function's Python; a call whose guards come out differently records afresh, and up
+to ``max_recordings`` recordings are kept per structure, least recently used dropped.
+"""
+
+import functools
+import os as _os
+import threading
+import warnings
+
+from . import _replay_pure
+from ._backend import B
+from ._backend import name as _backend_name
+from ._replay_pure import Recorder, Recording
+from .pytrees import tree_flatten, tree_unflatten
+
+all_floats = B.all_floats
+from .trace import is_dual, register_recorder_type
+
+if _backend_name == "c":
+    try:
+        from ._replay import Program  # built with the core (setup.py)
+    except ImportError:
+        if _os.environ.get("DELTAAD_BACKEND", "").strip().lower() in ("c", "core"):
+            raise
+        from ._replay_pure import Program
+else:
+    from ._replay_pure import Program
+
+B.set_recorder_type(Recorder)
+register_recorder_type(Recorder, _replay_pure.dispatch)
+
+_FLOAT = object()  # the key's mark for a float leaf (its value is the recording's input)
+
+
+class CompileWarning(UserWarning):
+    """A function given to ``deltaad.compile`` does something that cannot be recorded; it runs
+    uncompiled for inputs of that structure."""
+
+
+class ReplayMismatch(AssertionError):
+    """``compile(..., check=True)``: a replay differs from the uncompiled call."""
+
+
+def compile(fun, *, static_argnums=(), max_recordings=8, check=False):
+    """Return ``fun`` compiled: its float operations recorded once, then replayed.
+
+    ``fun`` takes and returns pytrees of floats (and static leaves: ints, bools, strings,
+    None); transformations inside it (``grad``, ``value_and_grad``, ``jacrev``, ``jacfwd``,
+    ``hessian``, ``jvp``, ``vjp``) are recorded with it, derivatives included. The first call
+    with a new input structure (pytree structure, static leaves and arguments, leaf types)
+    records; later calls replay in C. A branch, comparison, ``int()``, ``floor`` or other
+    value that leaves the recorded floats is a guard: a call that would take another branch
+    is recorded afresh, so replay never returns what ``fun`` would not have computed.
+
+    Like ``jax.jit``, Python side effects of ``fun`` (printing, appending to a global, reading
+    a global that changes) happen when a call records, not when it replays; ``check=True``
+    also runs ``fun`` uncompiled on every call and raises ``ReplayMismatch`` unless the
+    results agree bit for bit. Arguments at ``static_argnums`` are part of the key (they must
+    be hashable). Inputs that are duals (``grad(compile(f))``) and numpy arrays run ``fun``
+    uncompiled (arrays with a ``CompileWarning``), as does a function that does something
+    recording cannot capture, such as numpy calls on its float inputs.
+    """
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    static_argnums = tuple(sorted(set(int(i) for i in static_argnums)))
+    if not (isinstance(max_recordings, int) and max_recordings >= 1):
+        raise ValueError("compile: max_recordings must be an int >= 1, got %r" % (max_recordings,))
+    return Compiled(fun, static_argnums, max_recordings, bool(check))
+
+
+class Compiled:
+    """A compiled function (see :func:`compile`): call it like the function it wraps."""
+
+    def __init__(self, fun, static_argnums, max_recordings, check):
+        self.fun = fun
+        self.static_argnums = static_argnums
+        self.max_recordings = max_recordings
+        self.check = check
+        self._cache = {}        # key -> list of [treedef, [Program...]] (most recent first)
+        self._uncompiled = {}   # key -> the reason it runs uncompiled
+        self._lock = threading.Lock()
+        self.recordings_made = 0
+        functools.update_wrapper(self, fun)
+
+    # -- the key --------------------------------------------------------------------------
+
+    def _split(self, args, kwargs):
+        """``(key, treedef, floats)`` or ``(None, reason, warn)`` when this call runs
+        uncompiled."""
+        statics = []
+        if self.static_argnums:
+            dyn = list(args)
+            for i in self.static_argnums:
+                if i < len(args):
+                    statics.append((i, args[i]))
+                    dyn[i] = None
+            tree = (tuple(dyn), kwargs)
+        else:
+            tree = (args, kwargs)
+        leaves, treedef = tree_flatten(tree)
+        sig = []
+        floats = []
+        for x in leaves:
+            tx = type(x)
+            if tx is float:
+                sig.append(_FLOAT)
+                floats.append(x)
+            elif tx is int or tx is bool or tx is str or x is None:
+                sig.append((tx, x))
+            elif is_dual(x) or tx is Recorder:
+                return None, "an input is a dual or a recorded number", False
+            else:
+                return None, "an input leaf of type %s" % tx.__name__, True
+        key = (repr(treedef), tuple(sig), tuple(statics))
+        try:
+            hash(key)
+        except TypeError:
+            return None, "a static argument is not hashable", True
+        return key, treedef, floats
+
+    # -- calling --------------------------------------------------------------------------
+
+    def __call__(self, *args, **kwargs):
+        key = None
+        if not kwargs and not self.static_argnums:
+            if all_floats(args):  # the commonest call: floats only
+                key = len(args)
+                floats = list(args)
+            else:
+                key, floats = _flat_key(args)
+        if key is not None:
+            treedef = key
+        else:
+            key, treedef, floats = self._split(args, kwargs)
+        if key is None:
+            if floats:  # warn: a reason worth saying
+                self._warn(treedef)
+            return self.fun(*args, **kwargs)
+        why = self._uncompiled.get(key)
+        if why is not None:
+            return self.fun(*args, **kwargs)
+        entries = self._cache.get(key)
+        if entries is not None:
+            for entry in entries:
+                if entry[0] == treedef:
+                    progs = entry[1]
+                    for prog in list(progs):
+                        res = prog.prog.run(floats)
+                        if res is not None:
+                            if progs[0] is not prog:
+                                with self._lock:
+                                    if prog in progs:
+                                        progs.remove(prog)
+                                        progs.insert(0, prog)
+                            out = prog.build(res)
+                            if self.check:
+                                self._check(out, args, kwargs)
+                            return out
+                    break
+        return self._record(key, treedef, floats, args, kwargs)
+
+    def _record(self, key, treedef, floats, args, kwargs):
+        rec = Recording()
+        ins = iter([rec.input(v) for v in floats])
+        leaves, tdef = tree_flatten((self._dynamic(args), kwargs))
+        leaves = [next(ins) if type(x) is float else x for x in leaves]
+        dargs, dkwargs = tree_unflatten(tdef, leaves)
+        dargs = self._restore_static(dargs, args)
+        try:
+            out = self.fun(*dargs, **dkwargs)
+            if rec.failed is None:
+                prog, result = _finish(rec, out)
+        except BaseException:
+            # an error after something unrecordable (which the function may have caught) is
+            # no verdict on the function: it runs uncompiled below
+            if rec.failed is None:
+                raise
+        finally:
+            rec.closed = True
+        if rec.failed is not None:
+            with self._lock:
+                self._uncompiled[key] = rec.failed
+            self._warn(rec.failed)
+            return self.fun(*args, **kwargs)
+        with self._lock:
+            entries = self._cache.setdefault(key, [])
+            for entry in entries:
+                if entry[0] == treedef:
+                    break
+            else:
+                entry = [treedef, []]
+                entries.append(entry)
+            progs = entry[1]
+            progs.insert(0, prog)
+            del progs[self.max_recordings:]
+            self.recordings_made += 1
+        if self.check:
+            self._check(result, args, kwargs)
+        return result
+
+    def _dynamic(self, args):
+        if not self.static_argnums:
+            return args
+        dyn = list(args)
+        for i in self.static_argnums:
+            if i < len(args):
+                dyn[i] = None
+        return tuple(dyn)
+
+    def _restore_static(self, dargs, args):
+        if not self.static_argnums:
+            return dargs
+        dargs = list(dargs)
+        for i in self.static_argnums:
+            if i < len(args):
+                dargs[i] = args[i]
+        return tuple(dargs)
+
+    def _warn(self, why):
+        warnings.warn("deltaad.compile(%s): runs uncompiled for inputs of this structure: %s"
+                      % (getattr(self.fun, "__name__", "function"), why), CompileWarning,
+                      stacklevel=3)
+
+    def _check(self, out, args, kwargs):
+        ref = self.fun(*args, **kwargs)
+        if not _same(out, ref):
+            raise ReplayMismatch("deltaad.compile(check=True): the replay gave %r, the "
+                                 "uncompiled call %r" % (out, ref))
+
+    @property
+    def nrecordings(self):
+        """How many recordings are kept now (over every input structure)."""
+        return sum(len(e[1]) for es in self._cache.values() for e in es)
+
+
+def _flat_key(args):
+    """The key of the commonest calls without walking a pytree: every argument a float or a
+    flat list or tuple of floats. ``(None, None)`` for anything else."""
+    sig = []
+    floats = []
+    for a in args:
+        ta = type(a)
+        if ta is float:
+            sig.append(ta)
+            floats.append(a)
+        elif (ta is list or ta is tuple) and all_floats(a):
+            sig.append((ta, len(a)))
+            floats += a
+        else:
+            return None, None
+    return ("flat", tuple(sig)), floats
+
+
+def _finish(rec, out):
+    """The Program of a finished recording whose function returned ``out``, and the result
+    of this call (the recorded values)."""
+    leaves, out_def = tree_flatten(out)
+    slots = []
+    spec = []
+    result = []
+    for x in leaves:
+        tx = type(x)
+        if tx is Recorder:
+            if x._rec is not rec:
+                rec.fail("the result holds a number recorded by another call")
+            spec.append(len(slots))
+            slots.append(x.slot)
+            result.append(x.v)
+        elif tx is float or tx is int or tx is bool or tx is str or x is None:
+            spec.append(-1)
+            result.append(x)
+        else:
+            rec.fail("the result has a leaf of type %s" % tx.__name__)
+    prog = _Replay(Program(rec.code, rec.funcs, rec.ninputs, slots), out_def, spec, leaves)
+    return prog, tree_unflatten(out_def, result)
+
+
+class _Replay:
+    """A program and how its output slots fill the result's pytree."""
+
+    __slots__ = ("prog", "out_def", "consts", "fill", "direct", "make")
+
+    def __init__(self, prog, out_def, spec, leaves):
+        self.prog = prog
+        self.out_def = out_def
+        self.consts = [x if j < 0 else None for x, j in zip(leaves, spec)]
+        self.fill = [(pos, j) for pos, j in enumerate(spec) if j >= 0]
+        self.direct = spec == list(range(len(spec)))  # every leaf a slot, in order
+        self.make = _builder(out_def, 0)[0]
+
+    def build(self, res):
+        if self.direct:
+            return self.make(res)
+        leaves = list(self.consts)
+        for pos, j in self.fill:
+            leaves[pos] = res[j]
+        return self.make(leaves)
+
+
+def _builder(td, start):
+    """``(make, end)``: ``make(leaves)`` rebuilds the subtree ``td`` whose leaves are
+    ``leaves[start:end]`` -- the result's pytree without walking its definition per call."""
+    kind = td.kind
+    if kind == "leaf":
+        return (lambda L: L[start]), start + 1
+    end = start + td.nleaves
+    if kind in ("list", "tuple"):
+        kids = td.children
+        if all(c.kind == "leaf" for c in kids):
+            if kind == "list":
+                return (lambda L: L[start:end]), end
+            return (lambda L: tuple(L[start:end])), end
+        makes = []
+        pos = start
+        for c in kids:
+            m, pos = _builder(c, pos)
+            makes.append(m)
+        if kind == "list":
+            return (lambda L: [m(L) for m in makes]), end
+        return (lambda L: tuple([m(L) for m in makes])), end
+    return (lambda L: tree_unflatten(td, L[start:end])), end
+
+
+def _same(a, b):
+    """Same pytree, same leaf types, floats the same bit for bit."""
+    la, da = tree_flatten(a)
+    lb, db = tree_flatten(b)
+    if not da == db or len(la) != len(lb):
+        return False
+    for x, y in zip(la, lb):
+        if type(x) is not type(y):
+            return False
+        if type(x) is float:
+            if _replay_pure._BITS.pack(x) != _replay_pure._BITS.pack(y):
+                return False
+        elif x != y:
+            return False
+    return True

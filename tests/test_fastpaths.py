@@ -1,0 +1,327 @@
+"""The per-input, per-output and per-comparison fast paths say exactly what the general ones say.
+
+Comparisons of float duals, ``bool()``, making input duals in bulk, reading outputs and
+tangents in bulk, seeds given as two sequences (``Seeds``), reused dual objects, and the
+Python layer's list-valued outputs: each has a shortcut for the common case, and each is held
+here against an answer computed another way (Python's own float comparison, one output at a
+time, the pairs form of the seeds), on both backends.
+"""
+
+import fractions
+import math
+import threading
+import tracemalloc
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import deltaad
+from deltaad import _pure
+from helpers import bits
+
+_core = pytest.importorskip("deltaad._core")
+
+BACKENDS = (_pure, _core)
+each_backend = pytest.mark.parametrize("B", BACKENDS, ids=lambda B: B.__name__)
+
+OPS = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, "==": lambda a, b: a == b,
+       "!=": lambda a, b: a != b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+
+special = st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, 1e-300, 1e300, math.inf, -math.inf,
+                           math.nan, 2.0 ** 53, 2.0 ** 53 + 2.0, -(2.0 ** 53), 9.2e18])
+value = st.floats(allow_nan=True, allow_infinity=True) | special
+other = (value
+         | st.integers(-2 ** 70, 2 ** 70)
+         | st.sampled_from([0, 1, -1, True, False, 2 ** 53, 2 ** 53 + 1, -(2 ** 53) - 1,
+                            2 ** 63, -(2 ** 63), 2 ** 64 + 1, 10 ** 30]))
+
+
+def _duals(B, v):
+    """Float duals of value ``v`` on every kind of trace: a tape, a forward level, a closed
+    tape (comparisons still work there), and a tape over an outer forward level (nested)."""
+    T = B.Tape(1)
+    L = B.ForwardLevel(2)
+    C = B.Tape(3)
+    c = C.input(v)
+    C.close()
+    L0 = B.ForwardLevel(4)
+    T5 = B.Tape(5)
+    nested = T5.input(L0.input(v, 1.0))
+    return [T.input(v), L.input(v, 0.0), c, nested]
+
+
+@given(value, other)
+def test_comparisons_are_python_comparisons_of_the_values(v, x):
+    """Every comparison of a dual with a float, an int (exact even past 2**53, as Python
+    compares a float with an int), a bool or a dual gives the bool Python gives for the
+    values, from either side, on both backends."""
+    for B in BACKENDS:
+        duals = _duals(B, v)
+        others = [x] + [d for d in _duals(B, float(x))] if type(x) is float else [x]
+        for d in duals:
+            for o in others:
+                ov = o.value if type(o) is B.Dual else o
+                while type(ov) is B.Dual:
+                    ov = ov.value
+                for name, op in OPS.items():
+                    got = op(d, o)
+                    assert type(got) is bool and got == op(v, ov), (B.__name__, name, v, ov)
+                    got = op(o, d)
+                    assert type(got) is bool and got == op(ov, v), (B.__name__, name, ov, v)
+
+
+@given(value)
+def test_bool_is_the_truth_of_the_value(v):
+    for B in BACKENDS:
+        for d in _duals(B, v):
+            assert bool(d) is bool(v)
+            assert (1 if d else 0) == (1 if v else 0)
+
+
+@each_backend
+def test_comparisons_with_other_number_types(B):
+    """numpy scalars and fractions compare by value (numpy's answer may be np.bool_); strings
+    and None compare unequal, and order comparisons with them raise as for floats."""
+    d = B.Tape(1).input(1.5)
+    assert (d < np.float64(2.0)) and (d > np.float32(1.0)) and (d == np.int64(1) + 0.5)
+    assert d == fractions.Fraction(3, 2) and d < fractions.Fraction(7, 4)
+    assert (d == "1.5") is False and (d != None) is True  # noqa: E711
+    with pytest.raises(TypeError):
+        d < "x"  # noqa: B015
+    with pytest.raises(TypeError):
+        None >= d  # noqa: B015
+
+
+# -- reused dual objects (core) ---------------------------------------------------------------
+
+
+def test_core_reuses_freed_duals_and_tracemalloc_still_sees_them():
+    """Freed duals are kept and handed out again, but while tracemalloc traces every dual is a
+    fresh allocation, so memory measurements count them (about 64 bytes each)."""
+    T = _core.Tape(1)
+    ds = T.inputs([0.5] * 1000)
+    addrs = {id(d) for d in ds}
+    del ds
+    again = _core.Tape(1).inputs([0.25] * 1000)
+    assert len(addrs & {id(d) for d in again}) > 900  # the same objects, reused
+    assert all(d.value == 0.25 and d.trace.level == 1 for d in again)
+    del again
+    n = 20000
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        T = _core.Tape(1)  # a trace made while tracing: no reuse
+        ds = T.inputs([0.5] * n)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown >= 48 * n, grown
+    del ds
+    _core.release_memory()
+    assert deltaad.grad(lambda xs: xs[0] * xs[1])([2.0, 3.0]) == [3.0, 2.0]
+
+
+def test_core_reused_duals_across_threads():
+    """Threads making and freeing many duals at once (so reusing each other's) all get their
+    own exact gradients."""
+    errors = []
+
+    def work(k):
+        try:
+            xs = [float(k + j) for j in range(3000)]
+            for _ in range(5):
+                g = deltaad.grad(lambda v: sum(x * x for x in v))(xs)
+                if g != [2.0 * x for x in xs]:
+                    errors.append(k)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+# -- bulk reads: all_scalars, read_outputs, read_tangents ---------------------------------------
+
+
+@given(st.lists(st.sampled_from(["f", "d", "fd", "other", "int", "closed", "nested"]),
+                max_size=8))
+def test_bulk_reads_agree(kinds):
+    """``all_scalars``, ``read_outputs`` and ``read_tangents`` give the same answers on both
+    backends, and answer None unless every leaf is a float dual of the trace asked about."""
+    res = []
+    for B in BACKENDS:
+        O = B.ForwardLevel(1)
+        T = B.Tape(2)
+        L = B.ForwardLevel(3)
+        C = B.Tape(4)
+        c = C.input(4.0)
+        C.close()
+        T5 = B.Tape(5)
+        items_t, items_l = [], []
+        for k, kind in enumerate(kinds):
+            x = 0.5 * k
+            items_t.append({"f": x, "d": T.input(x) * 2.0, "fd": T.input(x), "other": "s",
+                            "int": 3, "closed": c, "nested": T5.input(O.input(x, 1.0))}[kind])
+            items_l.append({"f": x, "d": L.input(x, 1.5) * 2.0, "fd": L.input(x, -0.0),
+                            "other": None, "int": 3, "closed": c,
+                            "nested": L.input(O.input(x, 1.0), 1.0)}[kind])
+        ro = B.read_outputs(items_t, T)
+        rt = B.read_tangents(items_l, L)
+        res.append((B.all_scalars(items_t), B.all_scalars(tuple(items_l)),
+                    None if ro is None else (type(ro[0]).__name__, list(ro[0]), ro[1]),
+                    None if rt is None else ([bits(v) for v in rt[0]], [bits(v) for v in rt[1]])))
+        floats_t = all(type(x) is B.Dual and x.trace is T and type(x.value) is float
+                       for x in items_t)
+        assert (ro is not None) is floats_t
+        if ro is not None:
+            assert list(ro[0]) == [x.id for x in items_t]
+            assert ro[1] == [x.value for x in items_t]
+    assert res[0] == res[1]
+
+
+@each_backend
+def test_read_outputs_gives_a_range_for_evenly_spaced_ids(B):
+    T = B.Tape(1)
+    xs = T.inputs([1.0, 2.0, 3.0, 4.0])
+    ys = [B.sin(x) * x for x in xs]  # ids 5, 7, 9, 11
+    ids, vals = B.read_outputs(ys, T)
+    assert type(ids) is range and list(ids) == [5, 7, 9, 11]
+    ids, _ = B.read_outputs([ys[0], ys[2], ys[1]], T)
+    assert type(ids) is list and ids == [5, 9, 7]
+    ids, _ = B.read_outputs([ys[1], ys[1]], T)  # the same output twice
+    assert type(ids) is list and ids == [7, 7]
+
+
+# -- Seeds: the seeds of Tape.eval as two sequences ------------------------------------------
+
+
+def _program(B):
+    T = B.Tape(1)
+    xs = T.inputs([0.7, -1.3, 2.1])
+    ys = [B.sin(x) * x for x in xs] + [xs[0] * xs[1], B.exp(xs[2]) + xs[0]]
+    T.close()
+    return T, xs, ys
+
+
+@given(st.lists(st.tuples(st.integers(0, 4), st.floats(-3, 3)), max_size=6))
+def test_seeds_equal_pairs(pairs):
+    res = []
+    for B in BACKENDS:
+        T, xs, ys = _program(B)
+        ids = [ys[k].id for k, _ in pairs]
+        cts = [ct for _, ct in pairs]
+        wanted = range(0, 3)
+        want = T.eval([(i, c) for i, c in zip(ids, cts)], wanted)
+        got = T.eval(B.Seeds(ids, cts), wanted)
+        assert [bits(v) for v in got] == [bits(v) for v in want]
+        assert list(B.Seeds(ids, cts)) == list(zip(ids, cts))
+        res.append([bits(v) for v in got])
+    assert res[0] == res[1]
+
+
+@each_backend
+def test_seeds_ranges_and_checks(B):
+    T, xs, ys = _program(B)
+    r = range(ys[0].id, ys[2].id + 1, 2)  # the three sin(x)*x outputs
+    assert list(r) == [y.id for y in ys[:3]]
+    want = T.eval([(i, 1.0) for i in r], range(3))
+    assert T.eval(B.Seeds(r, [1.0, 1.0, 1.0]), range(3)) == want
+    assert T.eval(B.Seeds(r[::-1], [1.0, 1.0, 1.0]), range(3)) == want
+    # other id and cotangent types take the general path and agree
+    assert T.eval(B.Seeds(tuple(r), (1.0, 1.0, 1.0)), range(3)) == want
+    assert T.eval(B.Seeds(list(r), [1, 1, 1]), range(3)) == want
+    with pytest.raises(ValueError, match="Seeds"):
+        B.Seeds([1, 2], [1.0])
+    n = T.nbindings
+    for bad in (range(0, n + 1), range(-1, 2), [0, n], [-1]):
+        with pytest.raises(IndexError, match="seed id"):
+            T.eval(B.Seeds(bad, [1.0] * len(bad)), range(3))
+
+
+# -- the Python layer: list inputs and list outputs --------------------------------------------
+
+
+def _elementwise(xs):
+    return [deltaad.sin(x) * x for x in xs]
+
+
+@given(st.lists(st.floats(-3, 3), min_size=1, max_size=12),
+       st.lists(st.floats(-2, 2), min_size=12, max_size=12))
+def test_list_output_pullback_equals_one_output_at_a_time(xs, cts):
+    """``vjp`` of a list-valued function with a list of float cotangents (one sweep, seeds in
+    bulk) equals the sum of the pullbacks of one output at a time, and the analytic answer."""
+    cts = cts[:len(xs)]
+    out, pb = deltaad.vjp(_elementwise, xs)
+    assert out == [math.sin(x) * x for x in xs]
+    (g,) = pb(cts)
+    assert type(g) is list and len(g) == len(xs)
+    for k, (x, ct) in enumerate(zip(xs, cts)):
+        one = [0.0] * len(xs)
+        one[k] = ct
+        assert bits(pb(one)[0][k]) == bits(g[k])
+        assert g[k] == pytest.approx(ct * (math.cos(x) * x + math.sin(x)), rel=1e-12, abs=1e-300)
+
+
+def test_list_outputs_of_every_kind():
+    """Outputs mixing float duals, constants, a repeated dual, a static leaf and ``None``
+    cotangents give what one output at a time gives; forward mode likewise."""
+    def f(xs):
+        y = xs[0] * xs[1]
+        return [y, 2.5, y, xs[2], "tag", deltaad.sin(xs[0])]
+
+    xs = [0.3, -1.2, 2.0]
+    out, pb = deltaad.vjp(f, xs)
+    assert out[1] == 2.5 and out[4] == "tag"
+    (g,) = pb([1.0, 7.0, 0.5, -2.0, None, 3.0])
+    assert g == pytest.approx([1.5 * -1.2 + 3.0 * math.cos(0.3), 1.5 * 0.3, -2.0])
+    (g2,) = pb([1.0, 0.0, 0.5, -2.0, None, 3.0])
+    assert g2 == g
+    p, t = deltaad.jvp(f, (xs,), ([1.0, 0.0, 1.0],))
+    assert p == out
+    assert t == [-1.2, 0.0, -1.2, 1.0, None, math.cos(0.3)]
+    assert deltaad.jvp(_elementwise, (xs,), ([1.0, 2.0, 0.0],))[1] == [
+        math.cos(x) * x * d + math.sin(x) * d for x, d in zip(xs, [1.0, 2.0, 0.0])]
+
+
+def test_list_output_holding_an_escaped_dual_is_an_error():
+    saved = []
+    deltaad.grad(lambda x: saved.append(x) or x * 2.0)(1.0)
+    with pytest.raises(deltaad.EscapedDualError):
+        deltaad.vjp(lambda xs: [xs[0] * 2.0, saved[0]], [1.0])
+    with pytest.raises(deltaad.EscapedDualError):
+        deltaad.jvp(lambda xs: [xs[0] * 2.0, saved[0]], ([1.0],), ([1.0],))
+
+
+def test_the_function_may_change_its_argument_list():
+    """The list of input duals is handed to the function itself (no copy): changing it there
+    changes nothing about which inputs the gradient is for."""
+    def f(xs):
+        y = xs[0] * xs[1] + xs[2]
+        xs[0] = 10.0
+        xs.append(xs[1])
+        del xs[1:3]
+        return y * xs[-1]
+
+    xs = [2.0, 3.0, 5.0]
+    g = deltaad.grad(f)(xs)
+    assert xs == [2.0, 3.0, 5.0]
+    assert g == [3.0 * 3.0, 2.0 * 3.0 + (2.0 * 3.0 + 5.0), 3.0]
+    _, t = deltaad.jvp(f, (xs,), ([0.0, 1.0, 0.0],))
+    assert t == g[1]
+
+
+def test_list_output_jacobian_is_diagonal():
+    """``jacrev`` and ``jacfwd`` of an elementwise map: its Jacobian is diagonal, one row per
+    input, and agrees with the pullback of ones."""
+    xs = [0.4, -1.1, 2.3, 0.0]
+    J = deltaad.jacrev(_elementwise)(xs)
+    Jf = deltaad.jacfwd(_elementwise)(xs)
+    d = [math.cos(x) * x + math.sin(x) for x in xs]
+    assert np.array_equal(J, np.diag(d)) and np.array_equal(Jf, J)
+    assert deltaad.vjp(_elementwise, xs)[1]([1.0] * 4)[0] == d
