@@ -4,6 +4,10 @@
 #                     backends + the docs site + wheel check
 #   make build        rebuild src/deltaad/_core*.so after editing cext/*.pyx / *.pxd
 #   make docs         the documentation site into site/ (mkdocs, warnings are errors)
+#   make fuzz N=5000  the differential fuzzer (tests/fuzz.py): N random programs on both
+#                     backends; each mismatch is saved as fuzz-cases/case_<seed>.py
+#   make test-asan    the core built with AddressSanitizer + UBSan (build/asan/), the suite
+#                     and a fuzz sample run on it (compiled backend only)
 #   make bench        benchmark harness, quick size, with plots (make bench-full: full size)
 #   make bench-deps   install the libraries the bench compares with (autograd, torch 2.13.0
 #                     CPU, JAX, CasADi); each is optional, a missing one is named in the report
@@ -30,7 +34,7 @@ ROOT       := $(CURDIR)
 BUILD_REQS := 'setuptools>=64' wheel 'Cython>=3.0'
 CORE_SRCS  := $(wildcard cext/*.pyx cext/*.pxd cext/*.h)
 
-.PHONY: all venv build test docs wheel-check bench bench-full bench-docs bench-deps clean distclean
+.PHONY: all venv build test fuzz test-asan docs wheel-check bench bench-full bench-docs bench-deps clean distclean
 
 all: test
 
@@ -51,6 +55,37 @@ test: build
 	DELTAAD_BACKEND=python $(PY) -m pytest -q
 	$(MAKE) --no-print-directory docs
 	$(MAKE) --no-print-directory wheel-check
+
+N     ?= 2000
+START ?= 0
+fuzz: build
+	$(PY) tests/fuzz.py --n $(N) --start $(START) --out fuzz-cases
+
+# The sanitizer build: the same core with -fsanitize=address,undefined (any UB report is fatal),
+# in a copy of the package under build/asan/src (the normal build in src/ is left alone); the
+# interpreter loads the sanitizer runtimes first (LD_PRELOAD) and allocates with malloc, so
+# that ASan sees every Python object the core touches. Leak detection is off: CPython itself
+# keeps memory until exit (deltaad's own leaks are tests/test_memory.py's).
+ASAN_DIR   := build/asan
+ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1 -g
+ASAN_ENV    = LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+              ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_init_order=1 \
+              UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 PYTHONMALLOC=malloc \
+              PYTHONPATH=$(ROOT)/$(ASAN_DIR)/src DELTAAD_BACKEND=c
+ASAN_FUZZ  ?= 300
+
+test-asan: build
+	rm -rf $(ASAN_DIR)
+	CFLAGS="$(ASAN_FLAGS)" LDFLAGS="$(ASAN_FLAGS)" DELTAAD_REQUIRE_CORE=1 \
+	  $(PY) setup.py -q build_ext --force --build-lib $(ASAN_DIR)/lib --build-temp $(ASAN_DIR)/tmp
+	mkdir -p $(ASAN_DIR)/src
+	cp -r src/deltaad $(ASAN_DIR)/src/
+	rm -f $(ASAN_DIR)/src/deltaad/_core*.so
+	cp $(ASAN_DIR)/lib/deltaad/_core*.so $(ASAN_DIR)/src/deltaad/
+	$(ASAN_ENV) $(PY) -c 'import deltaad, sys; \
+	  assert deltaad.__file__.startswith("$(ROOT)/$(ASAN_DIR)/"), deltaad.__file__; \
+	  assert deltaad.backend == "c"; print("sanitized core:", deltaad._core.__file__)'
+	$(ASAN_ENV) DELTAAD_FUZZ_PROGRAMS=$(ASAN_FUZZ) $(PY) -m pytest -q -p no:cacheprovider
 
 # The site (docs/, mkdocs.yml): the API pages come from the docstrings, the list of supported
 # functions from deltaad.support_table() (docs/hooks.py). --strict: a warning is an error.

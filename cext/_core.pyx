@@ -37,8 +37,8 @@ from operator import index as _index
 
 from deltaad import _rules
 from deltaad import elementwise as _table
-from deltaad._errors import (escaped_error, kept_intermediate_error, no_float_error,
-                            step_reads_error)
+from deltaad._errors import (DUAL_NEW, escaped_error, kept_intermediate_error, no_float_error,
+                             step_reads_error)
 
 cdef double INF = _math.inf
 cdef double NAN = _math.nan
@@ -193,6 +193,17 @@ cdef class Trace:
     def close(self):
         """End recording: duals of this trace may no longer enter arithmetic."""
         self.closed = True
+
+    def run(self, fn, *args):
+        """``fn(*args)`` with this trace open; it is closed when ``fn`` returns or raises.
+
+        Opening, the call and closing are one C function: no bytecode runs between them, so
+        an asynchronous exception (``KeyboardInterrupt``, a tracer's) cannot skip the close."""
+        self.closed = False
+        try:
+            return fn(*args)
+        finally:
+            self.closed = True
 
 
 ctypedef struct Binding:
@@ -1605,6 +1616,12 @@ cdef class Dual:
         return self
 
     def __abs__(self):
+        if (self.ov is not None and type(strip(self.ov)) is not float
+                and (_recorder is None or type(strip(self.ov)) is not _recorder)):  # a numpy scalar
+            if self.tr.closed:
+                raise escaped_error(self.tr.level)
+            y, c = _rules.numpy_abs(self.ov, strip(self.ov))
+            return _emit1(self.tr, y, <Dual>self, c)
         return _unary(self, U_ABSOLUTE)
 
     # -- comparisons: on values, returning bool; nothing is recorded --
@@ -1731,7 +1748,7 @@ def _fmod_partials(a, b):
 
 
 cdef inline void _set_value(Dual r, object value) except *:
-    if isinstance(value, float):
+    if type(value) is float:  # a numpy scalar (np.float64 too) keeps its type: see _numpy_binop
         r.v = PyFloat_AS_DOUBLE(value)
         if r.ov is not None:
             r.ov = None
@@ -1883,6 +1900,8 @@ cdef inline object _tmul(object c, object t):
 
 cdef Dual _emit1(Trace tr, object value, Dual a, object ca):
     """General twin of ``_fast1``: value and coefficient may be outer duals."""
+    if type(ca) is not float and isinstance(ca, float):
+        ca = float(ca)  # np.float64: swept as a float (_rules.as_float_coef)
     cdef Dual r = _new_dual(value, tr, -1)
     cdef Py_ssize_t i
     if tr.is_forward:
@@ -1899,6 +1918,10 @@ cdef Dual _emit1(Trace tr, object value, Dual a, object ca):
 
 cdef Dual _emit2(Trace tr, object value, Dual a, object ca, Dual b, object cb):
     """General twin of ``_fast2``."""
+    if type(ca) is not float and isinstance(ca, float):
+        ca = float(ca)
+    if type(cb) is not float and isinstance(cb, float):
+        cb = float(cb)
     cdef Dual r = _new_dual(value, tr, -1)
     cdef Py_ssize_t i
     if tr.is_forward:
@@ -1961,8 +1984,10 @@ cdef object _const(object x):
     tx = type(x)
     if tx is float or tx is Dual or (tx is _recorder and _recorder is not None):
         return x
-    if tx is int or tx is bool or isinstance(x, _numbers.Real):
+    if tx is int or tx is bool:
         return float(x)
+    if isinstance(x, _numbers.Real):
+        return _rules.numpy_const(x)
     return None
 
 
@@ -2164,6 +2189,10 @@ cdef object _binop(object a, object b, int op):
         a_on = False
         b_on = True
         vb = (<Dual>b).value
+    if ((type(va) is not float or type(vb) is not float)
+            and type(va) is not Dual and type(vb) is not Dual
+            and (_recorder is None or (type(va) is not _recorder and type(vb) is not _recorder))):
+        return _numpy_binop(t, op, a, a_on, va, b, b_on, vb)
     if op == OP_ADD:
         return _finish(t, va + vb, a, a_on, 1.0, b, b_on, 1.0)
     if op == OP_SUB:
@@ -2171,6 +2200,8 @@ cdef object _binop(object a, object b, int op):
     if op == OP_MUL:
         return _finish(t, va * vb, a, a_on, vb, b, b_on, va)
     if op == OP_DIV:
+        if type(vb) is float and type(va) is Dual and _numpy_under(va):
+            vb = _rules.numpy_weak(vb, strip(va))  # nested, a numpy scalar below: numpy's division
         v = va / vb
         ca = 1.0 / vb if a_on else 0.0
         cb = -v / vb if b_on else 0.0
@@ -2197,6 +2228,44 @@ cdef object _binop(object a, object b, int op):
             cb = log(va) * v if sa > 0.0 else (0.0 if sa == 0.0 else NAN)
         else:
             cb = 0.0
+    return _finish(t, v, a, a_on, ca, b, b_on, cb)
+
+
+cdef inline bint _numpy_under(object x):
+    """True when the plain value under the dual ``x`` is a numpy scalar."""
+    while type(x) is Dual:
+        if (<Dual>x).ov is None:
+            return False
+        x = (<Dual>x).ov
+    return type(x) is not float
+
+
+cdef object _numpy_binop(Trace t, int op, object a, bint a_on, object va, object b, bint b_on,
+                         object vb):
+    """A binary operator on plain values one of which is a numpy scalar: numpy's value (computed
+    here, so that numpy's warnings name the user's line), the float's partials
+    (``_rules.numpy_partials``, which ``_pure`` calls too)."""
+    if op == OP_ADD:
+        v = va + vb
+        name = "add"
+    elif op == OP_SUB:
+        v = va - vb
+        name = "sub"
+    elif op == OP_MUL:
+        v = va * vb
+        name = "mul"
+    elif op == OP_DIV:
+        v = va / vb
+        name = "div"
+    elif op == OP_FLOORDIV:
+        return va // vb  # piecewise constant: a constant
+    elif op == OP_MOD:
+        v = va % vb
+        name = "mod"
+    else:
+        v = va ** vb
+        name = "pow"
+    ca, cb = _rules.numpy_partials(name, va, vb)
     return _finish(t, v, a, a_on, ca, b, b_on, cb)
 
 
@@ -2371,7 +2440,7 @@ def sigmoid(x): return _unary(x, U_SIGMOID)
 def softplus(x): return _unary(x, U_SOFTPLUS)
 
 
-def lift1(name, f, derivative, ns=None):
+def lift1(name, f, derivative, ns=None, plain=None):
     """The scalar function of a unary table entry, as ``_pure.lift1``: ``f`` on floats; on a
     dual, one binding with coefficient ``derivative(ns, x, y)`` (``ns`` defaults to ``NS``)."""
     if ns is None:
@@ -2388,6 +2457,14 @@ def lift1(name, f, derivative, ns=None):
             v = (<Dual>x).value
             if type(v) is float:
                 y = f(v)
+            elif type(v) is not Dual and (_recorder is None or type(v) is not _recorder):
+                # a numpy scalar: the value is the plain program's (``plain``, numpy's function
+                # on it, in its type), the derivative the float's
+                if plain is not None:
+                    yp = plain(v)
+                    return _emit1(t, yp, <Dual>x, derivative(ns, float(v), float(yp)))
+                v = float(v)
+                y = f(v)
             else:
                 y = fn(v)
             return _emit1(t, y, <Dual>x, derivative(ns, v, y))
@@ -2401,7 +2478,7 @@ def lift1(name, f, derivative, ns=None):
     return fn
 
 
-def lift2(name, f, partials, ns=None):
+def lift2(name, f, partials, ns=None, plain=None):
     """The scalar function of a binary table entry: ``f`` on floats, ``partials(NS, a, b, y)
     -> (da, db)`` on duals (``ns`` defaults to ``NS``)."""
     if ns is None:
@@ -2419,6 +2496,16 @@ def lift2(name, f, partials, ns=None):
             return _fallback(name, a, b)
         t, a_on, b_on, va, vb = s
         if type(va) is float and type(vb) is float:
+            y = f(va, vb)
+        elif (type(va) is not Dual and type(vb) is not Dual
+              and (_recorder is None or (type(va) is not _recorder and type(vb) is not _recorder))):
+            # a numpy scalar: as in lift1
+            if plain is not None:
+                yp = plain(va, vb)
+                da, db = partials(ns, float(va), float(vb), float(yp))
+                return _finish(<Trace>t, yp, a, a_on, da, b, b_on, db)
+            va = float(va)
+            vb = float(vb)
             y = f(va, vb)
         else:
             y = fn(va, vb)
@@ -2550,8 +2637,7 @@ _methods["imag"] = property(_imag_part)
 
 
 def _dual_new(*args, **kwargs):
-    raise TypeError("deltaad.Dual.__new__ would make a dual without a trace: create duals with "
-                    "Dual(value, trace, id, tangent), Tape.input or ForwardLevel.input")
+    raise TypeError(DUAL_NEW)
 
 
 # ``Dual.__new__(Dual)`` from Python would give a dual whose trace is None, which the hot path
@@ -2718,3 +2804,16 @@ cdef class Plan:
 def plan(n, c, frees=True):
     """``deltaad.schedules.plan`` in C (the same actions)."""
     return Plan(n, c, frees)
+
+
+# Python writes the name of a type into its own error messages ("unsupported operand type(s)
+# for @: 'Dual' and 'float'") from its C-level tp_name, which for a Cython class carries the
+# module: 'deltaad._core.Dual'. The pure twin's classes are named 'Dual', 'Tape', ...: name
+# these the same, so that both backends say the same thing. (A static type's ``__module__``
+# is read from that name, so it becomes 'builtins'; nothing here relies on it.)
+(<PyTypeObject*>Trace).tp_name = "Trace"
+(<PyTypeObject*>Tape).tp_name = "Tape"
+(<PyTypeObject*>ForwardLevel).tp_name = "ForwardLevel"
+(<PyTypeObject*>Dual).tp_name = "Dual"
+for _t in (Trace, Tape, ForwardLevel, Dual):
+    PyType_Modified(<PyTypeObject*>_t)

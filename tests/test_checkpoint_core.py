@@ -87,7 +87,7 @@ def test_region_parents_and_truncate(seed, n_in, n_ops, data):
                 expect.add(p)
     assert t.region_parents(m) == sorted(expect)
     before = [t.binding(i) for i in range(m)]
-    t.closed = False
+    _reopen(t)
     t.truncate(m)
     t.closed = True
     assert t.nbindings == m and t.nbytes == 24 * m
@@ -96,7 +96,7 @@ def test_region_parents_and_truncate(seed, n_in, n_ops, data):
         t.binding(m)
     assert t.region_parents(m) == []
     # the tape records on after a truncation
-    t.closed = False
+    _reopen(t)
     z = t.input(1.0)
     t.closed = True
     assert z.id == m and t.nbindings == m + 1
@@ -237,6 +237,14 @@ def test_n_ary_primitives_sweep_over_floats():
 _pure = pytest.importorskip("deltaad._pure")
 
 
+def _reopen(t):
+    """Open a closed tape again for these low-level tests (the pure twin's flag is a list)."""
+    if type(t.closed) is list:
+        t.closed.clear()
+    else:
+        t.closed = False
+
+
 @scaled(0.5)
 @given(st.integers(0, 10 ** 6), st.integers(1, 4), st.integers(1, 30))
 def test_both_backends_same_bits_with_nodes_and_linear(seed, n_in, n_ops):
@@ -251,7 +259,7 @@ def test_both_backends_same_bits_with_nodes_and_linear(seed, n_in, n_ops):
             n = t.nbindings
             m = rng.randrange(n_in, n + 1)
             parents = t.region_parents(m)
-            t.closed = False
+            _reopen(t)
             t.truncate(m)
             log = []
             x, w = xs[0], xs[-1]

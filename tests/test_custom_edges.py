@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import deltaad as d
-from helpers import fd
+from helpers import bits, fd
 from numpy_checks import check_first_order, check_second_order
 
 X3 = np.array([0.1, 0.2, 0.3])
@@ -539,3 +539,22 @@ def test_primitive_partials_must_have_one_entry_per_output():
                 lambda: d.jvp(lambda x: q(x, 2.0)[0], (X3,), (np.ones(3),))):
         with pytest.raises(TypeError, match="partial derivative 0 must return a tuple of 2"):
             run()
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_a_bwd_that_gives_a_nonfinite_constant_gives_it_in_forward_mode_too(bad):
+    """Forward mode transposes bwd; a nan or inf cotangent that does not depend on the output
+    cotangent would vanish in the transpose: it is kept, so jacfwd says what grad says (and
+    only for the argument it concerns)."""
+
+    @d.custom_vjp
+    def f(x, y):
+        return x * 2.0 + y
+
+    f.defvjp(lambda x, y: (f(x, y), None), lambda r, g: (bad, g * 3.0))
+    rev = d.jacrev(f, (0, 1))(1.0, 2.0)
+    fwd = d.jacfwd(f, (0, 1))(1.0, 2.0)
+    assert bits(rev[0]) == bits(fwd[0]) == bits(bad)
+    assert rev[1] == fwd[1] == 3.0
+    assert bits(d.jvp(f, (1.0, 2.0), (1.0, 0.0))[1]) == bits(bad)
+    assert d.jvp(f, (1.0, 2.0), (0.0, 1.0))[1] == 3.0

@@ -2,6 +2,7 @@
 threads, comparisons and the branch-taken semantics, backend selection, tape lifetime."""
 
 import gc
+import json
 import math
 import os
 import subprocess
@@ -242,9 +243,16 @@ def test_bad_argnums(argnums):
         assert "1 positional argument" in str(ei.value)
 
 
-def test_bad_argnums_type():
-    with pytest.raises(ValueError, match="argnums"):
-        grad(lambda x: x, argnums="0")(1.0)
+@pytest.mark.parametrize("argnums", [1.0, "0", None, (0, None), [0.5]])
+def test_bad_argnums_type(argnums):
+    """Not an integer: a TypeError saying what argnums must be (not "out of range")."""
+    for transform in (grad, deltaad.jacrev, deltaad.jacfwd, deltaad.hessian, deltaad.value_and_grad):
+        with pytest.raises(TypeError, match="argnums must be an int or a tuple of ints") as ei:
+            transform(lambda x, y=0: x, argnums=argnums)(1.0)
+        assert "positional argument" not in str(ei.value) and repr(argnums) in str(ei.value)
+
+
+def test_bad_argnums_value():
     with pytest.raises(ValueError, match="argnums"):
         deltaad.jacrev(lambda x: x, argnums=3)(1.0)
     with pytest.raises(ValueError, match="argnums"):
@@ -477,3 +485,62 @@ def test_tape_freed_after_grad():
     assert deltaad.jvp(f, (2.0,), (1.0,)) == (4.0, 4.0)
     gc.collect()
     assert refs[1]() is None
+
+
+# --------------------------------------------------------------------------------------------
+# Both backends say the same thing
+
+
+def _error_texts(backend):
+    env = dict(os.environ, DELTAAD_BACKEND=backend)
+    env["PYTHONPATH"] = _src_dir() + os.pathsep + env.get("PYTHONPATH", "")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "error_paths.py")
+    r = subprocess.run([sys.executable, script], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_error_texts_identical_across_backends():
+    """Every error path of tests/error_paths.py (the dual's arithmetic and Python's own
+    messages about it, escaped duals, duals made by hand, domains, the transformations,
+    custom rules, numpy) raises the same exception with the same text on both backends."""
+    pytest.importorskip("deltaad._core")
+    if deltaad.backend != "c":
+        pytest.skip("both backends are compared once, in the compiled core's run")
+    c = _error_texts("c")
+    p = _error_texts("python")
+    assert c.keys() == p.keys()
+    differ = {k: (c[k], p[k]) for k in c if c[k] != p[k]}
+    assert not differ, differ
+    assert sum(v.startswith("returned") for v in c.values()) <= 1  # each case raises
+    assert not any("_core" in v or "_pure" in v for v in c.values())
+
+
+def test_custom_vjp_wrong_fwd_output_blames_fwd():
+    @deltaad.custom_vjp
+    def f(x):
+        return x * 2.0
+
+    f.defvjp(lambda x: (np.zeros(2) + np.sum(x), None), lambda r, g: (g * 2.0,))
+    for run in (lambda: grad(lambda x: np.sum(f(x)))(np.ones(3)),
+                lambda: deltaad.jacfwd(f)(np.ones(3))):
+        with pytest.raises(ValueError, match=r"fwd of f returned an output of shape \(2,\), "
+                                             r"but f returns shape \(3,\)"):
+            run()
+
+    @deltaad.custom_vjp
+    def g(x):
+        return x * 2.0
+
+    g.defvjp(lambda x: ((g(x), x), None), lambda r, ct: (ct,))
+    with pytest.raises(TypeError, match="fwd of g returned an output with the structure"):
+        grad(lambda x: g(x)[0])(1.0)
+
+    @deltaad.custom_vjp
+    def h(x):
+        return x * 2.0
+
+    h.defvjp(lambda x: (h(x), None), lambda r, ct: (np.ones(2) * ct,))  # bwd's own mistake
+    with pytest.raises(ValueError, match="bwd of h returned a cotangent of shape"):
+        grad(h)(1.0)

@@ -288,9 +288,9 @@ def test_bool_argnums_raise(argnums):
 
 
 def test_argnums_non_integer_raise():
-    with pytest.raises(ValueError, match="argnums"):
+    with pytest.raises(TypeError, match="argnums"):
         grad(lambda x, y: x * y, argnums=1.0)(2.0, 3.0)
-    with pytest.raises(ValueError, match="argnums"):
+    with pytest.raises(TypeError, match="argnums"):
         grad(lambda x, y: x * y, argnums=(0, None))(2.0, 3.0)
 
 

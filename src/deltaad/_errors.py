@@ -28,6 +28,12 @@ ESCAPED = (
 )
 
 
+DUAL_NEW = (
+    "deltaad.Dual.__new__ would make a dual without a trace: create duals with "
+    "Dual(value, trace, id, tangent), Tape.input or ForwardLevel.input"
+)
+
+
 def escaped_error(level):
     return EscapedDualError(ESCAPED.format(level=level))
 

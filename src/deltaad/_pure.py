@@ -25,7 +25,7 @@ from operator import index as _index
 
 from . import _rules
 from . import elementwise as _table
-from ._errors import (escaped_error, kept_intermediate_error as _kept_intermediate_error,
+from ._errors import (DUAL_NEW, escaped_error, kept_intermediate_error as _kept_intermediate_error,
                       no_float_error, step_reads_error as _step_reads_error)
 
 _INF = math.inf
@@ -133,18 +133,49 @@ def read_tangents(leaves, level):
 
 
 class Trace:
-    """One differentiation in progress; ``level`` orders nested traces (higher = inner)."""
+    """One differentiation in progress; ``level`` orders nested traces (higher = inner).
+
+    ``closed`` is a list, empty while the trace is open and ``[True]`` once it has closed (a
+    list is as quick to test as a bool, and ``run`` needs one: see there)."""
 
     __slots__ = ("level", "closed", "__weakref__")
     is_forward = False
 
     def __init__(self, level):
         self.level = level
-        self.closed = False
+        self.closed = []
 
     def close(self):
         """End recording: duals of this trace may no longer enter arithmetic."""
-        self.closed = True
+        if not self.closed:
+            self.closed.append(True)
+
+    def __reduce__(self):
+        raise TypeError("cannot pickle '%s' object" % type(self).__name__)
+
+    def run(self, fn, *args):
+        """``fn(*args)`` with this trace open; it is closed when ``fn`` returns or raises.
+
+        Closing must not be Python code: an asynchronous exception (``KeyboardInterrupt``, or
+        one a tracer raises) arrives between any two bytecodes and would skip it. The compiled
+        core closes in C; here ``list.sort`` does it. While sorting, CPython empties the list
+        and calls the key function on each item, and afterwards puts the items back -- in C,
+        whether the key function returned or raised. So ``closed``, ``[True]`` before, reads
+        empty (open) exactly while ``fn`` runs as the key function of its one item."""
+        closed = self.closed
+        if not closed:
+            closed.append(True)
+        out = []
+
+        def key(_):
+            out.append(fn(*args))
+
+        try:
+            closed.sort(key=key)
+        except ValueError:  # "list modified during sort": fn called close(); closed anyway
+            if not out:
+                raise
+        return out[0]
 
 
 class Tape(Trace):
@@ -218,9 +249,11 @@ class Tape(Trace):
         r.id = i = self._n
         self._n = i + 1
         r.tangent = None
-        self._b += (a.id, ca, -1, 0.0)
         if type(ca) is not float:
-            self._general = True
+            ca = _as_float_coef(ca)
+            if type(ca) is not float:
+                self._general = True
+        self._b += (a.id, ca, -1, 0.0)
         return r
 
     def _emit2(self, value, a, ca, x, cx):
@@ -230,9 +263,12 @@ class Tape(Trace):
         r.id = i = self._n
         self._n = i + 1
         r.tangent = None
-        self._b += (a.id, ca, x.id, cx)
         if type(ca) is not float or type(cx) is not float:
-            self._general = True
+            ca = _as_float_coef(ca)
+            cx = _as_float_coef(cx)
+            if type(ca) is not float or type(cx) is not float:
+                self._general = True
+        self._b += (a.id, ca, x.id, cx)
         return r
 
     def push_linear(self, parents, rule):
@@ -446,12 +482,13 @@ class Tape(Trace):
                         adj[k] += c2 * a
             return [adj[w] for w in wanted]
         nodes = self._nodes
-        if nodes:
-            if self._busy:
-                raise RuntimeError(_BUSY)
-            self._busy = True
+        if nodes and self._busy:
+            raise RuntimeError(_BUSY)
+        # made before the try, so that an interrupt anywhere inside finds it in the finally
+        sw = Sweep(self, float_seeds and not self._general)
         try:
-            sw = Sweep(self, float_seeds and not self._general)
+            if nodes:
+                self._busy = True
             sw.base = sw.keep = set(wanted)
             if sw.floats:
                 adj = sw.adj = [0.0] * n
@@ -929,7 +966,7 @@ class ForwardLevel(Trace):
         r.value = value
         r.trace = self
         r.id = -1
-        r.tangent = _tmul(ca, a.tangent)
+        r.tangent = _tmul(_as_float_coef(ca), a.tangent)
         return r
 
     def _emit2(self, value, a, ca, b, cb):
@@ -937,7 +974,7 @@ class ForwardLevel(Trace):
         r.value = value
         r.trace = self
         r.id = -1
-        r.tangent = _tmul(ca, a.tangent) + _tmul(cb, b.tangent)
+        r.tangent = _tmul(_as_float_coef(ca), a.tangent) + _tmul(_as_float_coef(cb), b.tangent)
         return r
 
     def emit(self, value, operands, coefs):
@@ -960,13 +997,29 @@ class ForwardLevel(Trace):
 
 
 def _const(x):
-    """``x`` as a constant operand: a float, a lower-level dual, or None if not a real number."""
+    """``x`` as a constant operand: a float, a lower-level dual, a numpy scalar (its arithmetic
+    is numpy's), or None if not a real number."""
     tx = type(x)
     if tx is float or tx is Dual or (tx is _recorder and _recorder is not None):
         return x
-    if tx is int or tx is bool or isinstance(x, numbers.Real):
+    if tx is int or tx is bool:
         return float(x)
+    if isinstance(x, numbers.Real):
+        return _rules.numpy_const(x)
     return None
+
+
+def _numpy_kind(va, vb):
+    """True when the plain operands ``va``, ``vb`` of an operator (floats, numpy scalars or
+    outer duals) include a numpy scalar and no dual: ``_rules.numpy_op`` computes it."""
+    return ((type(va) is not float or type(vb) is not float)
+            and type(va) is not Dual and type(vb) is not Dual
+            and (_recorder is None or (type(va) is not _recorder and type(vb) is not _recorder)))
+
+
+def _numpy_binop(op, t, a, a_on, v, va, b, b_on, vb):
+    ca, cb = _rules.numpy_partials(op, va, vb)
+    return _finish(t, v, a, a_on, ca, b, b_on, cb)
 
 
 def _split(a, b):
@@ -1032,6 +1085,8 @@ def _add(a, b):
     if s is None:
         return _nonreal(a, b, "add")
     t, a_on, b_on, va, vb = s
+    if _numpy_kind(va, vb):
+        return _numpy_binop("add", t, a, a_on, va + vb, va, b, b_on, vb)
     return _finish(t, va + vb, a, a_on, 1.0, b, b_on, 1.0)
 
 
@@ -1040,6 +1095,8 @@ def _sub(a, b):
     if s is None:
         return _nonreal(a, b, "sub")
     t, a_on, b_on, va, vb = s
+    if _numpy_kind(va, vb):
+        return _numpy_binop("sub", t, a, a_on, va - vb, va, b, b_on, vb)
     return _finish(t, va - vb, a, a_on, 1.0, b, b_on, -1.0)
 
 
@@ -1048,6 +1105,8 @@ def _mul(a, b):
     if s is None:
         return _nonreal(a, b, "mul")
     t, a_on, b_on, va, vb = s
+    if _numpy_kind(va, vb):
+        return _numpy_binop("mul", t, a, a_on, va * vb, va, b, b_on, vb)
     return _finish(t, va * vb, a, a_on, vb, b, b_on, va)
 
 
@@ -1056,6 +1115,10 @@ def _truediv(a, b):
     if s is None:
         return _nonreal(a, b, "truediv")
     t, a_on, b_on, va, vb = s
+    if _numpy_kind(va, vb):
+        return _numpy_binop("div", t, a, a_on, va / vb, va, b, b_on, vb)
+    if type(vb) is float and type(va) is Dual and type(strip(va)) is not float:
+        vb = _rules.numpy_weak(vb, strip(va))  # nested, a numpy scalar below: numpy's division
     v = va / vb  # raises ZeroDivisionError like floats do
     ca = 1.0 / vb if a_on else 0.0
     cb = -v / vb if b_on else 0.0
@@ -1076,6 +1139,8 @@ def _mod(a, b):
     if s is None:
         return _nonreal(a, b, "mod")
     t, a_on, b_on, va, vb = s
+    if _numpy_kind(va, vb):
+        return _numpy_binop("mod", t, a, a_on, va % vb, va, b, b_on, vb)
     v = va % vb
     # a % b == a - b * floor(a / b): d/da = 1, d/db = -floor(a / b) (0 across the jumps).
     cb = -(strip(va) // strip(vb)) if b_on else 0.0
@@ -1083,6 +1148,7 @@ def _mod(a, b):
 
 
 _float_pow = _rules.float_pow
+_as_float_coef = _rules.as_float_coef
 
 
 def _pow(a, b):
@@ -1090,6 +1156,8 @@ def _pow(a, b):
     if s is None:
         return _nonreal(a, b, "pow")
     t, a_on, b_on, va, vb = s
+    if _numpy_kind(va, vb):
+        return _numpy_binop("pow", t, a, a_on, va ** vb, va, b, b_on, vb)
     if type(va) is float and type(vb) is float:
         v = _float_pow(va, vb)
         ca = _pow_da(va, vb) if a_on else 0.0
@@ -1114,6 +1182,11 @@ class Dual:
 
     __slots__ = ("value", "trace", "id", "tangent")
     __hash__ = None  # equality compares values; duals are not dictionary keys
+
+    def __new__(cls, *args, **kwargs):
+        if not args and not kwargs:  # a dual without a trace, as the core refuses it too
+            raise TypeError(DUAL_NEW)
+        return _new(cls)
 
     def __init__(self, value, trace, id, tangent):
         # A dual made by hand must name a binding its tape holds (the core's sweep writes to
@@ -1251,6 +1324,8 @@ class Dual:
             if other.trace is t and not t.closed:
                 va = self.value
                 vb = other.value
+                if (type(va) is not float or type(vb) is not float) and _numpy_kind(va, vb):
+                    return _mul(self, other)
                 r = _new(Dual)
                 r.value = va * vb
                 r.trace = t
@@ -1302,6 +1377,8 @@ class Dual:
         if type(other) is Dual:
             if other.trace is t and not t.closed:
                 vb = other.value
+                if type(vb) is not float or type(self.value) is not float:
+                    return _truediv(self, other)  # nested or numpy scalars: the general path
                 v = self.value / vb  # raises ZeroDivisionError like floats do
                 ca = 1.0 / vb
                 cb = -v / vb
@@ -1320,6 +1397,8 @@ class Dual:
                     r.tangent = _tmul(ca, self.tangent) + _tmul(cb, other.tangent)
                 return r
         elif type(other) is float and not t.closed:
+            if type(self.value) is not float:
+                return _truediv(self, other)
             v = self.value / other  # raises ZeroDivisionError like floats do
             ca = 1.0 / other
             r = _new(Dual)
@@ -1340,6 +1419,8 @@ class Dual:
         t = self.trace
         if type(other) is float and not t.closed:
             vb = self.value
+            if type(vb) is not float:
+                return _truediv(other, self)
             v = other / vb  # raises ZeroDivisionError like floats do
             cb = -v / vb
             r = _new(Dual)
@@ -1416,6 +1497,14 @@ class Dual:
         return self
 
     def __abs__(self):
+        v = self.value
+        if (type(v) is not float and type(strip(v)) is not float
+                and (_recorder is None or type(strip(v)) is not _recorder)):  # a numpy scalar
+            t = self.trace
+            if t.closed:
+                raise escaped_error(t.level)
+            y, c = _rules.numpy_abs(v, strip(v))
+            return t._emit1(y, self, c)
         return absolute(self)
 
     # -- comparisons: on values, returning bool (the branch the value takes) --
@@ -1556,7 +1645,7 @@ def _fmod_partials(a, b):
 # Elementary functions: every entry of the table (deltaad.elementwise) lifted to scalars.
 
 
-def lift1(name, f, derivative, ns=None):
+def lift1(name, f, derivative, ns=None, plain=None):
     """The scalar function of a unary table entry: ``f`` on floats; on a dual, one binding
     whose coefficient is ``derivative(ns, x, y)``, evaluated over the namespace ``ns`` (by
     default ``NS``, this module's functions), so it is itself differentiable when ``x`` is a
@@ -1574,6 +1663,14 @@ def lift1(name, f, derivative, ns=None):
                 raise escaped_error(t.level)
             v = x.value
             if type(v) is float:
+                y = f(v)
+            elif type(v) is not Dual and (_recorder is None or type(v) is not _recorder):
+                # a numpy scalar: the value is the plain program's (``plain``, numpy's function
+                # on it, in its type), the derivative the float's
+                if plain is not None:
+                    yp = plain(v)
+                    return t._emit1(yp, x, derivative(ns, float(v), float(yp)))
+                v = float(v)
                 y = f(v)
             else:
                 y = fn(v)
@@ -1610,7 +1707,7 @@ def _fallback(name, *args):
     return hook(name, *args)
 
 
-def lift2(name, f, partials, ns=None):
+def lift2(name, f, partials, ns=None, plain=None):
     """The scalar function of a binary table entry: ``f`` on floats, ``partials(NS, a, b, y)
     -> (da, db)`` on duals (``ns`` defaults to ``NS``)."""
     if ns is None:
@@ -1630,6 +1727,16 @@ def lift2(name, f, partials, ns=None):
             return _fallback(name, a, b)
         t, a_on, b_on, va, vb = s
         if type(va) is float and type(vb) is float:
+            y = f(va, vb)
+        elif (type(va) is not Dual and type(vb) is not Dual
+              and (_recorder is None or (type(va) is not _recorder and type(vb) is not _recorder))):
+            # a numpy scalar: as in lift1
+            if plain is not None:
+                yp = plain(va, vb)
+                da, db = partials(ns, float(va), float(vb), float(yp))
+                return _finish(t, yp, a, a_on, da, b, b_on, db)
+            va = float(va)
+            vb = float(vb)
             y = f(va, vb)
         else:
             y = fn(va, vb)

@@ -27,6 +27,8 @@ def namespace(strip, lift):
         """``a / b``, IEEE (inf or nan, never raising) when ``b`` is zero. Every divisor here is
         >= 0 in exact arithmetic: a -0.0 is an artefact of signed zeros (``sqrt(-0.0)``), so the
         result takes the sign of ``a`` only (``grad(sqrt)(-0.0)`` is +inf, as for ``x ** 0.5``)."""
+        if isinstance(b, np.generic):
+            b = float(b)  # a numpy scalar under a nested derivative: divided as a float
         if type(b) is float or strip(b) is b:  # a float, or a recorded number (compile)
             if b == 0.0:
                 sa = strip(a)
@@ -133,3 +135,80 @@ SCALAR_ATTRIBUTES = {
     "size": property(lambda self: 1, doc="1: a scalar, as numpy's scalars."),
     "dtype": property(_dtype, doc="float64, the dtype of the value."),
 }
+
+
+# --------------------------------------------------------------------------------------------
+# numpy scalars: their arithmetic is numpy's, their derivative a float's
+
+
+def is_numpy_scalar(x):
+    """True for a numpy scalar (``np.float64``, ``np.float32``, ``np.int64``, ...)."""
+    return type(x).__module__ == "numpy"
+
+
+def numpy_const(x):
+    """A real constant operand that is not a float or an int: a numpy scalar stays one (the
+    plain program computes with it, as numpy does), anything else becomes a float."""
+    return x if is_numpy_scalar(x) else float(x)
+
+
+def ieee_div(a, b):
+    """``a / b`` for floats as C computes it: inf or nan at ``b == 0``, never raising."""
+    if b != 0.0:
+        return a / b
+    if a == 0.0 or a != a:
+        return NAN
+    return math.copysign(INF, a) * math.copysign(1.0, b)
+
+
+def numpy_partials(op, a, b):
+    """The partial derivatives ``(da, db)`` of the binary operator ``op`` ("add", "sub", "mul",
+    "div", "mod", "pow") at plain operands ``a``, ``b``, at least one a numpy scalar.
+
+    The value is the backend's to compute, as the plain program does: numpy's arithmetic, in
+    numpy's type, with numpy's ``inf``/``nan`` and ``RuntimeWarning`` where a float would
+    raise. The partials are the float operator's at ``float(a)``, ``float(b)``, in double
+    precision and IEEE arithmetic (inf or nan, never an exception or a warning of their own):
+    a numpy scalar program differentiates as the float program would (for np.float64 these
+    are the float path's bits)."""
+    if op == "add":
+        return 1.0, 1.0
+    if op == "sub":
+        return 1.0, -1.0
+    fa = float(a)
+    fb = float(b)
+    if op == "mul":
+        return fb, fa
+    if op == "div":
+        return ieee_div(1.0, fb), -ieee_div(ieee_div(fa, fb), fb)
+    if op == "mod":  # a % b == a - b * floor(a / b)
+        return 1.0, (-(fa // fb) if fb != 0.0 else NAN)
+    # pow
+    real = not (fa < 0.0 and math.isfinite(fb) and fb != math.floor(fb))
+    if fb == 0.0 and fa == 0.0:
+        da = 0.0  # a**0 is 1 everywhere (as pow_rules' pow_da)
+    else:
+        da = fb * ieee_pow(fa, fb - 1.0) if real else NAN  # no real power: the value is nan
+    db = math.log(fa) * ieee_pow(fa, fb) if fa > 0.0 else (0.0 if fa == 0.0 else NAN)
+    return da, db
+
+
+def numpy_abs(a, plain):
+    """``(abs(a), d abs / da)`` for ``a`` whose plain value ``plain`` (under any dual levels)
+    is a numpy scalar: numpy's value, the float derivative (0 at 0, nan at nan, as the
+    table's ``absolute``)."""
+    fa = float(plain)
+    return abs(a), (1.0 if fa > 0.0 else (-1.0 if fa < 0.0 else (0.0 if fa == 0.0 else NAN)))
+
+
+def numpy_weak(c, like):
+    """The float constant ``c`` as numpy treats a Python float next to the numpy scalar
+    ``like`` (a "weak" scalar: it takes ``like``'s float type), for a division whose partials
+    are computed on duals of a numpy scalar (1 / 0 is then numpy's inf, not an exception)."""
+    return type(like)(c) if isinstance(like, np.floating) else np.float64(c)
+
+
+def as_float_coef(c):
+    """A partial derivative as the tape keeps it: a numpy float64 (a float subclass) becomes
+    the float of the same bits, so that it is swept like any float; other types stay."""
+    return float(c) if type(c) is not float and isinstance(c, float) else c

@@ -28,7 +28,7 @@ from .numpy import array as A
 from .numpy.array import ArrayDual, Dual
 from .numpy.elementwise import elementwise_primitive
 from .pytrees import tree_flatten, tree_unflatten
-from .trace import dtype_of, is_dual, leaf_kind, opened, recorders, top_trace
+from .trace import dtype_of, is_dual, leaf_kind, on_trace, recorders, top_trace, traced
 from .trace import value as strip
 
 __all__ = ["custom_vjp", "custom_jvp", "primitive"]
@@ -443,6 +443,15 @@ class custom_vjp(_CustomRule):
         who = "custom_vjp bwd of %s" % name
 
         def rule_multi(cts):
+            try:
+                return checked_bwd(cts)
+            except (TypeError, ValueError) as e:
+                # bwd got cotangents shaped like fwd's output: if that differs from f's own,
+                # the mistake is fwd's (checked here only, where running f costs nothing).
+                _blame_fwd(self.fun, new_args, out_leaves, out_def, name, e)
+                raise
+
+        def checked_bwd(cts):
             ct_leaves = [c if c is not None else _zero_like(x, k) for c, x, k in zip(cts, outs, kinds)]
             g = bwd(*nondiff_vals, residuals, tree_unflatten(out_def, ct_leaves))
             if not isinstance(g, (tuple, list)) or len(g) != len(diff_idx):
@@ -468,31 +477,78 @@ class custom_vjp(_CustomRule):
         return tree_unflatten(out_def, _record(top, ids, outs, kinds, rule_multi))
 
 
+def _blame_fwd(fun, args, out_leaves, out_def, name, err):
+    """Raise an error naming ``fwd`` if its output differs in structure or shape from what
+    ``fun`` returns on the same (plain) arguments; return if it does not."""
+    leaves, d = tree_flatten(tuple(args))
+    try:
+        ref = fun(*tree_unflatten(d, [strip(x) for x in leaves]))
+    except Exception:  # noqa: BLE001 - f fails on its own: nothing to compare with
+        return
+    ref_leaves, ref_def = tree_flatten(ref)
+    if ref_def != out_def:
+        raise TypeError(
+            "custom_vjp fwd of %s returned an output with the structure %r, but %s returns %r: "
+            "fwd must return (output, residuals) with output what %s itself returns"
+            % (name, out_def, name, ref_def, name)) from err
+    for k, (o, r) in enumerate(zip(out_leaves, ref_leaves)):
+        so, sr = np.shape(strip(o)), np.shape(strip(r))
+        if so != sr:
+            where = "" if len(out_leaves) == 1 else " (leaf %d)" % k
+            raise ValueError(
+                "custom_vjp fwd of %s returned an output of shape %s%s, but %s returns shape %s "
+                "for these arguments: fwd must return (output, residuals) with output what %s itself returns"
+                % (name, so, where, name, sr, name)) from err
+
+
+def _transpose_bwd(tp, outs, kinds, tans, rule_multi, who):
+    """``(us, s)``: fresh inputs ``us`` of ``tp`` for the output cotangents, and
+    ``s = <bwd(us), tangents>``, whose gradient is the tangent output."""
+    us = []
+    for x, k in zip(outs, kinds):
+        if k == "scalar":
+            us.append(tp.input(0.0))
+        elif k == "array":
+            us.append(A.array_input(tp, np.zeros(A.shape_of(x), dtype=dtype_of(x)), None))
+        else:
+            us.append(None)
+    cts = rule_multi(us)
+    s = None
+    lost = 0.0
+    for c, t in zip(cts, tans):
+        if c is None or t is None:
+            continue
+        if _nonzero(c):
+            # bwd(0) must be 0: transposing bwd relies on its being linear in g.
+            raise ValueError(
+                "%s is not linear in the output cotangent: it returned a nonzero cotangent "
+                "for a zero one (forward mode transposes bwd, which needs bwd(res, g) "
+                "linear in g)" % who)
+        if on_trace(c, tp) is None:
+            lost = lost + _nonfinite_part(c, t)
+        term = c * t if type(c) is Dual or type(c) is float else np.sum(c * t)
+        s = term if s is None else s + term
+    return us, (s, lost)
+
+
+def _nonfinite_part(c, t):
+    """``<c, t>`` over the entries where the tangent ``t`` is nonzero, for a cotangent ``c``
+    that does not depend on the output cotangent: nonzero only where ``c`` is nan or infinite
+    (a finite nonzero one was refused as not linear). Its gradient is lost in the transpose;
+    reverse mode gives it (``grad`` of a bwd returning nan is nan), so forward mode adds it
+    to every output tangent (0 when all is finite)."""
+    cv = np.asarray(strip(c), dtype=float)
+    tv = np.asarray(strip(t), dtype=float)
+    if np.all(np.isfinite(cv)):
+        return 0.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        return float(np.sum(np.where(tv != 0.0, cv * tv, 0.0)))
+
+
 def _forward_by_transpose(top, outs, kinds, out_def, tans, keep, rule_multi, who):
     """Forward mode from a reverse rule: the tangent ``J v`` is the gradient with respect to
     ``u`` of ``<bwd(u), v>`` (``bwd`` is linear in ``u``), taken on a small inner tape."""
-    with opened(B.Tape) as tp:
-        us = []
-        for x, k in zip(outs, kinds):
-            if k == "scalar":
-                us.append(tp.input(0.0))
-            elif k == "array":
-                us.append(A.array_input(tp, np.zeros(A.shape_of(x), dtype=dtype_of(x)), None))
-            else:
-                us.append(None)
-        cts = rule_multi(us)
-        s = None
-        for c, t in zip(cts, tans):
-            if c is None or t is None:
-                continue
-            if _nonzero(c):
-                # bwd(0) must be 0: transposing bwd relies on its being linear in g.
-                raise ValueError(
-                    "%s is not linear in the output cotangent: it returned a nonzero cotangent "
-                    "for a zero one (forward mode transposes bwd, which needs bwd(res, g) "
-                    "linear in g)" % who)
-            term = c * t if type(c) is Dual or type(c) is float else np.sum(c * t)
-            s = term if s is None else s + term
+    tp, (us, (s, lost)) = traced(B.Tape, _transpose_bwd, outs, kinds, tans, rule_multi, who)
     wanted = [u.id for u in us if u is not None]
     if s is not None and is_dual(s) and s.trace is tp:
         adj = tp.eval([(s.id, 1.0 if type(s) is Dual else np.ones(()))], wanted)
@@ -505,7 +561,10 @@ def _forward_by_transpose(top, outs, kinds, out_def, tans, keep, rule_multi, who
             result.append(x)
             continue
         t = next(it)
-        result.append(A.wrap(x, top, -1, _zero_like(x, k) if t is None else _fit(t, k, x, who, "tangent")))
+        t = _zero_like(x, k) if t is None else _fit(t, k, x, who, "tangent")
+        if lost != 0.0:  # nan or inf (see _nonfinite_part)
+            t = t + lost
+        result.append(A.wrap(x, top, -1, t))
     return result
 
 
@@ -609,45 +668,51 @@ class custom_jvp(_CustomRule):
             raise TypeError("%s must return a pair (primal_out, tangent_out); got %s" % (who, _describe(r)))
         return r
 
+    def _transposed(self, tp, vals, on, kinds, nondiff_vals, tdef, who):
+        """The rule run with ``tp`` open, its tangents zero inputs of ``tp``: the outputs and
+        the ids on ``tp`` of the tangent outputs (the seeds of ``_reverse``'s sweep)."""
+        tans = []
+        for v, o, k in zip(vals, on, kinds):
+            if not o:
+                tans.append(_zero_like(v, k))
+            elif k == "scalar":
+                tans.append(tp.input(0.0))
+            else:
+                tans.append(A.array_input(tp, np.zeros(A.shape_of(v), dtype=dtype_of(v)), None))
+        pout, tout = self._run(nondiff_vals, tdef, vals, tans, who)
+        p_leaves, p_def = tree_flatten(pout)
+        t_leaves = _leaves_like(tout, p_def, who + " (tangent output)")
+        out_kinds = []
+        outs = []
+        seeds_of = []
+        for p, t in zip(p_leaves, t_leaves):
+            if is_dual(p) and p.trace is tp:
+                raise TypeError("%s: the primal output depends on the tangents" % who)
+            k = leaf_kind(p)
+            out_kinds.append(k)
+            if k is None:
+                outs.append(p)
+                seeds_of.append(None)
+                continue
+            p = _norm_value(p, k)
+            outs.append(p)
+            # While tp is open: fitting a tangent may record on it (a 0-d array <-> scalar).
+            t = _fit(t, k, p, who, "tangent")
+            if t is not None and _nonzero(t):
+                raise ValueError(
+                    "%s is not linear in the tangents: it returned a nonzero tangent output "
+                    "for zero input tangents (reverse mode transposes the rule, which needs "
+                    "the tangent output linear in the tangents)" % who)
+            seeds_of.append(t.id if is_dual(t) and t.trace is tp else None)
+        return tans, p_leaves, p_def, t_leaves, out_kinds, outs, seeds_of
+
     def _reverse(self, top, leaves, on, vals, kinds, nondiff_vals, tdef, who, name):
         """Reverse mode by transposing the rule: it runs once with its tangents being zero
         inputs of a fresh tape ``tp``; the binding's linear map is ``tp``'s backward sweep from
         the tangent outputs. The tangent outputs are checked as in forward mode (structure,
         shape, dtype) and must be linear in the tangents: zero for zero tangents."""
-        with opened(B.Tape) as tp:
-            tans = []
-            for v, o, k in zip(vals, on, kinds):
-                if not o:
-                    tans.append(_zero_like(v, k))
-                elif k == "scalar":
-                    tans.append(tp.input(0.0))
-                else:
-                    tans.append(A.array_input(tp, np.zeros(A.shape_of(v), dtype=dtype_of(v)), None))
-            pout, tout = self._run(nondiff_vals, tdef, vals, tans, who)
-            p_leaves, p_def = tree_flatten(pout)
-            t_leaves = _leaves_like(tout, p_def, who + " (tangent output)")
-            out_kinds = []
-            outs = []
-            seeds_of = []
-            for p, t in zip(p_leaves, t_leaves):
-                if is_dual(p) and p.trace is tp:
-                    raise TypeError("%s: the primal output depends on the tangents" % who)
-                k = leaf_kind(p)
-                out_kinds.append(k)
-                if k is None:
-                    outs.append(p)
-                    seeds_of.append(None)
-                    continue
-                p = _norm_value(p, k)
-                outs.append(p)
-                # While tp is open: fitting a tangent may record on it (a 0-d array <-> scalar).
-                t = _fit(t, k, p, who, "tangent")
-                if t is not None and _nonzero(t):
-                    raise ValueError(
-                        "%s is not linear in the tangents: it returned a nonzero tangent output "
-                        "for zero input tangents (reverse mode transposes the rule, which needs "
-                        "the tangent output linear in the tangents)" % who)
-                seeds_of.append(t.id if is_dual(t) and t.trace is tp else None)
+        tp, (tans, p_leaves, p_def, t_leaves, out_kinds, outs, seeds_of) = traced(
+            B.Tape, self._transposed, vals, on, kinds, nondiff_vals, tdef, who)
         _check_free(p_leaves, top, who, "a primal output", _JVP_FIX % name)
         _check_free(t_leaves, top, who, "a tangent output", _JVP_FIX % name)
         t_ids = [t.id for t, o in zip(tans, on) if o]

@@ -53,14 +53,60 @@ def register_recorder_type(cls, dispatch):
     return cls
 
 
+def _stack():
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    return stack
+
+
+def _settle(stack):
+    """Drop the closed traces at the top of ``stack``.
+
+    The stack heals itself: what counts is each trace's ``closed`` flag, which the backend
+    sets in one step nothing can interrupt (``Trace.run``). Pushing and popping are Python and
+    an asynchronous exception (``KeyboardInterrupt``) can skip a pop; the trace it leaves
+    behind is closed, is never reported as open, and goes at the next push or pop."""
+    while stack and stack[-1].closed:
+        stack.pop()
+
+
 def open_traces():
     """The traces open in this thread, outermost first (empty outside any differentiation)."""
-    return list(getattr(_local, "stack", ()))
+    stack = _stack()
+    _settle(stack)
+    return [t for t in stack if not t.closed]
+
+
+def traced(kind, body, *args):
+    """``trace, out = traced(kind, body, *args)``: run ``body(trace, *args)`` with a fresh
+    trace of ``kind`` (``B.Tape`` or ``B.ForwardLevel``) open above all others in this thread.
+
+    The trace is open exactly while ``body`` runs: the backend opens it, calls ``body`` and
+    closes it however the call ends, without running Python code in between (``Trace.run``),
+    so an exception that arrives anywhere -- ``KeyboardInterrupt`` at any bytecode, an
+    exception a tracer raises at any line -- never leaves it open. Its duals then raise
+    ``EscapedDualError`` as those of any finished differentiation do."""
+    trace = kind(next(_levels))
+    trace.close()  # until run opens it: an interrupt before then leaves nothing open
+    stack = _stack()
+    _settle(stack)
+    stack.append(trace)
+    try:
+        return trace, trace.run(body, trace, *args)
+    finally:
+        if stack and stack[-1] is trace:
+            stack.pop()
+        _settle(stack)
 
 
 class opened:
-    """``with opened(kind) as trace``: open a trace of ``kind`` (``B.Tape`` or
-    ``B.ForwardLevel``) above all others in this thread; it is closed on the way out."""
+    """``with opened(kind) as trace``: open a trace of ``kind`` above all others in this thread;
+    it is closed on the way out.
+
+    Prefer :func:`traced`: a ``with`` block's exit is Python code, which a ``KeyboardInterrupt``
+    arriving at the wrong bytecode (or a tracer's exception at the ``with`` line) skips,
+    leaving the trace open. Kept for code that must stay open across a ``yield``."""
 
     __slots__ = ("trace",)
 
@@ -68,15 +114,12 @@ class opened:
         self.trace = kind(next(_levels))
 
     def __enter__(self):
-        stack = getattr(_local, "stack", None)
-        if stack is None:
-            stack = _local.stack = []
-        stack.append(self.trace)
+        _stack().append(self.trace)
         return self.trace
 
     def __exit__(self, *exc):
         self.trace.close()
-        stack = _local.stack
+        stack = _stack()
         if stack and stack[-1] is self.trace:
             stack.pop()
         else:  # closed out of order (a generator kept alive); still never leak it
@@ -84,6 +127,7 @@ class opened:
                 stack.remove(self.trace)
             except ValueError:
                 pass
+        _settle(stack)
         return False
 
 
@@ -100,17 +144,25 @@ class reopened:
 
     def __enter__(self):
         t = self.trace
-        self.was = t.closed
+        c = t.closed
+        if type(c) is list:  # the pure twin's flag: a list, [True] once closed (see its run)
+            self.was = list(c)
+            c.clear()
+        else:
+            self.was = c
+            t.closed = False
         stack = getattr(_local, "stack", None)
         if stack is None:
             stack = _local.stack = []
         stack.append(t)
-        t.closed = False
         return t
 
     def __exit__(self, *exc):
         t = self.trace
-        t.closed = self.was
+        if type(t.closed) is list:
+            t.closed[:] = self.was
+        else:
+            t.closed = self.was
         stack = _local.stack
         for k in range(len(stack) - 1, -1, -1):
             if stack[k] is t:
@@ -121,8 +173,8 @@ class reopened:
 
 def innermost():
     """The trace opened last in this thread and still open, or None."""
-    stack = getattr(_local, "stack", None)
-    return stack[-1] if stack else None
+    traces = open_traces()
+    return traces[-1] if traces else None
 
 
 # --------------------------------------------------------------------------------------------

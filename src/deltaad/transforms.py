@@ -22,7 +22,7 @@ from .numpy import complex_array as _complex
 from .numpy.array import array_input, asarray
 from .pytrees import LEAF, all_floats, all_scalars, tree_flatten, tree_unflatten, unflatten_owned
 from .trace import dtype_of as _dtype_of
-from .trace import is_dual, opened
+from .trace import is_dual, traced
 from .trace import leaf_kind as _leaf_kind
 from .trace import on_trace as _on_trace
 from .trace import recorders as _recorders
@@ -35,7 +35,12 @@ Dual = B.Dual
 
 
 def _scalar_value(x):
-    return x if type(x) is float or type(x) is Dual or type(x) in _recorders else float(x)
+    """A scalar input's value: a float, a dual, a recorded number (compile), or a numpy float
+    scalar kept as it is, so that the program computes with it as numpy does
+    (``np.float64(1) / 0`` is inf, with a warning; float32 stays float32)."""
+    if type(x) is float or type(x) is Dual or type(x) in _recorders or isinstance(x, np.floating):
+        return x
+    return float(x)
 
 
 def _dualise(trace, leaves, tangents=None):
@@ -304,7 +309,12 @@ def _argnums_tuple(argnums, nargs, who):
     out = []
     for n in nums:
         i = _argnum(n, argnums, who)
-        if i is None or not -nargs <= i < nargs:
+        if i is None:
+            raise TypeError(
+                "%s: argnums=%r; argnums must be an int or a tuple of ints (argument positions, "
+                "such as 0 or (0, 1))" % (who, argnums)
+            )
+        if not -nargs <= i < nargs:
             raise ValueError(
                 "%s: argnums=%r, but the function was called with %d positional argument(s); "
                 "argnums takes integer positions below that (or a tuple of them)"
@@ -473,35 +483,46 @@ def _align_none(ct_def, out_def, ct_iter, acc=None):
     return acc
 
 
+def _run_reverse(tape, fun, args, kwargs, argnums, has_aux, who, leaves, in_def, floats):
+    """The part of ``_vjp`` that runs with ``tape`` open: the inputs' ids (a range for float
+    leaves, the common case: consecutive ids), the ids whose adjoints are wanted, the packed
+    output and the aux."""
+    if floats:
+        duals = tape.inputs(leaves)
+        first = duals[0].id
+        in_ids = wanted = range(first, first + len(duals))
+    else:
+        duals, kinds = _dualise(tape, leaves)
+        _check_has_float(kinds, who, argnums)
+        in_ids = [d.id if k is not None else None for d, k in zip(duals, kinds)]
+        wanted = [i for i in in_ids if i is not None]
+    new_args = list(args)
+    # the list of duals itself becomes the argument (the function may change it: ids were
+    # read above)
+    for n, a in zip(argnums, unflatten_owned(in_def, duals)):
+        new_args[n] = a
+    duals = None
+    out = fun(*new_args, **kwargs)
+    aux = None
+    if has_aux:
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise TypeError("%s(has_aux=True): the function must return a pair (output, aux); got %s"
+                            % (who, _describe(out)))
+        out, aux = out
+    if type(out) is not Dual:
+        out = _pack_outputs(out, tape)
+    return in_ids, wanted, out, aux
+
+
 def _vjp(fun, args, kwargs, argnums, has_aux, who):
     """Run ``fun`` on a fresh tape, differentiating the arguments in ``argnums``."""
     leaves, in_def = tree_flatten(tuple([args[n] for n in argnums]))
     floats = all_floats(leaves) and len(leaves) > 0
+    tape, (in_ids, wanted, out, aux) = traced(
+        B.Tape, _run_reverse, fun, args, kwargs, argnums, has_aux, who, leaves, in_def, floats)
     pb = _Pullback()
-    with opened(B.Tape) as tape:
-        if floats:  # float leaves, the common case: consecutive ids, read as a range
-            duals = tape.inputs(leaves)
-            first = duals[0].id
-            pb.in_ids = pb.wanted = range(first, first + len(duals))
-        else:
-            duals, kinds = _dualise(tape, leaves)
-            _check_has_float(kinds, who, argnums)
-            pb.in_ids = [d.id if k is not None else None for d, k in zip(duals, kinds)]
-            pb.wanted = [i for i in pb.in_ids if i is not None]
-        new_args = list(args)
-        # the list of duals itself becomes the argument (the function may change it: ids
-        # were read above)
-        for n, a in zip(argnums, unflatten_owned(in_def, duals)):
-            new_args[n] = a
-        duals = None
-        out = fun(*new_args, **kwargs)
-        aux = None
-        if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise TypeError("%s(has_aux=True): the function must return a pair (output, aux); got %r" % (who, type(out)))
-            out, aux = out
-        if type(out) is not Dual:
-            out = _pack_outputs(out, tape)
+    pb.in_ids = in_ids
+    pb.wanted = wanted
     pb.tape = tape
     if tape.nnodes:  # checkpoints hold duals of the tape: a cycle the core's GC cannot see
         weakref.finalize(pb, tape.release_nodes)
@@ -700,19 +721,22 @@ def jvp(fun, primals, tangents):
     t_leaves, t_def = tree_flatten(tuple(tangents))
     if t_def is not in_def and t_def != in_def:
         raise TypeError("jvp: tangents must have the structure of primals, %r; got %r" % (in_def, t_def))
-    with opened(B.ForwardLevel) as level:
-        if leaves and all_floats(leaves) and all_floats(t_leaves):  # the common case
-            duals = level.inputs(leaves, t_leaves)
-        else:
-            duals, kinds = _dualise(level, leaves, t_leaves)
-            _check_has_float(kinds, "jvp")
-        out = fun(*unflatten_owned(in_def, duals))
-        if type(out) is not Dual:
-            out = _pack_outputs(out, level)
+    level, out = traced(B.ForwardLevel, _run_forward, fun, leaves, in_def, t_leaves)
     if type(out) is Dual and out.trace is level:  # one real output, the commonest
         return out.value, out.tangent
     ps, ts, out_def = _read_forward(out, level, "jvp")
     return unflatten_owned(out_def, ps), unflatten_owned(out_def, ts)
+
+
+def _run_forward(level, fun, leaves, in_def, t_leaves):
+    """The part of ``jvp`` that runs with ``level`` open."""
+    if leaves and all_floats(leaves) and all_floats(t_leaves):  # the common case
+        duals = level.inputs(leaves, t_leaves)
+    else:
+        duals, kinds = _dualise(level, leaves, t_leaves)
+        _check_has_float(kinds, "jvp")
+    out = fun(*unflatten_owned(in_def, duals))
+    return out if type(out) is Dual else _pack_outputs(out, level)
 
 
 def _read_forward(out, level, who):
@@ -963,10 +987,13 @@ class _JacFwd(Transformed):
 def _jvp_static(f, in_leaves, in_def, t_leaves, who):
     """``jvp`` where static leaves carry ``None`` tangents (they are not dualised); the output
     as flat lists ``(primals, tangents, treedef)``."""
-    with opened(B.ForwardLevel) as level:
-        duals, kinds = _dualise(level, in_leaves, t_leaves)
-        out = _pack_outputs(f(*tree_unflatten(in_def, duals)), level)
+    level, out = traced(B.ForwardLevel, _run_static, f, in_leaves, in_def, t_leaves)
     return _read_forward(out, level, who)
+
+
+def _run_static(level, f, in_leaves, in_def, t_leaves):
+    duals, kinds = _dualise(level, in_leaves, t_leaves)
+    return _pack_outputs(f(*tree_unflatten(in_def, duals)), level)
 
 
 def hessian(fun, argnums=0, holomorphic=False):
@@ -998,12 +1025,7 @@ def make_delta(fun, *primals):
     ``deltaad.delta.eval(1.0, delta, {})`` evaluates it to ``{input id: partial derivative}``.
     """
     leaves, in_def = tree_flatten(tuple(primals))
-    with opened(B.Tape) as tape:
-        duals, kinds = _dualise(tape, leaves)
-        _check_has_float(kinds, "make_delta")
-        if any(k == "array" for k in kinds):
-            raise TypeError("make_delta shows the Delta of scalar programs; pass floats, not arrays")
-        out = _pack_outputs(fun(*tree_unflatten(in_def, duals)), tape)
+    tape, out = traced(B.Tape, _run_delta, fun, leaves, in_def)
     d = _on_trace(out, tape)
     if d is None:
         _check_constant_output(out, tape, "make_delta")
@@ -1019,3 +1041,11 @@ def make_delta(fun, *primals):
             raise TypeError("make_delta: binding %d is a linear map (an array operation); only scalar programs can be shown" % i)
         term = _delta.Let(i, _delta.term(parents, rule), term)
     return (out if d is None else d.value), term
+
+
+def _run_delta(tape, fun, leaves, in_def):
+    duals, kinds = _dualise(tape, leaves)
+    _check_has_float(kinds, "make_delta")
+    if any(k == "array" for k in kinds):
+        raise TypeError("make_delta shows the Delta of scalar programs; pass floats, not arrays")
+    return _pack_outputs(fun(*tree_unflatten(in_def, duals)), tape)

@@ -1206,6 +1206,8 @@ def _scalar(x):
     """A scalar operand of a ufunc as a float or a scalar dual; None if it is not one."""
     if type(x) is Dual or type(x) is float:
         return x
+    if isinstance(x, (np.floating, np.integer)):  # computed with as numpy does (np.float32 stays)
+        return x
     if isinstance(x, (numbers.Real, np.bool_)):  # np.bool_ is not a numbers.Real
         return float(x)
     if isinstance(x, np.ndarray) and x.shape == () and x.dtype.kind in "fiub":

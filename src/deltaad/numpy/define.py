@@ -22,16 +22,77 @@ import inspect
 import numpy as np
 
 from .._backend import B
-from ..trace import is_dual, opened
+from ..trace import is_dual, traced
 from ..trace import value as strip
 from . import registry
 from .array import (
     ArrayDual, Dual, Primitive, apply, array_input, broadcast, operand_or_raise, shape_of,
     unbroadcast,
 )
-from .registry import holds_dual, register
+from .registry import holds_dual
+from .registry import register as _register
 
 __all__ = ["defvjp", "defjvp", "defconst", "register", "Primitive", "jvp_primitive"]
+
+
+def register(*funcs, note="", numpy_value=False):
+    """Decorator: ``impl`` implements each numpy function in ``funcs`` (a ``None`` is skipped:
+    a function this numpy version lacks) on duals, with the function's own signature; its
+    derivative is that of ``impl``. ``note`` says what it chooses where the function is not
+    differentiable.
+
+    The value of a call must be numpy's, bit for bit: what the plain program computes. An
+    ``impl`` that applies one primitive computing with numpy's function itself has it. One that
+    is a composition (``norm = sqrt(sum(x * x))``) rounds differently from numpy's own
+    algorithm: declare it with ``numpy_value=True``, and the duals it returns carry the value of
+    ``func`` on the plain arguments instead (one more call of ``func``; ``impl`` runs once, and
+    its derivative is kept). tests/numpy/test_values.py checks every registered function."""
+    if not numpy_value:
+        return _register(*funcs, note=note)
+
+    def deco(impl):
+        for f in funcs:
+            if f is not None:
+                _register(f, note=note)(numpy_valued(f, impl))
+        return impl
+
+    return deco
+
+
+def numpy_valued(func, impl):
+    """``impl`` (a rule for the numpy function ``func``) with ``func``'s own value: the duals
+    ``impl`` returns are given the value of ``func`` on the plain arguments."""
+
+    def rule(*args, **kwargs):
+        out = impl(*args, **kwargs)
+        if not (is_dual(out) or isinstance(out, tuple) and any(is_dual(o) for o in out)):
+            return out
+        ref = func(*[plain(a) for a in args], **{k: plain(v) for k, v in kwargs.items()})
+        return _revalued(out, ref, func)
+
+    rule.__name__ = getattr(impl, "__name__", "rule")
+    rule.__doc__ = impl.__doc__
+    rule.numpy_valued = func
+    return rule
+
+
+def _revalued(out, ref, func):
+    """``out`` (duals, in tuples) with the plain values ``ref`` put under every level."""
+    t = type(out)
+    if t is ArrayDual or t is Dual:
+        return type(out)(_revalued(out.value, ref, func), out.trace, out.id, out.tangent)
+    if t is tuple or t is list or isinstance(out, tuple):
+        items = [_revalued(o, r, func) for o, r in zip(out, ref)]
+        return t(*items) if hasattr(out, "_fields") else t(items)
+    if t is float:
+        return float(ref)
+    if t is np.ndarray:
+        r = np.asarray(ref)
+        if r.shape != out.shape:
+            raise AssertionError("deltaad: the rule for %s gives shape %s where numpy gives %s"
+                                 % (registry.qualified_name(func), out.shape, r.shape))
+        return r
+    return out
 
 
 class _Declared:
@@ -240,14 +301,18 @@ def _inner(a, b):
     return p if type(p) is Dual or type(p) is float else np.sum(p)
 
 
+def _transposed(tp, linear, like, w):
+    """``(u, <linear(u), w>)`` for a fresh input ``u`` of ``tp`` shaped like ``like``."""
+    u = _input_like(tp, like)
+    return u, _inner(linear(u), w)
+
+
 def _transpose_jvp(jvp, v, out):
     """A vjp maker from a jvp: the cotangent ``J^T c`` is the gradient of ``<jvp(u), c>`` with
     respect to ``u``."""
 
     def vjp(ct):
-        with opened(B.Tape) as tp:
-            u = _input_like(tp, v)
-            s = _inner(jvp(u), ct)
+        tp, (u, s) = traced(B.Tape, _transposed, lambda u: jvp(u), v, ct)
         g = _gradient(tp, s, u)
         return np.zeros(shape_of(v)) if g is None else g
 
@@ -257,9 +322,7 @@ def _transpose_jvp(jvp, v, out):
 def _transpose_vjp(vjp, t, v, out):
     """A jvp from a vjp map: the tangent ``J t`` is the gradient of ``<vjp(c), t>`` with respect
     to the cotangent ``c``."""
-    with opened(B.Tape) as tp:
-        c = _input_like(tp, out)
-        s = _inner(_fit(vjp(c), shape_of(v)), t)
+    tp, (c, s) = traced(B.Tape, _transposed, lambda c: _fit(vjp(c), shape_of(v)), out, t)
     g = _gradient(tp, s, c)
     return np.zeros(shape_of(out)) if g is None else g
 

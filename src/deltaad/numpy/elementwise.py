@@ -262,13 +262,15 @@ def _scalar_fn(e, impl, array_fn):
             f = by_order.get(k)
             if f is None:
                 f = by_order[k] = B.lift1(e.name, lambda v: float(impl(k, v)),
-                                          lambda ns, v, y: e.derivative(ns, k, v, y), SCALAR_NS)
+                                          lambda ns, v, y: e.derivative(ns, k, v, y), SCALAR_NS,
+                                          lambda v: impl(k, v))
             return f(x)
 
         return fn
+    # ``impl`` itself gives the value on a numpy scalar (an np.float32 input stays float32)
     if e.arity == 1:
-        return B.lift1(e.name, lambda x: float(impl(x)), e.derivative, SCALAR_NS)
-    return B.lift2(e.name, lambda a, b: float(impl(a, b)), e.derivative, SCALAR_NS)
+        return B.lift1(e.name, lambda x: float(impl(x)), e.derivative, SCALAR_NS, impl)
+    return B.lift2(e.name, lambda a, b: float(impl(a, b)), e.derivative, SCALAR_NS, impl)
 
 
 def _late_rules(e):
@@ -597,10 +599,25 @@ def _nan_first(choose):
     return f
 
 
+def _dual_operator(name):
+    """``a <op> b`` for scalar operands at least one a dual, asking the dual: a numpy scalar
+    on the left would hand the operator back to numpy, which is how we got here."""
+    def op(a, b):
+        r = getattr(a, "__%s__" % name)(b) if type(a) is Dual else getattr(b, "__r%s__" % name)(a)
+        if r is NotImplemented:
+            raise TypeError("unsupported operand types for %s: %s and %s"
+                            % (name, type(a).__name__, type(b).__name__))
+        return r
+
+    op.__name__ = name
+    return op
+
+
 _SCALAR = {
-    np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
-    np.true_divide: operator.truediv, np.floor_divide: operator.floordiv,
-    np.remainder: operator.mod, np.power: B.power, np.float_power: B.power,
+    np.add: _dual_operator("add"), np.subtract: _dual_operator("sub"),
+    np.multiply: _dual_operator("mul"), np.true_divide: _dual_operator("truediv"),
+    np.floor_divide: _dual_operator("floordiv"), np.remainder: _dual_operator("mod"),
+    np.power: B.power, np.float_power: B.power,
     np.negative: operator.neg, np.positive: operator.pos, np.conjugate: operator.pos,
     np.maximum: _nan_first(F.fmax), np.minimum: _nan_first(F.fmin), np.fmax: F.fmax,
     np.fmin: F.fmin,

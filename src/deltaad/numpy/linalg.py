@@ -223,7 +223,7 @@ def _chol_jvp(out, vals, tans):
 CHOLESKY = Primitive("linalg.cholesky", np.linalg.cholesky, _chol_vjp, _chol_jvp)
 
 
-@register(np.linalg.cholesky)
+@register(np.linalg.cholesky, numpy_value=True)
 def cholesky(a, /, *, upper=False):
     L = apply(CHOLESKY, (as_array(a),))
     return swap(L) if upper else L
@@ -285,7 +285,7 @@ def _vector_norm(x, ord, ax, keepdims):
 
 
 @register(np.linalg.norm, note="0 at the zero vector; ord=2, -2: the cotangent is split among "
-                               "tied extreme singular values")
+                               "tied extreme singular values", numpy_value=True)
 def norm(x, ord=None, axis=None, keepdims=False):
     x = as_array(x)
     nd = ndim(x)
@@ -334,7 +334,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 if hasattr(np.linalg, "vector_norm"):
 
-    @register(np.linalg.vector_norm, note="0 at the zero vector")
+    @register(np.linalg.vector_norm, note="0 at the zero vector", numpy_value=True)
     def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
         x = as_array(x)
         if axis is None:
@@ -347,12 +347,12 @@ if hasattr(np.linalg, "vector_norm"):
             return _norm2(x, axes, keepdims)
         unsupported("linalg.vector_norm", "ord=%r with several axes" % (ord,))
 
-    @register(np.linalg.matrix_norm, note="0 at the zero matrix")
+    @register(np.linalg.matrix_norm, note="0 at the zero matrix", numpy_value=True)
     def matrix_norm(x, /, *, keepdims=False, ord="fro"):
         return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 
 
-@register(np.linalg.multi_dot)
+@register(np.linalg.multi_dot, numpy_value=True)
 def multi_dot(arrays, *, out=None):
     no_out("linalg.multi_dot", out)
     arrays = list(arrays)

@@ -75,7 +75,7 @@ def matmul(a, b):
 registry.register_ufunc(np.matmul, matmul)
 
 
-@register(np.dot)
+@register(np.dot, numpy_value=True)
 def dot(a, b, out=None):
     no_out("dot", out)
     a = operand_or_raise(a)

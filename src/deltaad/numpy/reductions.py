@@ -23,7 +23,7 @@ from .args import (
     normalize_axis_index, normalize_axis_tuple, unsupported,
 )
 from .array import Primitive, apply, broadcast, operand_or_raise, reshape, shape_of
-from .define import register
+from .define import numpy_valued, register
 from .elementwise import astype
 from .shape import diagonal, ravel, transpose
 
@@ -367,7 +367,7 @@ registry.METHODS[(np.add, "reduce")] = lambda a, axis=0, keepdims=False, initial
 registry.METHODS[(np.multiply, "reduce")] = lambda a, axis=0, keepdims=False, initial=NoValue, where=True: prod(a, axis, keepdims=keepdims, initial=initial, where=NoValue if where is True else where)
 registry.METHODS[(np.maximum, "reduce")] = lambda a, axis=0, keepdims=False, initial=NoValue, where=True: amax(a, axis, keepdims=keepdims, initial=initial, where=NoValue if where is True else where)
 registry.METHODS[(np.minimum, "reduce")] = lambda a, axis=0, keepdims=False, initial=NoValue, where=True: amin(a, axis, keepdims=keepdims, initial=initial, where=NoValue if where is True else where)
-registry.METHODS[(np.logaddexp, "reduce")] = lambda a, axis=0, keepdims=False: logsumexp(a, axis, keepdims)
+registry.METHODS[(np.logaddexp, "reduce")] = numpy_valued(np.logaddexp.reduce, lambda a, axis=0, keepdims=False: logsumexp(a, axis, keepdims))
 registry.METHODS[(np.add, "accumulate")] = lambda a, axis=0: cumsum(a, axis)
 registry.METHODS[(np.multiply, "accumulate")] = lambda a, axis=0: cumprod(a, axis)
 

@@ -1,0 +1,228 @@
+"""Numpy scalars keep numpy's semantics under differentiation: a program whose inputs or
+constants are numpy scalars computes, under ``grad``/``jvp``/``hessian``, the value the plain
+program computes -- same type, same bits, numpy's ``inf``/``nan`` (with numpy's warning) where
+a float would raise -- and its derivative is the float program's.
+
+Random programs mix operators, numpy's ufuncs and constants of every kind (int, float,
+np.float64, np.float32, np.int64), with divisions that can meet zero, powers of negative
+bases and overflowing exponentials. The compiled core and the pure twin are also driven
+directly on the operators and compared bit for bit.
+"""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import deltaad
+from deltaad import _pure
+from helpers import bits, scaled
+
+_core = pytest.importorskip("deltaad._core")
+
+CONSTS = [2, 0, 0.5, -1.25, np.float64(1.5), np.float64(0.0), np.float32(0.25), np.int64(3)]
+
+def _reflected(name, op):
+    """``op(c, a)`` for a constant ``c``; asking a dual ``a`` directly (numpy's scalar on the
+    left hands the operator to deltaad's numpy dispatch, which knows the selected backend's
+    duals only: the direct comparison of the backends below needs the dual's own method)."""
+
+    def f(a, b, c):
+        if type(a).__name__ == "Dual":
+            return getattr(a, name)(c)
+        return op(c, a)
+
+    return f
+
+
+# operators only (both backends run these through their own Dual type)
+OPERATORS = {
+    "add": lambda a, b, c: a + b,
+    "sub": lambda a, b, c: a - b,
+    "mul": lambda a, b, c: a * b,
+    "div": lambda a, b, c: a / b,
+    "div0": lambda a, b, c: a / (b - b),  # 1/0, 0/0: numpy's inf, nan
+    "mod": lambda a, b, c: a % b,
+    "pow": lambda a, b, c: a ** b,  # a negative base: numpy's nan
+    "pow_c": lambda a, b, c: a ** c,
+    "rpow_c": _reflected("__rpow__", lambda c, a: c ** a),
+    "add_c": lambda a, b, c: a + c,
+    "rsub_c": _reflected("__rsub__", lambda c, a: c - a),
+    "mul_c": lambda a, b, c: a * c,
+    "div_c": lambda a, b, c: a / c,
+    "rdiv_c": _reflected("__rtruediv__", lambda c, a: c / a),
+    "rmul_c": _reflected("__rmul__", lambda c, a: c * a),
+    "abs": lambda a, b, c: abs(a),
+    "neg": lambda a, b, c: -a,
+    "branch": lambda a, b, c: a * b if a > b else a - c,
+}
+# numpy's functions on scalars (dispatched by deltaad on duals)
+UFUNCS = {
+    "tanh": lambda a, b, c: np.tanh(a),
+    "exp": lambda a, b, c: np.exp(a * 300.0),  # overflows: numpy's inf
+    "log": lambda a, b, c: np.log(a),  # a negative argument: numpy's nan
+    "sqrt": lambda a, b, c: np.sqrt(a),
+    "sin": lambda a, b, c: np.sin(a),
+    "arctan2": lambda a, b, c: np.arctan2(a, b),
+    "hypot": lambda a, b, c: np.hypot(a, c),
+    "np_divide": lambda a, b, c: np.divide(c, a),
+    "np_power": lambda a, b, c: np.power(a, b),
+}
+ALL = dict(OPERATORS, **UFUNCS)
+
+
+@st.composite
+def programs(draw, ops):
+    n_in = draw(st.integers(1, 3))
+    steps = []
+    for k in range(draw(st.integers(1, 8))):
+        n = n_in + k
+        steps.append((draw(st.sampled_from(sorted(ops))), draw(st.integers(0, n - 1)),
+                      draw(st.integers(0, n - 1)), draw(st.sampled_from(range(len(CONSTS))))))
+    return n_in, steps
+
+
+def run(ops, prog, xs):
+    n_in, steps = prog
+    vals = list(xs)
+    for op, i, j, c in steps:
+        vals.append(ops[op](vals[i], vals[j], CONSTS[c]))
+    return vals[-1]
+
+
+scalar_types = st.sampled_from([np.float64, np.float32])
+values = st.floats(-3.0, 3.0, allow_nan=False) | st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.0])
+
+
+def _desc(x):
+    """Type and bits: what the plain program gave, or the exception it raised."""
+    return type(x).__name__, bits(x)
+
+
+def _plain_or_raise(f, *xs):
+    try:
+        return f(*xs), None
+    except (ArithmeticError, ValueError) as exc:
+        return None, type(exc)
+
+
+@scaled(1.0)
+@given(programs(ALL), scalar_types, st.lists(values, min_size=3, max_size=3))
+def test_value_is_the_plain_programs(prog, kind, raw):
+    """value_and_grad, jvp and hessian leave the plain program's value and type alone."""
+    xs = [kind(v) for v in raw[:prog[0]]]
+
+    def f(*x):
+        return run(ALL, prog, x)
+
+    argnums = tuple(range(len(xs)))
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        plain, err = _plain_or_raise(f, *xs)
+        if err is not None:
+            with pytest.raises(err):
+                deltaad.value_and_grad(f, argnums)(*xs)
+            return
+        if not isinstance(plain, np.generic):
+            return  # a branch returned a constant: nothing is differentiated
+        v, g = deltaad.value_and_grad(f, argnums)(*xs)
+        assert _desc(v) == _desc(plain)
+        pv, t = deltaad.jvp(f, tuple(xs), tuple(kind(1.0) for _ in xs))
+        assert _desc(pv) == _desc(plain)
+        hv = deltaad.jvp(lambda *x: deltaad.value_and_grad(f)(*x)[0], tuple(xs),
+                         tuple(kind(0.5) for _ in xs))[0]
+        assert _desc(hv) == _desc(plain)
+        # forward and reverse agree (the sum of the partials, to rounding; a gradient of an
+        # np.float32 input is an np.float32)
+        s = sum(float(gi) for gi in g)
+        tol = 1e-9 if kind is np.float64 else 1e-6
+        if math.isfinite(s) and math.isfinite(float(t)):
+            assert abs(s - float(t)) <= tol * (1.0 + abs(s)) * len(prog[1])
+
+
+@scaled(1.0)
+@given(programs(ALL), st.lists(st.floats(-3.0, 3.0, allow_nan=False), min_size=3, max_size=3))
+def test_derivative_is_the_float_programs(prog, raw):
+    """Where the float program runs (no ZeroDivisionError or ValueError), the np.float64
+    program's gradient is its gradient, bit for bit."""
+    xs = raw[:prog[0]]
+    argnums = tuple(range(len(xs)))
+
+    def f(*x):
+        return run(ALL, prog, x)
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            vf, gf = deltaad.value_and_grad(f, argnums)(*xs)
+        except (ArithmeticError, ValueError):
+            return
+        except TypeError:  # a branch made the output a constant
+            return
+        vn, gn = deltaad.value_and_grad(f, argnums)(*[np.float64(x) for x in xs])
+    if any(type(CONSTS[c]) is np.float32 for _op, _i, _j, c in prog[1]):
+        return  # float32 constants round differently from the float program's
+    assert bits(vn) == bits(vf)
+    assert [bits(g) for g in gn] == [bits(g) for g in gf]
+
+
+def test_the_issue_examples():
+    """Division by zero in np.float64 arithmetic: numpy's inf and warning, not an exception;
+    an np.float32 input keeps numpy's float32 arithmetic."""
+    def f(x):
+        return x / (x - np.float64(1.0))
+
+    with pytest.warns(RuntimeWarning):
+        v, g = deltaad.value_and_grad(f)(np.float64(1.0))
+    assert type(v) is np.float64 and v == math.inf and math.isnan(g)
+    v32 = deltaad.value_and_grad(lambda x: x * x + np.tanh(x))(np.float32(0.3))[0]
+    assert type(v32) is np.float32 and v32 == np.float32(0.3) * np.float32(0.3) + np.tanh(np.float32(0.3))
+    # floats stay floats: the float program raises where Python does
+    with pytest.raises(ZeroDivisionError):
+        deltaad.grad(lambda x: x / (x - 1.0))(1.0)
+
+
+# --------------------------------------------------------------------------------------------
+# The two backends, driven directly, bit for bit
+
+
+def _describe(x, B):
+    if type(x) is B.Dual:
+        t = x.trace
+        return ("dual", _describe(x.value, B), _describe(x.tangent, B) if t.is_forward else x.id)
+    return type(x).__name__, bits(x)
+
+
+def _results(B, prog, xs):
+    out = {}
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            T = B.Tape(1)
+            ds = [T.input(x) for x in xs]
+            y = run(OPERATORS, prog, ds)
+            T.close()
+            if type(y) is B.Dual:
+                out["rev"] = _describe(y.value, B), [bits(g) for g in T.eval([(y.id, 1.0)], [d.id for d in ds])]
+            else:
+                out["rev"] = _describe(y, B)
+        except Exception as exc:  # noqa: BLE001 - compared between backends
+            out["rev"] = type(exc).__name__, str(exc)
+        try:
+            L = B.ForwardLevel(1)
+            y = run(OPERATORS, prog, [L.input(x, 1.0) for x in xs])
+            L.close()
+            out["fwd"] = _describe(y, B)
+        except Exception as exc:  # noqa: BLE001
+            out["fwd"] = type(exc).__name__, str(exc)
+    return out
+
+
+@scaled(1.0)
+@given(programs(OPERATORS), scalar_types, st.lists(values, min_size=3, max_size=3))
+def test_backends_bit_for_bit(prog, kind, raw):
+    xs = [kind(v) for v in raw[:prog[0]]]
+    assert _results(_pure, prog, xs) == _results(_core, prog, xs)
