@@ -268,6 +268,17 @@ def _calls(rng):
     add(np.linalg.cond, (np.linalg.cond, [wc(3)]))
     add(np.linalg.matrix_power, (lambda a: np.linalg.matrix_power(a, 3), [u(3, 3)]),
         (lambda a: np.linalg.matrix_power(a, -2), [wc(2)]))
+    # numpy.fft (real inputs, complex outputs: their values too) and the general eigenproblem
+    for name in ("fft", "ifft", "rfft", "hfft", "ihfft", "irfft", "fftshift", "ifftshift"):
+        f = getattr(np.fft, name)
+        kw = "axes" if name.endswith("shift") else "axis"
+        add(f, (f, [u(6)]), (lambda x, f=f, kw=kw: f(x, **{kw: 0}), [u(4, 3)]))
+    for name in ("fft2", "ifft2", "fftn", "ifftn", "rfft2", "rfftn", "irfft2", "irfftn"):
+        f = getattr(np.fft, name)
+        add(f, (f, [u(3, 4)]), (lambda x, f=f: f(x, norm="ortho"), [u(2, 3, 4)]))
+    add(np.linalg.eig, (lambda a: np.linalg.eig(a)[0], [wc(3)]),
+        (lambda a: np.linalg.eig(a)[1], [u(3, 3)]))
+    add(np.linalg.eigvals, (np.linalg.eigvals, [u(3, 3)]), (np.linalg.eigvals, [wc(2, 2)]))
     # scipy.special's functions that are not ufuncs
     for name in ("logsumexp", "softmax", "log_softmax"):
         f = _scipy("scipy.special." + name)
