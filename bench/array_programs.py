@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from .programs import Program, register
+from .program import Program, register
 
 
 # --------------------------------------------------------------------------------------------
