@@ -241,3 +241,14 @@ def test_real_duals_have_the_complex_parts_floats_have():
     assert d.jvp(lambda x: x.real * x.imag, (2.0,), (1.0,)) == (0.0, 0.0)
     with pytest.raises(TypeError, match="real primal"):
         d.jvp(lambda x: x, (np.ones(2),), (np.ones(2) * 1j,))
+
+
+def test_angle_of_real_duals_is_constant():
+    # np.angle of a real dual is 0 or pi, piecewise constant: derivative 0 (it used to fail
+    # in numpy's own code on the object array); a complex argument keeps its rule
+    x = np.array([0.3, -1.2, 0.0])
+    v, g = d.value_and_grad(lambda a: np.angle(a).sum())(x)
+    assert v == np.angle(x).sum() and np.array_equal(g, np.zeros(3))
+    assert d.grad(lambda a: np.angle(a))(-0.3) == 0.0
+    g = d.grad(lambda a: np.angle(a + 1j * a * a).sum())(x[:2])
+    assert np.allclose(g, 1.0 / (1.0 + x[:2] ** 2), rtol=1e-14)  # d/da atan(a) on both sides
