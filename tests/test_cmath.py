@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import deltaad as d
@@ -54,6 +54,9 @@ def _domain(name, rng, shape):
     return z
 
 
+_CUTS = ("acos", "asin", "atanh", "acosh", "asinh", "atan", "log", "log10", "sqrt")
+
+
 @pytest.mark.parametrize("name", FUNCS)
 @given(seed=st.integers(0, 2**31 - 1))
 @scaled(0.2)
@@ -61,6 +64,8 @@ def test_derivatives_on_complex_duals(name, seed):
     rng = np.random.default_rng(seed)
     f = getattr(dcmath, name)
     z = complex(_domain(name, rng, ()))
+    # the branch cuts lie on the axes: finite differences across one are no derivative
+    assume(name not in _CUTS or (abs(z.real) > 0.05 and abs(z.imag) > 0.05))
     check(f, [z], seed)
     v, _ = d.vjp(f, z)
     want = getattr(cmath, name)(z)
