@@ -33,12 +33,11 @@ import operator
 
 import numpy as np
 
-from .._backend import B
 from .._errors import escaped_error, no_float_error
 from ..trace import dtype_of, register_dual_type
 from ..trace import value as strip
 from . import registry
-from .array import ArrayDual, Dual, apply, getitem, normalize_index, Primitive, reshape
+from .array import ArrayDual, Dual, apply, getitem, normalize_index, Primitive
 
 # --------------------------------------------------------------------------------------------
 # Packing: plain complex values <-> real arrays of pairs
@@ -661,17 +660,11 @@ CONSTANT_UFUNCS = set()
 
 
 def not_implemented(f, method=None, cause=None):
-    name = registry.qualified_name(f)
-    if method is not None:
-        name = "%s.%s" % (name, method)
-    tried = ""
-    if cause is not None:
-        tried = (", and numpy's own code for it failed on the object array of scalar duals "
-                 "(%s: %s)" % (type(cause).__name__, str(cause).split("\n")[0]))
-    return NotImplementedError(
-        "deltaad has no derivative rule for %s on complex numbers%s. Use a supported function "
-        "(see 'Complex numbers' in deltaad's documentation), or split the value into its real "
-        "and imaginary parts (z.real, z.imag) and use the real functions." % (name, tried))
+    return registry.not_implemented(
+        f, method, cause, on="complex numbers",
+        advice="Use a supported function (see 'Complex numbers' in deltaad's documentation), or "
+               "split the value into its real and imaginary parts (z.real, z.imag) and use the "
+               "real functions.")
 
 
 def ufunc_dispatch(ufunc, method, inputs, kwargs):

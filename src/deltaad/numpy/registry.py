@@ -255,9 +255,15 @@ def qualified_name(f):
     return "%s.%s" % (mod, name)
 
 
-def not_implemented(f, method=None, cause=None):
+_ADVICE = ("Use a supported function, or give it one with deltaad.defvjp / deltaad.defjvp (or "
+           "deltaad.custom_vjp for your own function); the supported list is in deltaad's "
+           "documentation.")
+
+
+def not_implemented(f, method=None, cause=None, on="dual numbers", advice=_ADVICE):
     """The error for a function (or ufunc method) without a rule; ``cause``: the error numpy's
-    own code gave on the object arrays of scalar duals."""
+    own code gave on the object arrays of scalar duals; ``on`` and ``advice``: what the values
+    were and what to do (the complex rules say their own)."""
     name = qualified_name(f)
     if method is not None:
         name = "%s.%s" % (name, method)
@@ -266,7 +272,4 @@ def not_implemented(f, method=None, cause=None):
         tried = (", and numpy's own code for it failed on the object array of scalar duals "
                  "(%s: %s)" % (type(cause).__name__, str(cause).split("\n")[0]))
     return NotImplementedError(
-        "deltaad has no derivative rule for %s on dual numbers%s. Use a supported function, or "
-        "give it one with deltaad.defvjp / deltaad.defjvp (or deltaad.custom_vjp for your own "
-        "function); the supported list is in deltaad's documentation." % (name, tried)
-    )
+        "deltaad has no derivative rule for %s on %s%s. %s" % (name, on, tried, advice))
