@@ -80,11 +80,13 @@ test-asan: build
 	  $(PY) setup.py -q build_ext --force --build-lib $(ASAN_DIR)/lib --build-temp $(ASAN_DIR)/tmp
 	mkdir -p $(ASAN_DIR)/src
 	cp -r src/deltaad $(ASAN_DIR)/src/
-	rm -f $(ASAN_DIR)/src/deltaad/_core*.so
-	cp $(ASAN_DIR)/lib/deltaad/_core*.so $(ASAN_DIR)/src/deltaad/
-	$(ASAN_ENV) $(PY) -c 'import deltaad, sys; \
+	rm -f $(ASAN_DIR)/src/deltaad/*.so
+	cp $(ASAN_DIR)/lib/deltaad/*.so $(ASAN_DIR)/src/deltaad/
+	$(ASAN_ENV) $(PY) -c 'import deltaad, deltaad.compile, sys; \
 	  assert deltaad.__file__.startswith("$(ROOT)/$(ASAN_DIR)/"), deltaad.__file__; \
-	  assert deltaad.backend == "c"; print("sanitized core:", deltaad._core.__file__)'
+	  assert deltaad.backend == "c"; print("sanitized core:", deltaad._core.__file__); \
+	  import deltaad._replay as r; assert r.__file__.startswith("$(ROOT)/$(ASAN_DIR)/"), r.__file__; \
+	  print("sanitized replayer:", r.__file__)'
 	$(ASAN_ENV) DELTAAD_FUZZ_PROGRAMS=$(ASAN_FUZZ) $(PY) -m pytest -q -p no:cacheprovider
 
 # The site (docs/, mkdocs.yml): the API pages come from the docstrings, the list of supported
