@@ -92,18 +92,20 @@ def tree_bits(x):
 
 
 class Bound:
-    """An entry with an integer order (``polygamma(n, x)``) bound to one order: to the tests a
-    function of one real like the others, named ``polygamma[2]``."""
+    """An entry with an order (``polygamma(n, x)``, ``jv(v, x)``) bound to one order: to the
+    tests a function of one real like the others, named ``polygamma[2]``, ``jv[0.5]``."""
 
     def __init__(self, e, n):
         self.entry = e
-        self.n = n
-        self.name = "%s[%d]" % (e.name, n)
+        self.n = n  # a number, or a tuple for several orders (betainc(a, b, x))
+        ns = n if isinstance(n, tuple) else (n,)
+        self.orders_ = ns
+        self.name = "%s[%s]" % (e.name, ",".join(map(str, ns)))
         self.arity = 1
         self.orders = 0
-        self.float = lambda x: e.float(n, x)
-        self.array = lambda x: e.array(n, x)
-        self.derivative = lambda ns, x, y: e.derivative(ns, n, x, y)
+        self.float = lambda x: e.float(*ns, x)
+        self.array = lambda x: e.array(*ns, x)
+        self.derivative = lambda ns_, x, y: e.derivative(ns_, *ns, x, y)
         for a in ("domain", "chosen", "edges", "math", "ufuncs", "needs"):
             setattr(self, a, getattr(e, a))
 
@@ -111,13 +113,21 @@ class Bound:
         return "<%s>" % self.name
 
 
+REAL_ORDERS = (0.5, 1.0, 2.5)
+
+
 def unary_entries(table, orders=range(4)):
-    """The table's functions of one real: its unary entries, and each entry with an integer
-    order bound to ``orders``."""
+    """The table's functions of one real: its unary entries, and each entry with an order
+    bound to ``orders`` (integers) or to ``REAL_ORDERS`` (real parameters), those in the
+    order's domain."""
     out = [e for e in table if e.arity == 1 and not e.orders]
     for e in table:
         if e.orders:
-            out += [Bound(e, n) for n in orders]
+            picks = [n for n in (orders if e.order.integer else REAL_ORDERS)
+                     if n in e.order.domain]
+            if e.orders == 2:
+                picks = [(a, b) for a in picks for b in picks]
+            out += [Bound(e, n) for n in picks]
     return out
 
 
@@ -125,7 +135,7 @@ def function(e, module):
     """The function of (possibly bound) entry ``e`` in ``module`` (deltaad or a backend)."""
     if isinstance(e, Bound):
         f = getattr(module, e.entry.name)
-        return lambda x: f(e.n, x)
+        return lambda x: f(*e.orders_, x)
     return getattr(module, e.name)
 
 

@@ -66,7 +66,7 @@ def numpy_fn(e):
         if isinstance(u, str) and u.startswith("scipy.special."):
             special = pytest.importorskip("scipy.special")
             f = getattr(special, u.rpartition(".")[2])
-            return (lambda x: f(e.n, x)) if isinstance(e, Bound) else f
+            return (lambda x: f(*e.orders_, x)) if isinstance(e, Bound) else f
     return registry.ELEMENTARY[e.name]
 
 

@@ -80,7 +80,7 @@ def _scipy_ref(name, n=None):
     f = getattr(_special, name)
     if n is None:
         return lambda *a: float(f(*a))
-    return lambda x: float(f(n, x))
+    return lambda x: float(f(*(n if isinstance(n, tuple) else (n,)), x))
 
 
 SCIPY_EXACT = set()
@@ -96,6 +96,7 @@ _GAMMA = floats(0.1, 10) | floats(-2.9, -2.1) | floats(-0.9, -0.1)
 SAMPLES.update({"gammaln": _GAMMA, "gamma": _GAMMA, "digamma": _GAMMA,
                 "i0e": away_from_zero(0.05, 10), "i1e": away_from_zero(0.05, 10)})
 SAMPLES.update({"polygamma[%d]" % n: _GAMMA for n in range(4)})
+SAMPLES.update({"rgamma": _GAMMA, "expi": away_from_zero(0.05, 10)})  # poles: rgamma's digamma
 
 
 def _reference(e):

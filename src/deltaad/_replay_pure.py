@@ -410,16 +410,16 @@ def dispatch(name, *args):
     if e is None:
         rec.fail("deltaad.%s on a recorded number" % name)
     if e.orders:
-        k = _table.order_of(name, args[0])
+        k = _table.orders_of(e, args)
         if k is None:
-            rec.fail("deltaad.%s with an order that is not a plain integer" % name)
+            rec.fail("deltaad.%s with an order that is not a plain number" % name)
         f = _ORDERED.get((name, k))
         if f is None:
             def f(x, _f=e.float, _k=k):
-                return _f(_k, x)
-            f.__name__ = "%s(%d, .)" % (name, k)
+                return _f(*_k, x)
+            f.__name__ = "%s(%s, .)" % (name, ", ".join(map(repr, k)))
             f = _ORDERED.setdefault((name, k), f)
-        return rec.call(f, args[1:])
+        return rec.call(f, args[-1:])
     if len(args) != e.arity:
         raise TypeError("deltaad.%s takes %d argument(s), got %d" % (name, e.arity, len(args)))
     return rec.call(e.float, args)

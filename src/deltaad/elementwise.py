@@ -25,9 +25,10 @@ on arrays:
 To add an elementary function, add one entry (and, only if it must be fast on scalars, a case
 in the compiled core's ``_float_unary``, which a test holds to this table).
 
-Two extensions of the form: an entry with ``orders=1`` takes a leading integer *order* before
-its real argument (``polygamma(n, x)``): the order is a static parameter, not differentiable,
-and the derivative is ``(ns, n, x, y) -> dy/dx``. An entry with ``needs="scipy"`` computes its
+Two extensions of the form: an entry with an ``order`` takes a leading *order* before its
+real argument -- an integer (``polygamma(n, x)``) or a real parameter (``jv(v, x)``,
+``gammainc(a, x)``): the order is a static parameter, not differentiable (a dual there is an
+error naming it), and the derivative is ``(ns, n, x, y) -> dy/dx``. An entry with ``needs="scipy"`` computes its
 values with ``scipy.special`` (imported on first use: scipy is optional); without scipy it
 raises an ``ImportError`` naming the function, never a wrong value.
 """
@@ -76,6 +77,21 @@ def _num(v):
 REALS = Domain()
 
 
+class Order:
+    """The static leading parameter of an entry (``n`` of ``polygamma(n, x)``, ``a`` of
+    ``gammainc(a, x)``): its name, whether it must be an integer, and where it is defined."""
+
+    __slots__ = ("name", "integer", "domain")
+
+    def __init__(self, name="n", integer=True, domain=Domain(0.0, INF, True)):
+        self.name, self.integer, self.domain = name, integer, domain
+
+    def __str__(self):
+        kind = "%s %s" % ("an integer" if self.integer else "a real", self.name)
+        whole = self.domain.lo == -INF and self.domain.hi == INF
+        return kind if whole else "%s in %s" % (kind, self.domain)
+
+
 class Elementary:
     """One elementary function (see the module docstring).
 
@@ -92,16 +108,17 @@ class Elementary:
     - ``edges``: its derivative can be infinite or nan at a point of its domain where the value
       is finite (then a zero tangent or cotangent must be kept an exact zero explicitly on
       arrays, as the scalar paths do);
-    - ``orders``: 1 for a function with a leading integer order (``polygamma(n, x)``): ``float``,
-      ``array`` and ``derivative`` take it before ``x``; it is not differentiable;
+    - ``orders``: the number of leading orders (``polygamma(n, x)``: 1; ``betainc(a, b, x)``:
+      2): ``float``, ``array`` and ``derivative`` take them before ``x``; they are not
+      differentiable; ``order`` (an :class:`Order`) says what they may be;
     - ``needs``: the optional module its values come from (``"scipy"``), or ``""``.
     """
 
     __slots__ = ("name", "arity", "float", "array", "ufuncs", "math", "derivative", "domain",
-                 "chosen", "edges", "orders", "needs")
+                 "chosen", "edges", "orders", "needs", "order")
 
     def __init__(self, name, arity, float_impl, array, ufuncs, math_names, derivative, domain,
-                 chosen, edges, orders=0, needs=""):
+                 chosen, edges, orders=0, needs="", order=None):
         self.name = name
         self.arity = arity
         self.float = float_impl
@@ -114,6 +131,7 @@ class Elementary:
         self.edges = edges
         self.orders = orders
         self.needs = needs
+        self.order = (order or Order()) if orders else None
 
     def __repr__(self):
         return "<elementary %s>" % self.name
@@ -123,50 +141,76 @@ TABLE = []
 
 
 def _entry(arity, name, float_impl, array, derivative, *, ufuncs=None, math=(), domain=REALS,
-           chosen="", edges=False, orders=0, needs=""):
+           chosen="", edges=False, orders=0, needs="", order=None):
     if ufuncs is None:
         ufuncs = (array,) if isinstance(array, np.ufunc) else ()
+    if order is not None:
+        orders = max(orders, 1)
     e = Elementary(name, arity, float_impl, array, tuple(ufuncs), tuple(math), derivative,
-                   domain, chosen, edges, orders, needs)
+                   domain, chosen, edges, orders, needs, order)
     TABLE.append(e)
     return e
 
 
 def order_of(name, n):
-    """The integer order ``n`` of an entry with ``orders`` (``polygamma(n, x)``), or None for
-    an array of orders (the array path takes it). The order is static: a dual is an error."""
+    """The order ``n`` of entry ``name`` (``polygamma(n, x)``: an int; ``jv(v, x)``: a float),
+    or None for an array of orders (the array path takes it). The order is static: a dual, or
+    a non-integer where an integer is needed, is an error naming it."""
+    e = BY_NAME[name]
+    o = e.order
     if isinstance(n, (int, np.integer)) and not isinstance(n, bool):
-        return int(n)
-    if isinstance(n, (float, np.floating)) and n == math.floor(n):
-        return int(n)
+        return int(n) if o.integer else float(n)
+    if isinstance(n, (float, np.floating)):
+        if not o.integer:
+            return float(n)
+        if n == math.floor(n):
+            return int(n)
     if isinstance(n, np.ndarray) and n.dtype.kind in "iuf":
         return None
-    raise TypeError("deltaad.%s: the order n must be an integer, not %s (the order has no "
-                    "derivative; pass a plain int)" % (name, type(n).__name__))
+    # the name the user wrote: scipy's where the function is scipy's
+    where = next((u for u in e.ufuncs if isinstance(u, str)), "deltaad." + name)
+    if o.integer:
+        raise TypeError("%s: the order %s must be an integer, not %s (the order has no "
+                        "derivative; pass a plain int)" % (where, o.name, type(n).__name__))
+    what = "parameters %s must be plain numbers" if "," in o.name else \
+        "parameter %s must be a plain number"
+    raise TypeError(("%s: the " + what + ", not %s (deltaad has no derivative of %s in %s; "
+                     "pass a plain float)") % (where, o.name, type(n).__name__, name, o.name))
+
+
+def orders_of(e, args):
+    """The orders among ``args`` (an entry's call: its ``e.orders`` orders, then ``x``) as a
+    tuple, or None if one is an array; an error naming the entry for a wrong count."""
+    if len(args) != e.orders + 1:
+        raise TypeError("%s takes %d arguments, got %d" % (e.name, e.orders + 1, len(args)))
+    k = tuple(order_of(e.name, n) for n in args[:-1])
+    return None if None in k else k
 
 
 def lift(e, lift1, lift2, fallback, dual):
     """The scalar function of entry ``e`` made with a backend's ``lift1``/``lift2`` (its
-    ``Dual`` type is ``dual``, its ``fallback`` gives the array path): for an entry with an
-    order, one lifted function per order, made on first use."""
+    ``Dual`` type is ``dual``, its ``fallback`` gives the array path): for an entry with
+    orders, one lifted function per orders, made on first use."""
     if not e.orders:
         return (lift1 if e.arity == 1 else lift2)(e.name, e.float, e.derivative)
     by_order = {}
 
-    def fn(n, x):
-        k = order_of(e.name, n)
+    def fn(*args):
+        k = orders_of(e, args)
+        x = args[-1]
         tx = type(x)
         if k is None or not (tx is float or tx is dual or tx is int or
                              isinstance(x, (float, int)) and not isinstance(x, bool)):
-            return fallback(e.name, n, x)
+            return fallback(e.name, *args)
         f = by_order.get(k)
         if f is None:
-            f = by_order[k] = lift1(e.name, lambda v: e.float(k, v),
-                                    lambda ns, v, y: e.derivative(ns, k, v, y))
+            f = by_order[k] = lift1(e.name, lambda v: e.float(*k, v),
+                                    lambda ns, v, y: e.derivative(ns, *k, v, y))
         return f(x)
 
     fn.__name__ = fn.__qualname__ = e.name
-    fn.__doc__ = "%s(n, x) of a float or a dual (elementwise numpy for arrays)." % e.name
+    fn.__doc__ = "%s(%s, x) of a float or a dual (elementwise numpy for arrays)." % (
+        e.name, e.order.name)
     return fn
 
 
@@ -597,6 +641,139 @@ unary("y0", _scipy_float("y0"), _scipy_array("y0"), lambda ns, x, y: -ns.y1(x),
       ufuncs=_sp("y0"), domain=Domain(0.0), needs=SCIPY)
 unary("y1", _scipy_float("y1"), _scipy_array("y1"), lambda ns, x, y: ns.y0(x) - ns.rdiv(y, x),
       ufuncs=_sp("y1"), domain=Domain(0.0), needs=SCIPY)
+
+
+# Functions of a static order or parameter and a real: Bessel functions of real order (their
+# x-derivatives are the recurrences), the incomplete gamma functions and their inverses (in x
+# only: their derivatives in the shape a have no closed form), the exponential integrals.
+REAL_ORDER = Order("v", integer=False, domain=REALS)
+SHAPE = Order("a", integer=False, domain=Domain(0.0))
+NO_ORDER = "no derivative in the first argument (static: a dual there is an error)"
+
+
+def _bessel_step(ns, f, v, x, sign):
+    """``(f(v - 1, x) + sign * f(v + 1, x)) / 2``: the derivative recurrences of Bessel
+    functions."""
+    return 0.5 * (f(v - 1.0, x) + sign * f(v + 1.0, x))
+
+
+def _gamma_density(ns, a, x):
+    """``x^(a-1) e^(-x) / Gamma(a)``, d/dx of ``gammainc(a, x)``: at ``x = 0`` its limit
+    (+inf for a < 1, 1 for a = 1, 0 for a > 1), without evaluating ``log`` there."""
+    at_zero = ns.where(a < 1.0, INF, ns.where(a == 1.0, 1.0, 0.0))
+    lg = special("gammaln")(a)  # a is static: one value for every path (scalar or array)
+    lg = lg if isinstance(a, np.ndarray) else float(lg)
+    return _guard_pos(ns, x, lambda u: ns.exp((a - 1.0) * ns.log(u) - u - lg), at_zero)
+
+
+def _beta_density(ns, a, b, x):
+    """``x^(a-1) (1-x)^(b-1) / B(a, b)``, d/dx of ``betainc(a, b, x)``: at ``x = 0`` and
+    ``x = 1`` its limits, without evaluating ``log`` there."""
+    lb = special("betaln")(a, b)  # a, b are static: one value for every path
+    lb = lb if isinstance(lb, np.ndarray) and lb.ndim else float(lb)
+    xv = ns.value(x)
+    inside = (xv > 0.0) & (xv < 1.0)
+    t = ns.where(inside, x, 0.5)
+    d = ns.exp((a - 1.0) * ns.log(t) + (b - 1.0) * ns.log1p(-t) - lb)
+    edge = math.exp(-lb) if type(lb) is float else np.exp(-lb)  # 1 / B(a, b)
+
+    def end(p):  # the limit at an end where the exponent of that end is p - 1
+        return ns.where(p < 1.0, INF, ns.where(p == 1.0, edge, 0.0))
+
+    return ns.where(inside, d, ns.where(xv == 0.0, end(a), ns.where(xv == 1.0, end(b), NAN)))
+
+
+def _expn_partial(ns, n, x, y):
+    # d/dx E_n(x) = -E_{n-1}(x) for n >= 1; E_0(x) = e^-x / x, whose derivative is -y (1 + 1/x)
+    first = ns.where(n >= 1, n, 1)
+    return ns.where(n >= 1, -ns.expn(first - 1, x), -(y + ns.rdiv(y, x)))
+
+
+_SPENCE_SERIES = 14  # terms of -sum u^k / (k + 1), u = 1 - x, used for |u| < 0.05
+
+
+def _spence_partial(ns, x, y):
+    """d/dx of scipy's ``spence(x) = int_1^x log(t) / (1 - t) dt``: ``log(x) / (1 - x)``, and
+    near ``x = 1`` (where that is 0/0) its power series ``-sum (1 - x)^k / (k + 1)``."""
+    xv = ns.value(x)
+    near = abs(1.0 - xv) < 0.05
+    ok = (xv > 0.0) & (abs(1.0 - xv) >= 0.05)
+    u = 1.0 - ns.where(near, x, 1.0)  # each branch sees only the points it serves
+    series = -1.0 / _SPENCE_SERIES
+    for k in range(_SPENCE_SERIES - 2, -1, -1):
+        series = series * u - 1.0 / (k + 1)
+    t = ns.where(ok, x, 2.0)
+    quotient = ns.log(t) / (1.0 - t)
+    return ns.where(near, series, ns.where(ok, quotient, ns.where(xv == 0.0, -INF, NAN)))
+
+
+unary("jv", _scipy_float("jv"), _scipy_array("jv"),
+      lambda ns, v, x, y: _bessel_step(ns, ns.jv, v, x, -1.0), ufuncs=_sp("jv"),
+      order=REAL_ORDER, domain=Domain(0.0), chosen=NO_ORDER, needs=SCIPY)
+unary("yv", _scipy_float("yv"), _scipy_array("yv"),
+      lambda ns, v, x, y: _bessel_step(ns, ns.yv, v, x, -1.0), ufuncs=_sp("yv"),
+      order=REAL_ORDER, domain=Domain(0.0), chosen=NO_ORDER, needs=SCIPY)
+unary("yn", _scipy_float("yn"), _scipy_array("yn"),
+      lambda ns, n, x, y: 0.5 * (ns.yn(n - 1, x) - ns.yn(n + 1, x)), ufuncs=_sp("yn"),
+      order=Order("n", integer=True, domain=REALS), domain=Domain(0.0), chosen=NO_ORDER,
+      needs=SCIPY)
+unary("iv", _scipy_float("iv", True), _scipy_array("iv"),
+      lambda ns, v, x, y: _bessel_step(ns, ns.iv, v, x, 1.0), ufuncs=_sp("iv"),
+      order=REAL_ORDER, domain=Domain(0.0), chosen=NO_ORDER, needs=SCIPY)
+unary("ive", _scipy_float("ive"), _scipy_array("ive"),
+      lambda ns, v, x, y: _bessel_step(ns, ns.ive, v, x, 1.0) - ns.sign(x) * y,
+      ufuncs=_sp("ive"), order=REAL_ORDER, domain=Domain(0.0), chosen=NO_ORDER, needs=SCIPY)
+unary("kv", _scipy_float("kv", True), _scipy_array("kv"),
+      lambda ns, v, x, y: -_bessel_step(ns, ns.kv, v, x, 1.0), ufuncs=_sp("kv"),
+      order=REAL_ORDER, domain=Domain(0.0), chosen=NO_ORDER, needs=SCIPY)
+unary("kve", _scipy_float("kve", True), _scipy_array("kve"),
+      lambda ns, v, x, y: y - _bessel_step(ns, ns.kve, v, x, 1.0), ufuncs=_sp("kve"),
+      order=REAL_ORDER, domain=Domain(0.0), chosen=NO_ORDER, needs=SCIPY)
+unary("gammainc", _scipy_float("gammainc"), _scipy_array("gammainc"),
+      lambda ns, a, x, y: _gamma_density(ns, a, x), ufuncs=_sp("gammainc"), order=SHAPE,
+      domain=Domain(0.0, INF, True), edges=True, needs=SCIPY,
+      chosen=NO_ORDER + "; at x = 0 the one-sided derivative (+inf for a < 1)")
+unary("gammaincc", _scipy_float("gammaincc"), _scipy_array("gammaincc"),
+      lambda ns, a, x, y: -_gamma_density(ns, a, x), ufuncs=_sp("gammaincc"), order=SHAPE,
+      domain=Domain(0.0, INF, True), edges=True, needs=SCIPY,
+      chosen=NO_ORDER + "; at x = 0 the one-sided derivative (-inf for a < 1)")
+unary("gammaincinv", _scipy_float("gammaincinv"), _scipy_array("gammaincinv"),
+      lambda ns, a, p, y: ns.rdiv(1.0, _gamma_density(ns, a, y)), ufuncs=_sp("gammaincinv"),
+      order=SHAPE, domain=Domain(0.0, 1.0), edges=True, chosen=NO_ORDER, needs=SCIPY)
+unary("gammainccinv", _scipy_float("gammainccinv"), _scipy_array("gammainccinv"),
+      lambda ns, a, q, y: -ns.rdiv(1.0, _gamma_density(ns, a, y)),
+      ufuncs=_sp("gammainccinv"),
+      order=SHAPE, domain=Domain(0.0, 1.0), edges=True, chosen=NO_ORDER, needs=SCIPY)
+unary("betainc", _scipy_float("betainc"), _scipy_array("betainc"),
+      lambda ns, a, b, x, y: _beta_density(ns, a, b, x), ufuncs=_sp("betainc"),
+      order=Order("a, b", integer=False, domain=Domain(0.0)), orders=2,
+      domain=Domain(0.0, 1.0, True, True), edges=True, needs=SCIPY,
+      chosen=NO_ORDER.replace("argument", "two arguments") +
+      "; at x = 0 and 1 the one-sided derivatives (+inf for a < 1, resp. b < 1)")
+unary("betaincinv", _scipy_float("betaincinv"), _scipy_array("betaincinv"),
+      lambda ns, a, b, p, y: ns.rdiv(1.0, _beta_density(ns, a, b, y)),
+      ufuncs=_sp("betaincinv"), order=Order("a, b", integer=False, domain=Domain(0.0)),
+      orders=2, domain=Domain(0.0, 1.0), edges=True, needs=SCIPY,
+      chosen=NO_ORDER.replace("argument", "two arguments"))
+unary("expn", _scipy_float("expn"), _scipy_array("expn"), _expn_partial, ufuncs=_sp("expn"),
+      order=Order("n"), domain=Domain(0.0), chosen=NO_ORDER, needs=SCIPY)
+unary("exp1", _scipy_float("exp1"), _scipy_array("exp1"),
+      lambda ns, x, y: -ns.rdiv(ns.exp(-x), x), ufuncs=_sp("exp1"), domain=Domain(0.0),
+      needs=SCIPY)
+unary("expi", _scipy_float("expi"), _scipy_array("expi"),
+      lambda ns, x, y: ns.rdiv(ns.exp(x), x), ufuncs=_sp("expi"), needs=SCIPY, edges=True,
+      chosen="+inf at the pole 0 on arrays (expi is -inf there; on floats an error, as math)")
+unary("erfcx", _scipy_float("erfcx", True), _scipy_array("erfcx"),
+      lambda ns, x, y: 2.0 * (x * y) - TWO_OVER_SQRT_PI, ufuncs=_sp("erfcx"), needs=SCIPY)
+unary("dawsn", _scipy_float("dawsn"), _scipy_array("dawsn"),
+      lambda ns, x, y: 1.0 - 2.0 * (x * y), ufuncs=_sp("dawsn"), needs=SCIPY)
+unary("spence", _scipy_float("spence"), _scipy_array("spence"), _spence_partial,
+      ufuncs=_sp("spence"), domain=Domain(0.0, INF, True), edges=True, needs=SCIPY,
+      chosen="-inf at 0 (the one-sided derivative)")
+unary("rgamma", _scipy_float("rgamma"), _scipy_array("rgamma"),
+      lambda ns, x, y: -(y * ns.digamma(x)), ufuncs=_sp("rgamma"), needs=SCIPY,
+      chosen="at 0, -1, -2, ... (zeros of rgamma, poles of digamma) none is computed: nan or "
+             "an error on floats; the limit there is (-1)^n n!")
 
 # scipy.special's versions of numpy's functions: the same entries, scipy's own values
 for _name in ("log1p", "expm1", "exp2", "cbrt", "erf", "erfc"):

@@ -53,6 +53,9 @@ def scalar_functions():
     rows = []
     for e in sorted(elementwise.TABLE, key=lambda e: e.name):
         note = e.chosen
+        if e.order is not None:
+            o = "called %s(%s, x) with %s" % (e.name, e.order.name, e.order)
+            note = "%s; %s" % (o, note) if note else o
         if e.needs:
             note = "values from %s; %s" % (e.needs, note) if note else "values from " + e.needs
         rows.append((e.name, ", ".join(e.math), str(e.domain), BOTH, note))

@@ -9,6 +9,7 @@ differences of the gradient. Non-smooth functions are sampled away from their ki
 """
 
 import numpy as np
+import pytest
 from hypothesis import strategies as st
 
 import deltaad as d
@@ -244,6 +245,26 @@ if _special is not None:
     for _k in range(4):
         op("scipy.special.polygamma(%d, x)" % _k)(
             _unary(lambda x, k=_k: _special.polygamma(k, x), 0.5, 3))
+    # functions of static orders or parameters (not differentiated), also arrays of them
+    # broadcast against x: (name, orders as scalars or arrays, x's range)
+    _ORDERS = np.array([0.5, 1.0, 2.5])
+    SCIPY_ORDERED = {
+        "jv": ((1.5,), (0.5, 4)), "yv": ((0.5,), (0.5, 4)), "yn": ((2,), (0.5, 4)),
+        "iv": ((_ORDERS,), (0.2, 3)), "ive": ((1.5,), (0.1, 3)), "kv": ((_ORDERS,), (0.3, 3)),
+        "kve": ((1.5,), (0.3, 3)), "gammainc": ((_ORDERS,), (0.1, 4)),
+        "gammaincc": ((2.5,), (0.1, 4)), "gammaincinv": ((_ORDERS,), (0.1, 0.9)),
+        "gammainccinv": ((1.5,), (0.1, 0.9)), "expn": ((np.array([0, 1, 3]),), (0.2, 3)),
+        "betainc": ((_ORDERS, 1.5), (0.1, 0.9)), "betaincinv": ((2.0, _ORDERS), (0.1, 0.9)),
+    }
+    def _orders_like(k, x):  # an array of orders takes x's shape
+        return [np.resize(o, np.shape(x)) if isinstance(o, np.ndarray) else o for o in k]
+
+    for _n, (_k, (_lo, _hi)) in SCIPY_ORDERED.items():
+        op("scipy.special.%s(orders, x)" % _n)(
+            _unary(lambda x, f=getattr(_special, _n), k=_k: f(*_orders_like(k, x), x), _lo, _hi))
+    for _n, (_lo, _hi) in (("exp1", (0.2, 3)), ("expi", (0.2, 3)), ("erfcx", (-2, 3)),
+                           ("dawsn", (-3, 3)), ("spence", (0.1, 3)), ("rgamma", (0.2, 3))):
+        op("scipy.special." + _n)(_unary(getattr(_special, _n), _lo, _hi))
     for _n, _ra, _rb in (("beta", (0.3, 2), (0.3, 2)), ("betaln", (0.3, 2), (0.3, 2)),
                          ("xlogy", (-2, 2), (0.2, 2)), ("xlog1py", (-2, 2), (-0.6, 2))):
         op("scipy.special." + _n)(_binary(getattr(_special, _n), _ra, _rb))
@@ -267,3 +288,16 @@ def test_values_are_numpys_and_scipys():
             v, _ = d.vjp(f, t)
             assert np.array_equal(np.asarray(d.value(v)), np.asarray(f(t))), f
             assert np.shape(d.value(v)) == np.shape(f(t))
+
+
+@pytest.mark.skipif(_special is None, reason="scipy is not installed")
+@pytest.mark.parametrize("call", [
+    lambda a: _special.gammainc(a, 1.5), lambda a: _special.jv(a, 1.5),
+    lambda a: _special.betainc(2.0, a, 0.5), lambda a: _special.expn(a, 1.5),
+    lambda a: _special.gammainc(a * np.ones(2), np.ones(2)),
+], ids=["gammainc", "jv", "betainc", "expn", "gammainc-array"])
+def test_a_dual_order_is_an_error_naming_scipys_function(call):
+    """The orders and parameters are static: a dual there raises, naming scipy's function
+    and the parameter (never a silent zero derivative)."""
+    with pytest.raises(TypeError, match=r"scipy\.special\.\w+: the (order|parameter)"):
+        d.grad(lambda a: np.sum(call(a)))(1.0)

@@ -105,10 +105,12 @@ def _calls(rng):
                 uf = _scipy(uf)
                 if uf is None:
                     continue
-            if e.orders:
-                for n in (0, 1, 2):
-                    add(uf, (lambda x, uf=uf, n=n: uf(n, x), [_in(rng, e.domain, (3, 2))]),
-                        (lambda x, uf=uf, n=n: uf(n, x), [float(_in(rng, e.domain, ()))]))
+            if e.orders:  # each order (all of them, if several) in the order's domain
+                picks = (0, 1, 2) if e.order.integer else (0.5, 1.0, 2.5)
+                for n in [n for n in picks if n in e.order.domain]:
+                    ns = (n,) * e.orders
+                    add(uf, (lambda x, uf=uf, ns=ns: uf(*ns, x), [_in(rng, e.domain, (3, 2))]),
+                        (lambda x, uf=uf, ns=ns: uf(*ns, x), [float(_in(rng, e.domain, ()))]))
             elif e.arity == 1:
                 add(uf, (uf, [_in(rng, e.domain, (3, 2))]), (uf, [float(_in(rng, e.domain, ()))]))
             else:

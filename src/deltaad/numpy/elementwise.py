@@ -203,11 +203,11 @@ SCALAR_NS = SimpleNamespace(rdiv=B.NS.rdiv, sign=B.NS.sign, value=B.NS.value, wh
 
 
 def _ordered_primitive(name, impl, derivative, edges):
-    """The array primitive of an entry with an integer order ``n`` (``polygamma(n, x)``): ``n``
-    is a static parameter (an int or an integer array broadcast with ``x``)."""
+    """The array primitive of an entry with orders ``n`` (a tuple: ``(n,)`` of
+    ``polygamma(n, x)``): static parameters (numbers or arrays broadcast with ``x``)."""
 
     def vjp(out, vals, on, n):
-        d = derivative(NS, n, vals[0], out)
+        d = derivative(NS, *n, vals[0], out)
         s = shape_of(vals[0])
         exact = edges and _nonfinite(d)
 
@@ -217,9 +217,10 @@ def _ordered_primitive(name, impl, derivative, edges):
         return rule
 
     def jvp(out, vals, tans, n):
-        return broadcast(_times(tans[0], derivative(NS, n, vals[0], out), edges), shape_of(out))
+        return broadcast(_times(tans[0], derivative(NS, *n, vals[0], out), edges),
+                         shape_of(out))
 
-    return Primitive(name, lambda v, n: impl(n, v), vjp, jvp)
+    return Primitive(name, lambda v, n: impl(*n, v), vjp, jvp)
 
 
 def _array_fn(e, impl):
@@ -227,10 +228,13 @@ def _array_fn(e, impl):
     if e.orders:
         prim = _ordered_primitive(e.name, impl, e.derivative, e.edges)
 
-        def fn(n, x):
-            if type(n) is ArrayDual or type(n) is Dual:
-                table.order_of(e.name, n)  # raises: the order is not differentiable
-            return apply(prim, (x,), {"n": n})
+        def fn(*args):
+            for n in args[:-1]:
+                if type(n) is ArrayDual or type(n) is Dual:
+                    table.order_of(e.name, n)  # raises: an order is not differentiable
+            if len(args) != e.orders + 1:
+                table.orders_of(e, args)  # raises: the count
+            return apply(prim, (args[-1],), {"n": args[:-1]})
 
         fn.__name__ = e.name
         fn.primitive = prim
@@ -255,16 +259,16 @@ def _scalar_fn(e, impl, array_fn):
     if e.orders:
         by_order = {}
 
-        def fn(n, x):
-            k = table.order_of(e.name, n)
+        def fn(*args):
+            k = table.orders_of(e, args)
             if k is None:
-                return array_fn(n, x)
+                return array_fn(*args)
             f = by_order.get(k)
             if f is None:
-                f = by_order[k] = B.lift1(e.name, lambda v: float(impl(k, v)),
-                                          lambda ns, v, y: e.derivative(ns, k, v, y), SCALAR_NS,
-                                          lambda v: impl(k, v))
-            return f(x)
+                f = by_order[k] = B.lift1(e.name, lambda v: float(impl(*k, v)),
+                                          lambda ns, v, y: e.derivative(ns, *k, v, y),
+                                          SCALAR_NS, lambda v: impl(*k, v))
+            return f(args[-1])
 
         return fn
     # ``impl`` itself gives the value on a numpy scalar (an np.float32 input stays float32)
