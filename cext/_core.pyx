@@ -37,8 +37,8 @@ from operator import index as _index
 
 from deltaad import _rules
 from deltaad import elementwise as _table
-from deltaad._errors import (DUAL_NEW, escaped_error, kept_intermediate_error, no_float_error,
-                             step_reads_error)
+from deltaad._errors import (DUAL_NEW, escaped_error, formatted, kept_intermediate_error,
+                             no_float_error, step_reads_error)
 
 cdef double INF = _math.inf
 cdef double NAN = _math.nan
@@ -1656,10 +1656,10 @@ cdef class Dual:
         return bool(_strip(self))
 
     def __float__(self):
-        raise no_float_error("float")
+        return formatted("float", strip(self))
 
     def __int__(self):
-        raise no_float_error("int")
+        return formatted("int", strip(self))
 
     def __complex__(self):
         raise no_float_error("complex")

@@ -43,6 +43,38 @@ def test_conversions_raise_type_error(conv, start):
     assert deltaad.open_traces() == []
 
 
+def test_percent_formatting_gives_the_value():
+    """``'%.3f' % x`` (and ``logging``, which formats with ``%``) converts the dual only to
+    build a string, which carries no derivative: it gives the value, as ``format`` and
+    f-strings do, at every nesting level and in both modes; ``float(x)`` still raises."""
+    import io
+    import logging
+
+    out = []
+    log = logging.getLogger("deltaad-test-format")
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        def f(x):
+            y = x * x
+            out.append("%.4f %d %s" % (y, y, format(y, ".1f")))
+            log.info("y=%.2f", y)
+            return y * x
+
+        assert grad(f)(1.5) == 6.75
+        assert deltaad.jacfwd(f)(1.5) == 6.75
+        assert deltaad.hessian(f)(1.5) == 9.0
+    finally:
+        log.removeHandler(handler)
+    assert out == ["2.2500 2 2.2"] * 3
+    assert stream.getvalue().splitlines() == ["y=2.25"] * 3
+    with pytest.raises(TypeError, match="float"):
+        grad(lambda x: float(x) * x)(1.5)
+    assert deltaad.open_traces() == []
+
+
 def test_conversion_message_names_the_alternatives():
     with pytest.raises(TypeError) as ei:
         grad(lambda x: math.sin(x))(1.0)

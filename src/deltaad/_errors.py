@@ -283,6 +283,16 @@ def _text(what, dual, plain, value, site):
     )
 
 
+def formatted(what, plain):
+    """``float(x)`` / ``int(x)`` of a dual whose plain value is ``plain``: that value when
+    Python converts the dual to format a string with ``%`` (``'%.3f' % x``, as ``logging``
+    does) -- a string carries no derivative, just as with ``format(x, '.3f')`` and f-strings --
+    and otherwise the error naming the conversion and its fix."""
+    if what in ("float", "int") and conversion_site().kind == "format":
+        return float(plain) if what == "float" else int(plain)
+    raise no_float_error(what)
+
+
 def no_float_error(what, dtype=None, array=False):
     """The TypeError for converting a dual to a plain ``what``: ``"float"``, ``"int"``,
     ``"complex"``, or ``"array"`` (with the requested ``dtype``)."""

@@ -26,7 +26,7 @@ from operator import index as _index
 from . import _rules
 from . import elementwise as _table
 from ._errors import (DUAL_NEW, escaped_error, kept_intermediate_error as _kept_intermediate_error,
-                      no_float_error, step_reads_error as _step_reads_error)
+                      formatted, no_float_error, step_reads_error as _step_reads_error)
 
 _INF = math.inf
 _NAN = math.nan
@@ -1572,10 +1572,10 @@ class Dual:
 
     # -- conversions that would drop the derivative --
     def __float__(self):
-        raise no_float_error("float")
+        return formatted("float", strip(self))
 
     def __int__(self):
-        raise no_float_error("int")
+        return formatted("int", strip(self))
 
     def __complex__(self):
         raise no_float_error("complex")
