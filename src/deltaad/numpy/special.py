@@ -1,4 +1,5 @@
-"""scipy.special's Python functions: ``logsumexp``, ``softmax``, ``log_softmax``.
+"""scipy.special's Python functions: ``logsumexp``, ``softmax``, ``log_softmax``,
+``multigammaln``.
 
 They are not ufuncs: they convert their input with ``np.asarray`` and never reach numpy's
 dispatch. Their rules are late rules (:mod:`.registry`): when the user imports
@@ -18,6 +19,7 @@ from ..trace import value as strip
 from . import registry
 from .args import as_array, axes_of, expand_shape, ndim, unsupported
 from .array import Primitive, apply, broadcast, reshape, shape_of, unbroadcast
+from .scipy_late import late
 
 # --------------------------------------------------------------------------------------------
 # logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False)
@@ -158,3 +160,31 @@ _INF = "0 where the result is infinite; the sign (return_sign=True) is a constan
 registry.register_late("scipy.special.logsumexp", _logsumexp, _INF)
 registry.register_late("scipy.special.softmax", _by_axis(SOFTMAX))
 registry.register_late("scipy.special.log_softmax", _by_axis(LOG_SOFTMAX))
+
+
+# --------------------------------------------------------------------------------------------
+# multigammaln(a, d): scipy's code calls the gammaln ufunc on a list of object arrays
+
+
+def _multigammaln(original):
+    def multigammaln(ref, a, d):
+        import sys
+
+        gammaln = sys.modules["scipy.special"].gammaln
+        a = as_array(a)
+        d = int(np.asarray(d)[()])
+        terms = [gammaln(a - (j - 1.0) / 2) for j in range(1, d + 1)]
+        r = (d * (d - 1) * 0.25) * np.log(np.pi) + sum_terms(terms)
+        return r
+
+    return multigammaln
+
+
+def sum_terms(terms):
+    r = terms[0]
+    for t in terms[1:]:
+        r = r + t
+    return r
+
+
+late("scipy.special.multigammaln", _multigammaln)
