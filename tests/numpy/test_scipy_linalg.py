@@ -291,6 +291,30 @@ def _logm(draw):
     return sl.logm, [a]
 
 
+@op("eigvalsh/svdvals/pinv")
+@st.composite
+def _values(draw):
+    rng = np.random.default_rng(draw(seeds))
+    n, m = draw(sizes), draw(sizes)
+    kind = draw(st.sampled_from(["eigvalsh", "svdvals", "pinv"]))
+    if kind == "eigvalsh":
+        lower = draw(st.booleans())
+        v = _orthogonal(rng, n)
+        a = (v * (_spread(rng, n) - 0.3 * n)) @ v.T + _junk(rng, n, lower)
+        return (lambda a: sl.eigvalsh(a, lower=lower)), [a]
+    if kind == "svdvals":
+        return sl.svdvals, [_with_spectrum(rng, m, n)]
+    return sl.pinv, [_with_spectrum(rng, m, n)]  # full rank: the rank no step changes
+
+
+@op("solve_continuous_lyapunov")
+@st.composite
+def _lyapunov(draw):
+    rng = np.random.default_rng(draw(seeds))
+    n = draw(sizes)
+    return sl.solve_continuous_lyapunov, [_wellcond(rng, n), uniform(rng, (n, n))]
+
+
 test_first_order, test_second_order = family.tests()
 
 
@@ -374,6 +398,9 @@ def test_unsupported_calls_name_the_function():
         d.grad(lambda x: sl.sqrtm(x).sum())(-a)
     with pytest.raises(NotImplementedError, match=r"scipy\.linalg\.logm.*complex"):
         d.grad(lambda x: sl.logm(x).sum())(-a)
+    for name in ("eig", "schur", "lstsq", "funm", "expm_frechet"):  # no rule: an error naming it
+        with pytest.raises(NotImplementedError, match=r"scipy\.linalg\.%s on dual" % name):
+            d.grad(lambda x: np.sum(np.real(getattr(sl, name)(x, x)[0])))(a)
     # scipy's own errors for bad input, as without deltaad
     with pytest.raises(np.linalg.LinAlgError):
         d.grad(lambda x: sl.cholesky(x).sum())(-a)

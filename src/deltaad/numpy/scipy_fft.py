@@ -9,7 +9,8 @@ bit for bit. scipy's code that calls ``scipy.fft``'s transforms through the modu
 (``scipy.signal.fftconvolve`` and ``oaconvolve`` do: they convert their inputs with
 ``np.asarray``, the object arrays of scalar duals that deltaad packs back into array duals
 here) then differentiates unchanged; ``fftconvolve`` and ``oaconvolve`` are also scipy-valued
-rules themselves, so their values are scipy's whatever the arithmetic around the transforms.
+rules themselves, so their values are scipy's whatever the arithmetic around the transforms
+(``oaconvolve``'s derivative is ``fftconvolve``'s: its overlap-add writes into views in place).
 
 Why not a uarray backend (``scipy.fft.set_backend``)? A global backend would replace the one
 the user chose (pyFFTW, mkl_fft) for every call, and a registered one is tried only after
@@ -19,11 +20,13 @@ plain calls -- and the user's backend -- exactly as they were. ``plan=`` (a back
 not supported on duals; ``workers=`` and ``overwrite_x=`` are accepted and ignored.
 """
 
+import sys
+
 import numpy as np
 
 from .array import ArrayDual, Dual, asarray
 from .complex_array import ComplexDual
-from .scipy_late import install, late, packed, refuse
+from .scipy_late import install, late, packed, refuse, refused
 
 ONE_D = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
 N_D = ("fftn", "ifftn", "rfftn", "irfftn", "fft2", "ifft2", "rfft2", "irfft2")
@@ -76,11 +79,14 @@ def _shift(name):
 
 
 def _convolve(original):
-    """scipy's own ``fftconvolve``/``oaconvolve`` on the duals: its transforms are the rules
-    above."""
+    """scipy's own ``fftconvolve`` on the duals (its transforms are the rules above); for
+    ``oaconvolve`` too, the same mathematics: scipy's overlap-add adds the blocks' overlaps in
+    place into a view (``ret_part += overlap``), which on immutable duals would lose them."""
 
     def convolve(ref, in1, in2, mode="full", axes=None):
-        return original(_operand(in1), _operand(in2), mode, axes)
+        fftconvolve = sys.modules["scipy.signal"].fftconvolve
+        fftconvolve = getattr(fftconvolve, "deltaad_original", fftconvolve)
+        return fftconvolve(_operand(in1), _operand(in2), mode, axes)
 
     return convolve
 
@@ -94,5 +100,7 @@ for _name in ("fftshift", "ifftshift"):
     late("scipy.fft." + _name, _shift(_name), "a permutation")
 for _name in ("fftconvolve", "oaconvolve"):
     late("scipy.signal." + _name, _convolve, "bilinear, through scipy.fft's rules: every order")
+for _name in ("dct idct dst idst dctn idctn dstn idstn hfftn ihfftn hfft2 ihfft2".split()):
+    refused("scipy.fft." + _name)
 install("scipy.fft")
 install("scipy.signal")

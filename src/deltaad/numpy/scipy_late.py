@@ -37,10 +37,6 @@ def plain(a):
     return a
 
 
-class ComplexResult(NotImplementedError):
-    pass
-
-
 def revalue(out, ref, name):
     """``out`` (the composition's result: duals in tuples) with scipy's result ``ref`` as its
     value under every level; a non-dual part of the result is scipy's own object."""
@@ -52,7 +48,7 @@ def revalue(out, ref, name):
         return ComplexDual(revalue(out.packed, pack(ref), name), out.flavour)
     if t is ArrayDual or t is Dual:
         if np.iscomplexobj(ref):
-            raise ComplexResult(
+            raise NotImplementedError(
                 "deltaad: %s gives a complex result here (the real matrix has no real result: "
                 "a negative eigenvalue?); deltaad differentiates its real results only" % name)
         return t(_revalued_value(out.value, ref, name), out.trace, out.id, out.tangent)
@@ -122,3 +118,21 @@ def refuse(name, what, fix=""):
 def install(module_name):
     """Install the late rules of ``module_name`` when the user imports it (now, if done)."""
     registry.watch(module_name, lambda module: registry.install_late(module_name))
+
+
+def refused(name, why="deltaad has no derivative rule for it"):
+    """A late rule that refuses duals with an error naming the scipy function ``name`` (rather
+    than the message of whatever conversion inside scipy would fail first)."""
+
+    def factory(original):
+        def impl(*args, **kwargs):
+            raise NotImplementedError(
+                "deltaad: %s on dual numbers is not supported (%s). Differentiate the numpy "
+                "code around it, or give it a rule with deltaad.defvjp / deltaad.custom_vjp."
+                % (name, why))
+
+        impl.refused = True
+        return impl
+
+    factory.refused = True
+    registry.register_late(name, factory, "raises: " + why)

@@ -1,6 +1,7 @@
 """``scipy.linalg`` on duals: ``solve``, ``solve_triangular``, ``inv``, ``det``, ``cholesky``,
 ``cho_factor``/``cho_solve``, ``lu_factor``/``lu_solve``, ``lu``, ``qr``, ``svd``, ``eigh``,
-``solve_sylvester``, ``sqrtm``, ``expm`` and ``logm``.
+``eigvalsh``, ``svdvals``, ``pinv``, ``solve_sylvester``, ``solve_continuous_lyapunov``,
+``sqrtm``, ``expm`` and ``logm``.
 
 Late, scipy-valued rules (:mod:`.scipy_late`): the value is scipy's own, bit for bit; the
 derivative is that of the same mathematics written with ``numpy.linalg``'s rules where scipy's
@@ -38,7 +39,7 @@ from ..trace import value as strip
 from .args import as_array, ndim, swap
 from .array import Primitive, apply, getitem, shape_of
 from .define import jvp_primitive
-from .scipy_late import install, late, refuse
+from .scipy_late import install, late, refuse, refused
 
 MODULE = "scipy.linalg"
 
@@ -302,7 +303,8 @@ def _qr(original):
         if shape_of(q)[-1] > k and mode == "full":  # a tall matrix's complement, as scipy's
             qref = np.asarray(ref[0])
             d = np.concatenate([d, _signs(qref[:, k:], getitem(q, (slice(None), slice(k, None)), True))])
-        r = r * d[: shape_of(r)[0], None]
+        rows = shape_of(r)[0]  # R's rows beyond k are 0: any sign
+        r = r * np.concatenate([d, np.ones(max(0, rows - len(d)))])[:rows, None]
         out = (r,) if mode == "r" else (q * d, r)
         return out + (ref[-1],) if pivoting else out
 
@@ -491,6 +493,45 @@ def _logm(original):
     return logm
 
 
+def _eigvalsh(original):
+    def eigvalsh(ref, a, b=None, *, lower=True, overwrite_a=False, overwrite_b=False, type=1,
+                 check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
+        return _eigh(original)(ref, a, b, lower=lower, eigvals_only=True,
+                               subset_by_index=subset_by_index, subset_by_value=subset_by_value)
+
+    return eigvalsh
+
+
+def _svdvals(original):
+    def svdvals(ref, a, overwrite_a=False, check_finite=True):
+        return np.linalg.svd(as_array(a), compute_uv=False)
+
+    return svdvals
+
+
+def _pinv(original):
+    def pinv(ref, a, *, atol=None, rtol=None, return_rank=False, check_finite=True):
+        a = as_array(a)
+        av = np.asarray(strip(a))
+        rank = int(original(av, atol=atol, rtol=rtol, return_rank=True)[1])
+        # numpy's pseudo-inverse at scipy's rank: the constant-rank formula of numpy's rule
+        sv = np.linalg.svd(av, compute_uv=False)
+        cut = (sv[rank - 1] + sv[rank]) / 2 / sv[0] if 0 < rank < len(sv) else 1e-15
+        p = np.linalg.pinv(a, rcond=cut)
+        return (p, ref[1]) if return_rank else p
+
+    return pinv
+
+
+def _lyapunov(original):
+    def solve_continuous_lyapunov(ref, a, q):
+        a, q = as_array(a), as_array(q)
+        _square("scipy.linalg.solve_continuous_lyapunov", a, batch=False)
+        return apply(SYLVESTER, (a, swap(a), q))  # A X + X A^T = Q
+
+    return solve_continuous_lyapunov
+
+
 _TRIANGLE = "the gradient lives in the triangle scipy reads"
 _SIGNS = "vectors with scipy's signs; at repeated values as numpy.linalg's"
 RULES = {
@@ -515,6 +556,23 @@ RULES = {
                     "raise"),
 }
 
+RULES.update({
+    "eigvalsh": (_eigvalsh, _TRIANGLE),
+    "svdvals": (_svdvals, "as numpy.linalg.svd(compute_uv=False)"),
+    "pinv": (_pinv, "the constant-rank formula, at the rank scipy's cutoff finds"),
+    "solve_continuous_lyapunov": (_lyapunov, "every order (a Sylvester equation)"),
+})
+# raise an error naming them (what would fail first inside scipy is a LAPACK wrapper's
+# conversion)
+REFUSED = """eig eigvals eig_banded eigvals_banded eigh_tridiagonal eigvalsh_tridiagonal schur
+rsf2csf hessenberg polar qz ordqz ldl lstsq funm cosm sinm tanm coshm sinhm tanhm signm
+fractional_matrix_power expm_frechet expm_cond solve_banded solveh_banded cholesky_banded
+cho_solve_banded solve_discrete_lyapunov solve_continuous_are solve_discrete_are null_space orth
+qr_multiply qr_update qr_insert qr_delete rq cossin pinvh matrix_balance solve_circulant
+solve_toeplitz matmul_toeplitz""".split()
+
 for _name, (_impl, _note) in RULES.items():
     late(MODULE + "." + _name, _impl, _note)
+for _name in REFUSED:
+    refused(MODULE + "." + _name)
 install(MODULE)

@@ -18,6 +18,7 @@ parameters answers ``logpdf``, ``pdf``, ``.mean`` and ``.cov`` with derivatives;
 
 import contextlib
 import functools
+import sys
 
 import numpy as np
 
@@ -46,7 +47,7 @@ def _mvn_parameters(dist, mean, cov, allow_singular, name):
     if type(cov).__name__.startswith("Cov") and hasattr(cov, "whiten"):
         refuse(name, "a Covariance object", "pass the covariance matrix")
     dim, _, pcov = dist._process_parameters_psd(None, plain(mean), plain(cov))
-    psd = _psd(pcov, allow_singular)
+    psd = _psd(pcov)
     if psd.rank < dim:
         refuse(name, "a singular covariance (rank %d < %d)" % (psd.rank, dim))
     m = np.zeros(dim) if mean is None else np.reshape(as_array(mean), (dim,))
@@ -60,9 +61,9 @@ def _mvn_parameters(dist, mean, cov, allow_singular, name):
     return dim, m, np.tril(c) + swap(np.tril(c, -1))
 
 
-def _psd(cov, allow_singular):
-    import sys
-    return sys.modules["scipy.stats._multivariate"]._PSD(cov, allow_singular=True)
+def _psd(cov):
+    """scipy's own factorization of the covariance (for its rank)."""
+    return sys.modules[MODULE]._PSD(cov, allow_singular=True)
 
 
 def _quantiles(x, dim):
@@ -181,8 +182,6 @@ def _refusing(original, name):
 
 def _dirichlet(method):
     def evaluate(dist, x, alpha):
-        import sys
-
         special = sys.modules["scipy.special"]
         alpha = as_array(alpha)
         x = as_array(x)
@@ -227,4 +226,5 @@ def install(module):
             _patch(dgen, m, lambda o, m=m: _method(o, _dirichlet(m), "scipy.stats.dirichlet." + m))
 
 
-registry.watch("scipy.stats._multivariate", install)
+MODULE = "scipy.stats._multivariate"
+registry.watch(MODULE, install)
