@@ -420,3 +420,18 @@ def test_check_first_order_on_a_program():
         return 0.5 * y @ alpha + np.sum(np.log(np.diag(c[0])))
 
     check_first_order(lambda p: nll(p), [np.array([0.8, 1.3])])
+
+
+@pytest.mark.parametrize("name", ["expm", "logm"])
+def test_a_zero_cotangent_that_is_a_dual_keeps_its_derivative(name):
+    """Forward over reverse at a point where the cotangent's value is 0 but its tangent is not
+    (``t[1] = 0`` below): the Fréchet block must still be formed, not replaced by zeros."""
+    rng = np.random.default_rng(4)
+    a = _wellcond(rng, 3) / 4
+    c = rng.standard_normal((3, 3))
+    f = getattr(sl, name)
+    h = d.hessian(lambda t: np.sum(f(a + t[0] * c) * c) * t[1])(np.zeros(2))
+    eps = 1e-5
+    fd = (np.sum(f(a + eps * c) * c) - np.sum(f(a - eps * c) * c)) / (2 * eps)
+    assert abs(h[0, 1] - fd) <= 1e-6 * max(1.0, abs(fd))
+    assert abs(h[1, 0] - fd) <= 1e-6 * max(1.0, abs(fd))

@@ -438,10 +438,10 @@ def _block(f, a, e):
     size first: the algorithms choose their scaling from the norm of the whole block)."""
     n = shape_of(a)[-1]
     ne = float(np.max(np.abs(np.asarray(strip(e))), initial=0.0))
-    if ne == 0.0:
+    if ne == 0.0 and not is_dual(e):
         return np.zeros(np.broadcast_shapes(shape_of(a), shape_of(e)))
     na = float(np.max(np.abs(np.asarray(strip(a))), initial=0.0))
-    s = (na if na > 0 else 1.0) / ne
+    s = (na if na > 0 else 1.0) / ne if ne > 0 else 1.0  # (a dual 0 still has a tangent)
     z = np.zeros(shape_of(a))
     top = np.concatenate([a, e * s], axis=-1)
     bottom = np.concatenate([z, a], axis=-1)
