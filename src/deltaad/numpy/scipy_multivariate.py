@@ -1,4 +1,5 @@
-"""scipy.stats's ``multivariate_normal`` and ``dirichlet``: ``logpdf`` and ``pdf`` on duals.
+"""scipy.stats's ``multivariate_normal`` (``logpdf``, ``pdf``, ``entropy``) and ``dirichlet``
+(``logpdf``, ``pdf``) on duals.
 
 scipy's methods convert their arguments to float arrays (``multivariate_normal`` factors the
 covariance with ``eigh`` into a ``Covariance`` object). When ``scipy.stats`` is imported
@@ -12,8 +13,8 @@ Choices: scipy reads the covariance's lower triangle (its ``eigh``), so the grad
 lives there (the upper triangle has gradient 0), consistent with scipy's value under any
 perturbation; a singular covariance (``allow_singular=True`` with a rank below the dimension)
 and a ``Covariance`` object with dual arguments raise. A frozen ``multivariate_normal`` with dual
-parameters answers ``logpdf``, ``pdf``, ``.mean`` and ``.cov`` with derivatives; its other methods
-(``cdf``, ``rvs``, ``entropy``...) raise rather than drop the parameters' derivative.
+parameters answers ``logpdf``, ``pdf``, ``entropy``, ``.mean`` and ``.cov`` with derivatives; its
+other methods (``cdf``, ``logcdf``, ``rvs``) raise rather than drop the parameters' derivative.
 """
 
 import contextlib
@@ -93,6 +94,22 @@ def _gen(method):
         return np.exp(out) if method == "pdf" else out
 
     return evaluate
+
+
+def _entropy(dim, cov):
+    return 0.5 * (dim * (_LOG_2PI + 1) + np.linalg.slogdet(cov)[1])
+
+
+def _gen_entropy(dist, mean=None, cov=1):
+    dim, _, c = _mvn_parameters(dist, mean, cov, False, MVN + ".entropy")
+    return _entropy(dim, c)
+
+
+def _frozen_entropy(frozen):
+    mean, cov = frozen.__dict__["_deltaad_params"]
+    dim, _, c = _mvn_parameters(frozen._dist, mean, cov, frozen.allow_singular,
+                                MVN + "(...).entropy")
+    return _entropy(dim, c)
 
 
 def _frozen_logpdf(frozen, x):
@@ -212,13 +229,16 @@ def install(module):
     if gen is not None and hasattr(gen, "_process_parameters_psd") and hasattr(module, "_PSD"):
         for m in ("logpdf", "pdf"):
             _patch(gen, m, lambda o, m=m: _method(o, _gen(m), "%s.%s" % (MVN, m)))
+        _patch(gen, "entropy", lambda o: _method(o, _gen_entropy, MVN + ".entropy"))
         if frozen is not None:
             _patch(frozen, "__init__", _frozen_init)
             _patch(frozen, "logpdf", lambda o: _method(o, _frozen_logpdf, MVN + "(...).logpdf",
                                                       frozen=True))
             if isinstance(frozen.__dict__.get("cov"), property):
                 _patch(frozen, "cov", _frozen_cov)
-            for m in ("cdf", "logcdf", "rvs", "entropy"):
+            _patch(frozen, "entropy", lambda o: _method(o, _frozen_entropy,
+                                                       MVN + "(...).entropy", frozen=True))
+            for m in ("cdf", "logcdf", "rvs"):
                 _patch(frozen, m, lambda o, m=m: _refusing(o, m))
     dgen = getattr(module, "dirichlet_gen", None)
     if dgen is not None:
