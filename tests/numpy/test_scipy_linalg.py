@@ -307,6 +307,24 @@ def _values(draw):
     return sl.pinv, [_with_spectrum(rng, m, n)]  # full rank: the rank no step changes
 
 
+@op("solve_banded/solveh_banded")
+@st.composite
+def _banded(draw):
+    rng = np.random.default_rng(draw(seeds))
+    n = draw(sizes)
+    bshape = draw(st.sampled_from([(n,), (n, 2)]))
+    b = uniform(rng, bshape)
+    if draw(st.booleans()):
+        lw, uw = draw(st.integers(0, 2)), draw(st.integers(0, 2))
+        ab = rng.uniform(-0.5, 0.5, (lw + uw + 1, n))
+        ab[uw] += lw + uw + 2  # the diagonal dominates: well conditioned
+        return (lambda ab, b: sl.solve_banded((lw, uw), ab, b)), [ab, b]
+    w, lower = draw(st.integers(0, 2)), draw(st.booleans())
+    ab = rng.uniform(-0.5, 0.5, (w + 1, n))
+    ab[0 if lower else w] += 2 * w + 2
+    return (lambda ab, b: sl.solveh_banded(ab, b, lower=lower)), [ab, b]
+
+
 @op("solve_continuous_lyapunov")
 @st.composite
 def _lyapunov(draw):

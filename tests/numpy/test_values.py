@@ -320,6 +320,9 @@ def _scipy_calls(add, rng, u, pos, wc, spd):
     add(sl.svdvals, (sl.svdvals, [u(4, 3)]))
     add(sl.pinv, (sl.pinv, [u(4, 3)]))
     add(sl.solve_continuous_lyapunov, (sl.solve_continuous_lyapunov, [wc(3), u(3, 3)]))
+    band = np.vstack([u(1, 4), u(1, 4) + 4.0, u(1, 4)])
+    add(sl.solve_banded, (lambda ab, b: sl.solve_banded((1, 1), ab, b), [band, u(4)]))
+    add(sl.solveh_banded, (lambda ab, b: sl.solveh_banded(ab, b, lower=True), [band[1:], u(4)]))
     for name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftshift", "ifftshift"):
         f = getattr(sf, name)
         add(f, (f, [u(6)]))

@@ -1,7 +1,7 @@
 """``scipy.linalg`` on duals: ``solve``, ``solve_triangular``, ``inv``, ``det``, ``cholesky``,
 ``cho_factor``/``cho_solve``, ``lu_factor``/``lu_solve``, ``lu``, ``qr``, ``svd``, ``eigh``,
-``eigvalsh``, ``svdvals``, ``pinv``, ``solve_sylvester``, ``solve_continuous_lyapunov``,
-``sqrtm``, ``expm`` and ``logm``.
+``eigvalsh``, ``svdvals``, ``pinv``, ``solve_banded``, ``solveh_banded``, ``solve_sylvester``,
+``solve_continuous_lyapunov``, ``sqrtm``, ``expm`` and ``logm``.
 
 Late, scipy-valued rules (:mod:`.scipy_late`): the value is scipy's own, bit for bit; the
 derivative is that of the same mathematics written with ``numpy.linalg``'s rules where scipy's
@@ -157,6 +157,39 @@ def _det(original):
         return np.linalg.det(as_array(a))
 
     return det
+
+
+def _dense(ab, lower_width, upper_width):
+    """The dense matrix of LAPACK's band storage: ``A[i, j] = ab[u + i - j, j]`` inside the
+    band (``-l <= i - j <= u``), 0 outside -- a gather, so the gradient reaches ``ab``'s band
+    entries and nothing else (scipy reads nothing else)."""
+    rows, n = shape_of(ab)[0], shape_of(ab)[-1]
+    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    r = upper_width + i - j
+    inside = (i - j >= -upper_width) & (i - j <= lower_width) & (r >= 0) & (r < rows)
+    picked = ab[np.where(inside, r, 0), np.broadcast_to(j, (n, n))]
+    return picked * inside.astype(float)
+
+
+def _solve_banded(original):
+    def solve_banded(ref, l_and_u, ab, b, overwrite_ab=False, overwrite_b=False,
+                     check_finite=True):
+        lw, uw = l_and_u
+        ab, b = as_array(ab), as_array(b)
+        return np.linalg.solve(_dense(ab, int(lw), int(uw)), b)
+
+    return solve_banded
+
+
+def _solveh_banded(original):
+    def solveh_banded(ref, ab, b, overwrite_ab=False, overwrite_b=False, lower=False,
+                      check_finite=True):
+        ab, b = as_array(ab), as_array(b)
+        w = shape_of(ab)[0] - 1
+        a = _dense(ab, w, 0) if lower else _dense(ab, 0, w)
+        return np.linalg.solve(_mirror(a, lower), b)
+
+    return solveh_banded
 
 
 # --------------------------------------------------------------------------------------------
@@ -558,6 +591,8 @@ RULES = {
 
 RULES.update({
     "eigvalsh": (_eigvalsh, _TRIANGLE),
+    "solve_banded": (_solve_banded, "the gradient lives in the band scipy reads"),
+    "solveh_banded": (_solveh_banded, "the gradient lives in the band scipy reads"),
     "svdvals": (_svdvals, "as numpy.linalg.svd(compute_uv=False)"),
     "pinv": (_pinv, "the constant-rank formula, at the rank scipy's cutoff finds"),
     "solve_continuous_lyapunov": (_lyapunov, "every order (a Sylvester equation)"),
@@ -566,7 +601,7 @@ RULES.update({
 # conversion)
 REFUSED = """eig eigvals eig_banded eigvals_banded eigh_tridiagonal eigvalsh_tridiagonal schur
 rsf2csf hessenberg polar qz ordqz ldl lstsq funm cosm sinm tanm coshm sinhm tanhm signm
-fractional_matrix_power expm_frechet expm_cond solve_banded solveh_banded cholesky_banded
+fractional_matrix_power expm_frechet expm_cond cholesky_banded
 cho_solve_banded solve_discrete_lyapunov solve_continuous_are solve_discrete_are null_space orth
 qr_multiply qr_update qr_insert qr_delete rq cossin pinvh matrix_balance solve_circulant
 solve_toeplitz matmul_toeplitz""".split()
