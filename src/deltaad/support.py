@@ -86,10 +86,25 @@ def numpy_functions():
     return _grouped(diff), const
 
 
+def _scipy_name(name):
+    """``scipy.special.erf`` -> ``erf`` (as :func:`_name`); other modules keep their name."""
+    return name[len("scipy.special."):] if name.startswith("scipy.special.") else name
+
+
+def _refused(name):
+    return getattr(registry.LATE[name], "refused", False)
+
+
 def scipy_functions():
-    """``[(name, note)]`` of the scipy.special functions with a rule (used once scipy is
-    imported), ufuncs and Python functions alike."""
-    return [(name[len("scipy.special."):], registry.late_note(name)) for name in sorted(registry.LATE)]
+    """``[(name, note)]`` of the scipy functions with a rule (used once scipy is imported),
+    ufuncs and Python functions alike."""
+    return [(_scipy_name(name), registry.late_note(name)) for name in sorted(registry.LATE)
+            if not _refused(name)]
+
+
+def scipy_refused():
+    """The scipy functions that refuse duals with an error naming them."""
+    return [_scipy_name(name) for name in sorted(registry.LATE) if _refused(name)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -231,15 +246,19 @@ def support_table():
 
     out += ["## scipy", "",
             "scipy is optional and deltaad never imports it. Once the program has imported "
-            "`scipy.special`, these functions work on duals, with scipy's own values. The "
-            "ufuncs reach deltaad through numpy's dispatch; `logsumexp`, `softmax`, "
-            "`log_softmax` and `polygamma` are Python functions that convert their input "
-            "with `np.asarray`: deltaad replaces them in `scipy.special` by versions that call "
-            "its rule when an argument is a dual and scipy's function otherwise (a name bound "
-            "with `from scipy.special import ...` *before* `import deltaad` keeps scipy's "
-            "original: import deltaad first).", ""]
+            "`scipy.special` (`scipy.linalg`, `scipy.fft`, `scipy.signal`), these functions "
+            "work on duals, with scipy's own values. The ufuncs (`scipy.special`'s, listed "
+            "by their bare names) reach deltaad through numpy's dispatch; the others "
+            "(`logsumexp`, `softmax`, `scipy.linalg.expm`, ...) are Python functions that "
+            "convert their input with `np.asarray`: deltaad replaces them in their module by "
+            "versions that call its rule when an argument is a dual and scipy's function "
+            "otherwise (a name bound with `from scipy.linalg import ...` *before* `import "
+            "deltaad` keeps scipy's original: import deltaad first). See [Arrays](arrays.md) "
+            "for `scipy.stats`' distributions.", ""]
     out += _table(["function", "modes", "at non-differentiable points"],
                   [["`%s`" % n, BOTH, note] for n, note in scipy_functions()])
+    out += ["", "These raise an error naming them on duals (no rule yet): "
+            + _code(scipy_refused()) + "."]
     out += ["", "Other scipy functions convert their arguments with `np.asarray`, which "
             "raises `TypeError` on a dual rather than drop its derivative: differentiate the "
             "numpy code around them, or give them a rule with `deltaad.defvjp` / "

@@ -20,6 +20,7 @@ from . import (  # noqa: F401 (the rule families)
     constant, elementwise, linalg, products, reductions, registry, shape, special, stats,
 )
 from . import complex_linalg, complex_rules, fft  # noqa: F401 (the complex rule families)
+from . import scipy_fft, scipy_linalg, scipy_multivariate  # noqa: F401 (scipy's functions, taken up when scipy is imported)
 from .array import (
     ArrayDual, array_input, asarray, at, scalar_array_function, scalar_array_ufunc,
     scalar_fallback, stack,

@@ -244,9 +244,10 @@ def qualified_name(f):
         return "ufunc " + name
     orig = getattr(f, "deltaad_original", f)
     mod = getattr(orig, "__module__", None) or "numpy"
-    if mod.startswith(("numpy", "scipy.special")):
-        # numpy.linalg._linalg.norm is numpy.linalg.norm to a user
-        for public in ("numpy.linalg", "numpy.fft", "numpy", "scipy.special"):
+    if mod.startswith(("numpy", "scipy.")):
+        # numpy.linalg._linalg.norm is numpy.linalg.norm to a user (scipy.linalg._basic.inv
+        # is scipy.linalg.inv)
+        for public in ("numpy.linalg", "numpy.fft", "numpy", ".".join(mod.split(".")[:2])):
             parent = sys.modules.get(public)
             g = getattr(parent, name, None) if parent is not None else None
             if g is not None and (g is f or g is orig):

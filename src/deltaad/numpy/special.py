@@ -1,4 +1,5 @@
-"""scipy.special's Python functions: ``logsumexp``, ``softmax``, ``log_softmax``.
+"""scipy.special's Python functions: ``logsumexp``, ``softmax``, ``log_softmax``,
+``multigammaln``.
 
 They are not ufuncs: they convert their input with ``np.asarray`` and never reach numpy's
 dispatch. Their rules are late rules (:mod:`.registry`): when the user imports
@@ -12,12 +13,15 @@ Choices: where ``logsumexp`` is infinite (every term ``-inf``, or one ``+inf``) 
 0; the sign returned with ``return_sign=True`` is a constant.
 """
 
+import sys
+
 import numpy as np
 
 from ..trace import value as strip
 from . import registry
 from .args import as_array, axes_of, expand_shape, ndim, unsupported
 from .array import Primitive, apply, broadcast, reshape, shape_of, unbroadcast
+from .scipy_late import late
 
 # --------------------------------------------------------------------------------------------
 # logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False)
@@ -158,3 +162,25 @@ _INF = "0 where the result is infinite; the sign (return_sign=True) is a constan
 registry.register_late("scipy.special.logsumexp", _logsumexp, _INF)
 registry.register_late("scipy.special.softmax", _by_axis(SOFTMAX))
 registry.register_late("scipy.special.log_softmax", _by_axis(LOG_SOFTMAX))
+
+
+# --------------------------------------------------------------------------------------------
+# multigammaln(a, d): scipy's code calls the gammaln ufunc on a list of object arrays. A
+# scipy-valued rule (scipy_late): scipy's value and checks, the derivative of
+# d (d - 1) / 4 log(pi) + sum_j gammaln(a - (j - 1) / 2)
+
+
+def _multigammaln(original):
+    def multigammaln(ref, a, d):
+        gammaln = sys.modules["scipy.special"].gammaln
+        a = as_array(a)
+        d = int(np.asarray(d)[()])
+        r = (d * (d - 1) * 0.25) * np.log(np.pi)
+        for j in range(1, d + 1):
+            r = r + gammaln(a - (j - 1.0) / 2)
+        return r
+
+    return multigammaln
+
+
+late("scipy.special.multigammaln", _multigammaln, "every order (a sum of gammaln)")
