@@ -47,6 +47,32 @@ op("ptp")(_reduction(np.ptp, values=distinct, min_side=1, tuples=False))
 op("deltaad.logsumexp")(_reduction(d.logsumexp, min_side=1))
 
 
+@op("sum/mean/prod/max/min with where=, initial=")
+@st.composite
+def _masked(draw):
+    """numpy's keywords ``where=`` (a mask broadcast against the input) and ``initial=``: the
+    values are numpy's own; entries left out get derivative 0."""
+    rng = np.random.default_rng(draw(seeds))
+    s = draw(shapes(min_dims=1, min_side=1))
+    axis = draw(axis_args(len(s)))
+    kd = draw(st.booleans())
+    mshape = s[draw(st.integers(0, len(s))):]  # a trailing part of the shape: broadcast
+    where = rng.uniform(size=mshape) < 0.7
+    name = draw(st.sampled_from(["sum", "mean", "prod", "max", "min", "sum-initial"]))
+    if name == "sum-initial":
+        return (lambda x: np.sum(x, axis=axis, keepdims=kd, initial=1.5)), [uniform(rng, s)]
+    if name == "mean":  # a slice left empty has mean nan: such a slice is kept whole
+        where = np.broadcast_to(where, s)
+        where = where | (np.sum(where, axis=axis, keepdims=True) == 0)
+    kw = {"where": where}
+    if name in ("max", "min", "prod"):
+        kw["initial"] = {"max": -2.0, "min": 2.0, "prod": 0.75}[name]
+    values = distinct if name in ("max", "min") else (
+        (lambda rng, s: away(rng, s, 0.5, 1.5)) if name == "prod" else uniform)
+    f = getattr(np, name)
+    return (lambda x: f(x, axis=axis, keepdims=kd, **kw)), [values(rng, s)]
+
+
 @op("logaddexp.reduce")
 @st.composite
 def _lae_reduce(draw):

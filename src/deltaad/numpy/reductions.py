@@ -10,7 +10,9 @@ extrema; ``std`` has gradient 0 where the spread is 0 (as a norm at the zero vec
 and ``cumprod`` are exact where a factor is zero (no division by it); the nan-ignoring
 reductions give a nan entry gradient 0 (a slice of nans only: 0 everywhere); a quantile is the
 interpolation of the order statistics it falls between, taken in the stable sorting order at
-ties (as ``sort``), and its weights are constants.
+ties (as ``sort``), and its weights are constants. ``sum``, ``mean``, ``prod``, ``max`` and
+``min`` take numpy's ``where=`` (an entry left out gets derivative 0) and ``initial=`` (a
+constant; a ``max`` or ``min`` that is ``initial`` alone has derivative 0).
 """
 
 import numpy as np
@@ -55,23 +57,109 @@ def sum_(x, axis=None, keepdims=False):
     return apply(SUM, (x,), {"axis": axes_of(axis, ndim(x)), "keepdims": bool(keepdims)})
 
 
+# --------------------------------------------------------------------------------------------
+# where= and initial=: numpy's own value; an entry left out by ``where`` gets cotangent 0, and
+# ``initial`` (a constant) none
+
+
+def _masked(name, initial, where):
+    """``(keywords for numpy, where or None)`` of a reduction's ``initial=``/``where=``, or
+    None when neither was given; an error for a dual ``initial`` (it is a constant here)."""
+    kw = {}
+    if initial is not NoValue and initial is not None:
+        if is_dual(initial):
+            unsupported(name, "initial= a dual (it is a constant here)")
+        kw["initial"] = initial
+    mask = None
+    if where is not NoValue and where is not True:
+        if is_dual(where):
+            raise TypeError("numpy.%s(..., where=) takes a boolean mask, not a dual" % name)
+        mask = np.asarray(where, dtype=bool)
+        kw["where"] = mask
+    return (kw, mask) if kw else None
+
+
+def _mask_of(mask, s):
+    return np.ones(s, dtype=bool) if mask is None else np.broadcast_to(mask, s)
+
+
+def _reduce_impl(v, axis, keepdims, kw, f):
+    return f(v, axis=axis, keepdims=keepdims, **kw)
+
+
+def _spread(ct, s, axis, keepdims):
+    """A reduction's cotangent ``ct`` spread back over the reduced input's shape ``s``."""
+    return np.broadcast_to(ct if keepdims else reshape(ct, expand_shape(s, axis)), s)
+
+
+def _msum_vjp(out, vals, on, axis, keepdims, kw, f):
+    s = shape_of(vals[0])
+    m = _mask_of(kw.get("where"), s)
+
+    def rule(ct):
+        return (np.where(m, _spread(ct, s, axis, keepdims), 0.0),)
+
+    return rule
+
+
+def _msum_jvp(out, vals, tans, axis, keepdims, kw, f):
+    m = _mask_of(kw.get("where"), shape_of(vals[0]))
+    return np.sum(np.where(m, tans[0], 0.0), axis=axis, keepdims=keepdims)
+
+
+SUM_MASKED = Primitive("sum (where=, initial=)", _reduce_impl, _msum_vjp, _msum_jvp)
+
+
+def _mmean_weights(vals, axis, kw):
+    m = _mask_of(kw.get("where"), shape_of(vals[0]))
+    n = np.sum(m, axis=axis, keepdims=True)
+    return m, np.where(n > 0, n, 1)
+
+
+def _mmean_vjp(out, vals, on, axis, keepdims, kw, f):
+    s = shape_of(vals[0])
+    m, n = _mmean_weights(vals, axis, kw)
+
+    def rule(ct):
+        return (np.where(m, _spread(ct, s, axis, keepdims) / n, 0.0),)
+
+    return rule
+
+
+def _mmean_jvp(out, vals, tans, axis, keepdims, kw, f):
+    m, n = _mmean_weights(vals, axis, kw)
+    return np.sum(np.where(m, tans[0] / n, 0.0), axis=axis, keepdims=keepdims)
+
+
+MEAN_MASKED = Primitive("mean (where=)", _reduce_impl, _mmean_vjp, _mmean_jvp)
+
+
 @register(np.sum)
 def _np_sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue, where=NoValue):
     no_out("sum", out)
-    check_novalue("sum", initial=initial, where=where)
     float_dtype("sum", dtype)
-    r = sum_(a, axis, keepdims)
+    masked = _masked("sum", initial, where)
+    if masked is not None:
+        x = operand_or_raise(a)
+        r = apply(SUM_MASKED, (x,), {"axis": axes_of(axis, ndim(x)), "keepdims": bool(keepdims),
+                                     "kw": masked[0], "f": np.sum})
+    else:
+        r = sum_(a, axis, keepdims)
     return r if dtype is None else astype(r, dtype)
 
 
-@register(np.mean)
+@register(np.mean, note="with where=: an entry left out gets derivative 0")
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=NoValue):
     no_out("mean", out)
-    check_novalue("mean", where=where)
     float_dtype("mean", dtype)
     x = operand_or_raise(a)
     s = shape_of(x)
     axes = axes_of(axis, len(s))
+    masked = _masked("mean", NoValue, where)
+    if masked is not None:
+        r = apply(MEAN_MASKED, (x,), {"axis": axes, "keepdims": bool(keepdims),
+                                      "kw": masked[0], "f": np.mean})
+        return r if dtype is None else astype(r, dtype)
     n = int(np.prod([s[i] for i in axes], dtype=np.int64))
     r = apply(SUM, (x,), {"axis": axes, "keepdims": bool(keepdims)})
     r = r / n if n else r * np.nan
@@ -111,11 +199,46 @@ def _choose_jvp(out, vals, tans, axis, keepdims, f):
 CHOOSE = Primitive("max/min", _choose_impl, _choose_vjp, _choose_jvp)
 
 
+def _mchoose_weights(x, out, axis, keepdims, kw):
+    """The even split among tied extrema of the entries ``where`` admits; 0 everywhere in a
+    slice whose extremum is ``initial`` alone."""
+    xv = np.asarray(strip(x))
+    ov = np.asarray(strip(out))
+    if not keepdims:
+        ov = ov.reshape(expand_shape(xv.shape, axis))
+    mask = ((xv == ov) | (np.isnan(xv) & np.isnan(ov))) & _mask_of(kw.get("where"), xv.shape)
+    n = np.sum(mask, axis=axis, keepdims=True)
+    return (mask / np.where(n > 0, n, 1)).astype(xv.dtype if xv.dtype.kind == "f" else float)
+
+
+def _mchoose_vjp(out, vals, on, axis, keepdims, kw, f):
+    w = _mchoose_weights(vals[0], out, axis, keepdims, kw)
+    s = shape_of(vals[0])
+
+    def rule(ct):
+        return (_spread(ct, s, axis, keepdims) * w,)
+
+    return rule
+
+
+def _mchoose_jvp(out, vals, tans, axis, keepdims, kw, f):
+    w = _mchoose_weights(vals[0], out, axis, keepdims, kw)
+    return np.sum(tans[0] * w, axis=axis, keepdims=keepdims)
+
+
+CHOOSE_MASKED = Primitive("max/min (where=, initial=)", _reduce_impl, _mchoose_vjp,
+                          _mchoose_jvp)
+
+
 def _chooser(name, f):
     def reduce(a, axis=None, out=None, keepdims=False, initial=NoValue, where=NoValue):
         no_out(name, out)
-        check_novalue(name, initial=initial, where=where)
         x = operand_or_raise(a)
+        masked = _masked(name, initial, where)
+        if masked is not None:
+            return apply(CHOOSE_MASKED, (x,), {"axis": axes_of(axis, ndim(x)),
+                                               "keepdims": bool(keepdims), "kw": masked[0],
+                                               "f": f})
         return apply(CHOOSE, (x,), {"axis": axes_of(axis, ndim(x)), "keepdims": bool(keepdims), "f": f})
 
     reduce.__name__ = name
@@ -322,12 +445,46 @@ def _prod_jvp(out, vals, tans, axis, keepdims):
 PROD = Primitive("prod", lambda v, axis, keepdims: np.prod(v, axis=axis, keepdims=keepdims), _prod_vjp, _prod_jvp)
 
 
+def _mprod_others(x, axis, kw):
+    """d prod / d x of a product with ``where=`` (entries left out count as 1 and get 0) and
+    ``initial=`` (a constant factor)."""
+    m = _mask_of(kw.get("where"), shape_of(x))
+    d = np.where(m, _prod_others(np.where(m, x, 1.0), axis), 0.0)
+    return d * kw["initial"] if "initial" in kw else d
+
+
+def _mprod_vjp(out, vals, on, axis, keepdims, kw, f):
+    x = vals[0]
+    s = shape_of(x)
+
+    def rule(ct):
+        if np.size(strip(x)) == 0:
+            return (np.zeros(s, dtype=dtype_of(x)),)
+        return (_spread(ct, s, axis, keepdims) * _mprod_others(x, axis, kw),)
+
+    return rule
+
+
+def _mprod_jvp(out, vals, tans, axis, keepdims, kw, f):
+    x = vals[0]
+    if np.size(strip(x)) == 0:
+        return np.zeros(shape_of(out), dtype=dtype_of(x))
+    return np.sum(tans[0] * _mprod_others(x, axis, kw), axis=axis, keepdims=keepdims)
+
+
+PROD_MASKED = Primitive("prod (where=, initial=)", _reduce_impl, _mprod_vjp, _mprod_jvp)
+
+
 @register(np.prod, note="exact where a factor is 0 (no division by it)")
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue, where=NoValue):
     no_out("prod", out)
-    check_novalue("prod", initial=initial, where=where)
     float_dtype("prod", dtype)
     x = operand_or_raise(a)
+    masked = _masked("prod", initial, where)
+    if masked is not None:
+        return cast(apply(PROD_MASKED, (x,), {"axis": axes_of(axis, ndim(x)),
+                                              "keepdims": bool(keepdims), "kw": masked[0],
+                                              "f": np.prod}), dtype)
     return cast(apply(PROD, (x,), {"axis": axes_of(axis, ndim(x)), "keepdims": bool(keepdims)}), dtype)
 
 
