@@ -37,20 +37,24 @@ def t(f, *a):
     return time.perf_counter() - s
 
 
+def slowdown(f, x):
+    """``(median of 15 alternating rounds of grad(f)(x) / f(x), f(x) in microseconds)``."""
+    g = ad.grad(f)
+    g(x)
+    f(x)
+    rs = []
+    for _ in range(15):
+        a = min(t(f, x) for _ in range(3))
+        b = min(t(g, x) for _ in range(3))
+        rs.append(b / a)
+    return statistics.median(rs), min(t(f, x) for _ in range(5)) * 1e6
+
+
 def main(sizes):
     for n in sizes:
         x = np.linspace(0.1, 1.9, n)
         for name, f in FUNCS.items():
-            g = ad.grad(f)
-            g(x)
-            f(x)
-            rs = []
-            for _ in range(15):
-                a = min(t(f, x) for _ in range(3))
-                b = min(t(g, x) for _ in range(3))
-                rs.append(b / a)
-            plain = min(t(f, x) for _ in range(5)) * 1e6
-            print("%s\t%d\t%.0f\t%.1f" % (name, n, statistics.median(rs), plain))
+            print("%s\t%d\t%.0f\t%.1f" % ((name, n) + slowdown(f, x)))
 
 
 if __name__ == "__main__":

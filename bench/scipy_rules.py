@@ -7,9 +7,7 @@ median of 15 per-round ratios (each the best of 3).
 
     python -m bench.scipy_rules 4 32        # matrix sizes; prints name, m, slowdown, f(x) in us
 """
-import statistics
 import sys
-import time
 
 import numpy as np
 import scipy.fft as sf
@@ -17,7 +15,8 @@ import scipy.linalg as sl
 import scipy.signal as sg
 import scipy.stats as st
 
-import deltaad as ad
+
+from .library_slowdown import slowdown
 
 
 def _funcs(m):
@@ -40,26 +39,11 @@ def _funcs(m):
     }
 
 
-def t(f, *a):
-    s = time.perf_counter()
-    f(*a)
-    return time.perf_counter() - s
-
-
 def main(sizes):
     for m in sizes:
         x = np.linspace(-0.3, 0.4, m * m).reshape(m, m)
         for name, f in _funcs(m).items():
-            g = ad.grad(f)
-            g(x)
-            f(x)
-            rs = []
-            for _ in range(15):
-                a = min(t(f, x) for _ in range(3))
-                b = min(t(g, x) for _ in range(3))
-                rs.append(b / a)
-            plain = min(t(f, x) for _ in range(5)) * 1e6
-            print("%s\t%d\t%.0f\t%.1f" % (name, m, statistics.median(rs), plain), flush=True)
+            print("%s\t%d\t%.0f\t%.1f" % ((name, m) + slowdown(f, x)), flush=True)
 
 
 if __name__ == "__main__":
