@@ -15,7 +15,6 @@ import scipy.linalg as sl
 import scipy.signal as sg
 import scipy.stats as st
 
-
 from .library_slowdown import slowdown
 
 
