@@ -31,7 +31,7 @@ WHEEL_VENV := .venv-wheel
 ROOT       := $(CURDIR)
 # Keep in sync with [build-system].requires in pyproject.toml: the dev venv builds
 # without isolation so that `setup.py build_ext --inplace` uses the same tools.
-BUILD_REQS := 'setuptools>=64' wheel 'Cython>=3.0'
+BUILD_REQS := 'setuptools>=64' wheel 'Cython>=3.0' 'numpy>=1.25'
 CORE_SRCS  := $(wildcard cext/*.pyx cext/*.pxd cext/*.h)
 
 .PHONY: all venv build test fuzz test-asan docs wheel-check bench bench-full bench-docs bench-deps clean distclean
