@@ -8,7 +8,10 @@ dispatch, the partials, the closure, the backward rule. The extension does what 
 for them in C, with numpy's own inner loops, and falls back to ``apply`` for everything else
 (see its docstring). The pure backend never installs it: it *is* the Python path, whose bits
 the fast path reproduces (``tests/numpy/test_fast.py`` checks both against each other).
+``DELTAAD_ARRAY_FAST=0`` switches it off (the Python path on the compiled backend too).
 """
+
+import os
 
 import numpy as np
 
@@ -64,6 +67,9 @@ def _install():
 
 if _arrays is not None:
     _install()
+    # DELTAAD_ARRAY_FAST=0: the Python path (to measure the fast path, or to rule it out)
+    if os.environ.get("DELTAAD_ARRAY_FAST", "").strip().lower() in ("0", "false", "no", "off"):
+        _arrays.set_enabled(False)
 
 
 def enabled():
