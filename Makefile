@@ -31,7 +31,7 @@ WHEEL_VENV := .venv-wheel
 ROOT       := $(CURDIR)
 # Keep in sync with [build-system].requires in pyproject.toml: the dev venv builds
 # without isolation so that `setup.py build_ext --inplace` uses the same tools.
-BUILD_REQS := 'setuptools>=64' wheel 'Cython>=3.0'
+BUILD_REQS := 'setuptools>=64' wheel 'Cython>=3.0' 'numpy>=1.25'
 CORE_SRCS  := $(wildcard cext/*.pyx cext/*.pxd cext/*.h)
 
 .PHONY: all venv build test fuzz test-asan docs wheel-check bench bench-full bench-docs bench-deps clean distclean
@@ -104,7 +104,10 @@ wheel-check: venv
 	  so = [n for n in zipfile.ZipFile(whls[0]).namelist() \
 	        if n.startswith("deltaad/_core") and n.endswith((".so", ".pyd"))]; \
 	  assert so, "no deltaad/_core shared object in " + whls[0]; \
-	  print("wheel", whls[0], "contains", so[0])'
+	  ar = [n for n in zipfile.ZipFile(whls[0]).namelist() \
+	        if n.startswith("deltaad/_arrays") and n.endswith((".so", ".pyd"))]; \
+	  assert ar, "no deltaad/_arrays shared object in " + whls[0]; \
+	  print("wheel", whls[0], "contains", so[0], ar[0])'
 	rm -rf $(WHEEL_VENV)
 	$(PYTHON) -m venv $(WHEEL_VENV)
 	$(WHEEL_VENV)/bin/python -m pip install dist/deltaad-*.whl
@@ -112,6 +115,7 @@ wheel-check: venv
 	  "$(ROOT)/$(WHEEL_VENV)/bin/python" -c "import deltaad; \
 	    assert '/$(WHEEL_VENV)/' in deltaad.__file__, deltaad.__file__; \
 	    assert deltaad.backend == 'c', deltaad.backend; \
+	    from deltaad.numpy import fast; assert fast.enabled(), fast.why; \
 	    print('wheel ok:', deltaad.backend)" && \
 	  cd "$(ROOT)" && rm -rf "$$tmp"
 

@@ -67,6 +67,18 @@ REPLAY = Extension(
     language="c",
 )
 
+
+
+# The compiled fast path of small array duals (its Python twin is deltaad.numpy.array.apply):
+# numpy's inner loops called on the arrays' buffers, so it compiles against numpy's headers.
+ARRAYS = Extension(
+    "deltaad._arrays",
+    sources=["cext/_arrays.pyx"],
+    include_dirs=["cext"],
+    define_macros=DEFINE_MACROS + [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    language="c",
+)
+
 # Optimisation flags by compiler family (extra_compile_args are chosen once the
 # compiler is known, so that a non-gcc compiler is not handed gcc flags).
 OPT_FLAGS = {"unix": ["-O3"], "mingw32": ["-O3"], "cygwin": ["-O3"], "msvc": ["/O2"]}
@@ -103,6 +115,11 @@ class optional_build_ext(build_ext):
 
     def build_extension(self, ext):
         try:
+            if ext.name == "deltaad._arrays":
+                import numpy  # a build requirement of this extension only
+
+                if numpy.get_include() not in ext.include_dirs:
+                    ext.include_dirs.append(numpy.get_include())
             self._cythonize(ext)
             super().build_extension(ext)
         except BaseException as exc:  # noqa: BLE001 - any failure means "no core"
@@ -179,6 +196,6 @@ class optional_build_ext(build_ext):
 
 
 setup(
-    ext_modules=[CORE, REPLAY],
+    ext_modules=[CORE, REPLAY, ARRAYS],
     cmdclass={"build_ext": optional_build_ext},
 )

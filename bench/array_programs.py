@@ -12,8 +12,11 @@ arithmetic and ``@`` are ordinary operators.
   gradient with respect to (W1, b1, W2, b2, W3, b3).
 - ``gmm``: the ADBench Gaussian-mixture objective (d = 10, k = 25) on n fixed points (the spec
   point is n = 1000), gradient with respect to (alphas, means, icf).
-- ``smallops``: a chain of n elementwise operations on a shape-(3,) array and a sum: the
-  per-operation overhead on small arrays (2n + 1 operations).
+- ``smallops`` (``smallops1``, ``smallops16``): a chain of n elementwise operations on a
+  shape-(3,) (shape-(1,), shape-(16,)) array and a sum: the per-operation overhead on small
+  arrays (2n + 1 operations).
+- ``rk4small``: n RK4 steps of Lotka-Volterra on a 2-element numpy state (29n + 2
+  operations): the same overhead in the program a user writes.
 
 ``ops(n)`` counts scalar floating-point work (multiply-adds), not deltaad bindings.
 """
@@ -220,11 +223,11 @@ def gmm_ops(n):
 
 
 # --------------------------------------------------------------------------------------------
-# smallops: per-operation overhead on shape-(3,) arrays
+# smallops: per-operation overhead on shape-(1,), (3,) and (16,) arrays; rk4small
 
 
 def smallops(ns, n, params):
-    """``y = sin(y) + x`` n times on shape-(3,) arrays, then a sum: 2n + 1 operations."""
+    """``y = sin(y) + x`` n times on small arrays, then a sum: 2n + 1 operations."""
     A = array_ns(ns)
     (x,) = params
     y = x
@@ -233,8 +236,44 @@ def smallops(ns, n, params):
     return A.sum(y)
 
 
-def smallops_input(n, rng):
-    return (np.array([rng.uniform(-1.0, 1.0) for _ in range(3)]),)
+def _smallops_input(size):
+    def make(n, rng):
+        return (np.array([rng.uniform(-1.0, 1.0) for _ in range(size)]),)
+
+    return make
+
+
+smallops_input = _smallops_input(3)
+
+RK4_H = 0.01
+_SWAP = np.array([[0.0, 1.0], [1.0, 0.0]])
+_LV_A = np.array([1.1, -0.4])   # prey growth, predator death
+_LV_B = np.array([-0.4, 0.1])   # predation, predator growth
+
+
+def rk4small(ns, n, params):
+    """n RK4 steps of Lotka-Volterra on a 2-element state kept as one numpy array (the
+    program a user writes with numpy: elementwise arithmetic, the other species by a constant
+    swap matrix), then the sum of squares of the final state."""
+    A = array_ns(ns)
+    (s,) = params
+    a, b, swap = A.const(_LV_A), A.const(_LV_B), A.const(_SWAP)
+    h = RK4_H
+
+    def rhs(u):
+        return u * (a + b * (u @ swap))
+
+    for _ in range(n):
+        k1 = rhs(s)
+        k2 = rhs(s + (0.5 * h) * k1)
+        k3 = rhs(s + (0.5 * h) * k2)
+        k4 = rhs(s + h * k3)
+        s = s + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+    return A.sum(s * s)
+
+
+def rk4small_input(n, rng):
+    return (np.array([1.0 + 0.5 * rng.random(), 0.5 + 0.5 * rng.random()]),)
 
 
 # --------------------------------------------------------------------------------------------
@@ -258,10 +297,19 @@ register(Program(
     spec_n=1000,
     preset_sizes={"tiny": [5, 10, 20], "quick": [100, 300, 1000],
                   "full": [30, 100, 300, 1000, 3000, 10000, 30000]}))
+for _name, _size in (("smallops", 3), ("smallops1", 1), ("smallops16", 16)):
+    register(Program(
+        _name, smallops, lambda n: 2 * n + 1, _smallops_input(_size), n_max=10_000, check_n=5,
+        description="y = sin(y) + x n times on shape-(%d,) arrays, then a sum (per-op overhead)"
+                    % _size,
+        ops_text="2n+1", kind="array", modes=ARRAY_MODES, ops_are_bindings=True, spec_n=500,
+        overhead=True,
+        preset_sizes={"tiny": [5, 10, 20], "quick": [50, 150, 500],
+                      "full": [50, 150, 500, 1500, 5000]}))
 register(Program(
-    "smallops", smallops, lambda n: 2 * n + 1, smallops_input, n_max=10_000, check_n=5,
-    description="y = sin(y) + x n times on shape-(3,) arrays, then a sum (per-op overhead)",
-    ops_text="2n+1", kind="array", modes=ARRAY_MODES, ops_are_bindings=True, spec_n=500,
+    "rk4small", rk4small, lambda n: 29 * n + 2, rk4small_input, n_max=3000, check_n=3,
+    description="n RK4 steps of Lotka-Volterra on a 2-element numpy state, then a sum of "
+                "squares (per-op overhead of a realistic small-array program)",
+    ops_text="29n+2", kind="array", modes=ARRAY_MODES, ops_are_bindings=True, spec_n=150,
     overhead=True,
-    preset_sizes={"tiny": [5, 10, 20], "quick": [50, 150, 500],
-                  "full": [50, 150, 500, 1500, 5000]}))
+    preset_sizes={"tiny": [2, 4, 8], "quick": [15, 50, 150], "full": [15, 50, 150, 500, 1500]}))

@@ -792,11 +792,11 @@ def _array_table_rows(results):
     return rows
 
 
-OVERHEAD_HEADER = ["mode", "n (ops)", "time", "µs / op", "÷ deltaad-c"]
+OVERHEAD_HEADER = ["program", "mode", "n (ops)", "time", "µs / op", "÷ deltaad-c"]
 
 
 def _overhead_table_rows(results):
-    return [[r["mode"], "%d (%d)" % (r["n"], r["ops"]), fmt_time(r["time"]), _f(r["us_per_op"], "%.2f"),
+    return [[r["program"], r["mode"], "%d (%d)" % (r["n"], r["ops"]), fmt_time(r["time"]), _f(r["us_per_op"], "%.2f"),
              _f(r["vs_deltaad_c"])] for r in results.get("overhead", [])]
 
 
@@ -818,9 +818,10 @@ def _overhead_section(results):
     rows = _overhead_table_rows(results)
     if not rows:
         return []
-    return ["## Per-operation overhead on shape-(3,) arrays", "",
-            "`smallops`: `y = sin(y) + x` n times on shape-(3,) arrays, then a sum (2n + 1 "
-            "operations); gradient time per operation.", "",
+    return ["## Per-operation overhead on small arrays", "",
+            "`smallops`, `smallops1`, `smallops16`: `y = sin(y) + x` n times on shape-(3,), "
+            "(1,), (16,) arrays, then a sum (2n + 1 operations); `rk4small`: RK4 of a 2-element "
+            "Lotka-Volterra state (29n + 2 operations); gradient time per operation.", "",
             _md_table(OVERHEAD_HEADER, rows), ""]
 
 
@@ -899,7 +900,7 @@ def terminal(results):
         out += _text_table(CKPT_HEADER, rows) + [""]
     rows = _overhead_table_rows(results)
     if rows:
-        out += ["== per-operation overhead on shape-(3,) arrays (smallops)"]
+        out += ["== per-operation overhead on small arrays (smallops, rk4small)"]
         out += _text_table(OVERHEAD_HEADER, rows) + [""]
     out += headline_text(results)
     return "\n".join(_fit(out))

@@ -18,6 +18,7 @@ from libc.stdint cimport int32_t
 from libc.string cimport memset
 from cpython.object cimport PyObject, PyTypeObject, destructor
 from cpython.ref cimport Py_DECREF, Py_INCREF
+from cpython.pycapsule cimport PyCapsule_GetPointer
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.object cimport PyObject_RichCompare, Py_LT, Py_LE, Py_EQ, Py_NE, Py_GT, Py_GE
@@ -1374,9 +1375,34 @@ cdef bint _is_zero(object a) except -1:
         a = d.ov
 
 
+# The sum of two adjoints that are float64 arrays of one shape, by numpy's add loop without
+# its dispatch (``old + x`` to the last bit; None when it does not take them): installed by
+# the array fast path, deltaad._arrays, through ``set_array_add``.
+ctypedef object (*array_add_t)(object, object)
+cdef array_add_t _array_add = NULL
+
+
+def set_array_add(capsule):
+    """Install (a capsule named ``deltaad._arrays.add``) or remove (None) the adjoint sum of
+    float64 arrays used by the general sweep."""
+    global _array_add
+    if capsule is None:
+        _array_add = NULL
+    else:
+        _array_add = <array_add_t>PyCapsule_GetPointer(capsule, "deltaad._arrays.add")
+
+
 cdef inline void _accumulate(list adj, Py_ssize_t i, object x) except *:
     old = adj[i]
-    adj[i] = x if old is None else old + x
+    if old is None:
+        adj[i] = x
+        return
+    if _array_add != NULL and type(old) is not float:
+        r = _array_add(old, x)
+        if r is not None:
+            adj[i] = r
+            return
+    adj[i] = old + x
 
 
 @cython.auto_pickle(False)

@@ -9,7 +9,9 @@
   :mod:`.linalg`, :mod:`.constant` (results without derivative);
 - complex numbers: :mod:`.complex_array` (the complex dual, a real dual of (re, im) pairs, and
   its dispatch), :mod:`.complex_rules` (complex ufuncs and functions), :mod:`.complex_linalg`
-  (``eig``, ``eigvals``, ``inv``, ``solve``) and :mod:`.fft` (``numpy.fft``).
+  (``eig``, ``eigvals``, ``inv``, ``solve``) and :mod:`.fft` (``numpy.fft``);
+- :mod:`.fast`: the compiled fast path of the commonest elementwise operations on small float64
+  arrays (the extension ``deltaad._arrays``), installed on the compiled backend.
 
 Importing this package declares every rule and installs the hooks through which the backend's
 scalar duals answer numpy.
@@ -21,6 +23,7 @@ from . import (  # noqa: F401 (the rule families)
 )
 from . import complex_linalg, complex_rules, fft  # noqa: F401 (the complex rule families)
 from . import scipy_fft, scipy_linalg, scipy_multivariate  # noqa: F401 (scipy's functions, taken up when scipy is imported)
+from . import fast  # noqa: F401 (the compiled fast path of small arrays, on the compiled backend)
 from .array import (
     ArrayDual, array_input, asarray, at, scalar_array_function, scalar_array_ufunc,
     scalar_fallback, stack,

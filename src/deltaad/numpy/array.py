@@ -147,7 +147,7 @@ def apply(prim, args, params=_EMPTY):
         return wrap(out, top, -1, t)
     rule = prim.vjp(out, vals, on, **params) if params else prim.vjp(out, vals, on)
     if scalar is not None or len(keep) != k:
-        rule = _select(rule, keep, scalar)
+        rule = select(rule, keep, scalar)
     if type(out) is np.ndarray:  # wrap(), inlined for the commonest result
         r = _new(ArrayDual)
         r.value = out
@@ -158,7 +158,7 @@ def apply(prim, args, params=_EMPTY):
     return wrap(out, top, top.push_linear(ids, rule), None)
 
 
-def _select(rule, keep, scalar):
+def select(rule, keep, scalar):
     """Adapt a rule giving one cotangent per operand to the parents actually recorded (and
     give scalar parents float / scalar-dual cotangents)."""
     if scalar is None:

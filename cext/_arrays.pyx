@@ -1,0 +1,758 @@
+# cython: language_level=3
+"""The compiled fast path of array duals (``deltaad._arrays``): the commonest elementwise
+operations on small float64 arrays, recorded without running Python code.
+
+What :func:`deltaad.numpy.array.apply` does for ``np.sin(x)``, ``x + y``, ``2.0 * x``, ``x ** 3``
+-- compute the value with numpy, compute the partial derivatives the primitive's ``vjp`` keeps,
+push a linear binding whose rule the backward sweep calls -- done here in C: the values and
+cotangents are computed by numpy's own inner loops (the function pointers of the ufunc's
+float64 loop, called on the arrays' buffers with the lengths and strides numpy's ufunc
+machinery passes them), so every bit is numpy's, and the rule is a small object
+(:class:`ArrayRule`) whose ``__call__`` runs those loops, where the Python path keeps a closure
+that calls the ufuncs. The arithmetic is the Python path's, operation by operation (the same
+loops on the same operands in the same order): the pure backend, which always takes the Python
+path, gives the same bits.
+
+Only the plain case is taken: a reverse tape of the compiled core, operands that are array
+duals of that tape with C-contiguous native float64 values of one shape, Python floats (and
+ints that are exact as floats) or constant float64 arrays of that shape, no broadcasting, and no
+floating-point exception raised by any loop (numpy would warn or raise by ``np.errstate``:
+the Python path is taken instead, from the start, and does exactly that). Everything else --
+forward levels, nesting, float32, broadcasting, a user's rule registered over numpy's, a
+cotangent that is not such an array -- goes the Python way (the rule then builds the Python
+closure lazily from the same operands: the partials are recomputed, bit for bit the same).
+"""
+
+cimport cython
+cimport numpy as cnp
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.ref cimport Py_INCREF, Py_DECREF
+from cpython.pycapsule cimport PyCapsule_New
+from libc.math cimport isfinite, fabs
+
+cdef extern from "<fenv.h>" nogil:
+    int feclearexcept(int)
+    int fetestexcept(int)
+    int FE_DIVBYZERO
+    int FE_OVERFLOW
+    int FE_UNDERFLOW
+    int FE_INVALID
+
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDef:
+        Py_ssize_t offset
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+    PyObject* PyType_GenericAlloc(PyTypeObject* tp, Py_ssize_t n)
+
+cnp.import_array()
+cnp.import_umath()
+
+ctypedef cnp.npy_intp intp
+
+# operation codes (the ufuncs taken; HELPERS are loops the derivatives use)
+cdef enum:
+    ADD = 0
+    SUB
+    MUL
+    DIV
+    POW
+    NEG
+    SIN
+    COS
+    TAN
+    TANH
+    EXP
+    LOG
+    SQRT
+    SQUARE
+    ABS
+    ARCTAN
+    SINH
+    COSH
+    EXPM1
+    LOG1P
+    RECIP
+    SIGN
+    NCODES
+
+cdef int _FPE = 0  # set in setup: the floating-point exceptions that send us the Python way
+
+cdef struct Loop:
+    cnp.PyUFuncGenericFunction f
+    void* data
+
+cdef Loop LOOPS[NCODES]
+cdef bint _ready = False
+cdef bint enabled = True  # switched off by tests to compare with the Python path
+
+cdef object ArrayDual = None
+cdef object Tape = None
+cdef object _UFUNCS = None     # registry.UFUNCS: the fast path only while a code's rule is ours
+cdef dict _CODES = {}          # ufunc -> code
+cdef list _FNS = [None] * NCODES    # code -> the registry's function the fast path stands for
+cdef list _PRIMS = [None] * NCODES  # code -> its Primitive (for the lazy Python rule)
+cdef object _python_rule = None     # array.python_rule(prim, out, vals, on, keep)
+cdef object _PUSH = None           # Tape.push_linear, unbound (no lookup per call)
+# where the array dual's slots live in its instances (read and written without a lookup)
+cdef Py_ssize_t OFF_VALUE = 0, OFF_TRACE = 0, OFF_ID = 0, OFF_TANGENT = 0
+cdef object _NOTHING = object()     # "not taken here"
+
+
+cdef int _find_loop(cnp.ufunc u, int code) except -1:
+    """The ufunc's loop for all-float64 operands (what numpy's legacy loop selector picks)."""
+    cdef int nargs = u.nargs
+    cdef int k, j
+    cdef bint ok
+    for k in range(u.ntypes):
+        ok = True
+        for j in range(nargs):
+            if u.types[k * nargs + j] != cnp.NPY_DOUBLE:
+                ok = False
+                break
+        if ok:
+            LOOPS[code].f = u.functions[k]
+            LOOPS[code].data = u.data[k]
+            return 0
+    raise RuntimeError("numpy.%s has no float64 loop" % u.__name__)
+
+
+def setup(array_dual, tape, ufuncs, registry_ufuncs, functions, prims, python_rule):
+    """Bind the fast path to the Python side: the array dual's class, the core's tape class,
+    the ufuncs by code (``ufuncs[code]``), the registry's ufunc table, the functions the fast
+    path stands for (``functions[code]``; None for the helpers), their primitives, and the
+    builder of the Python rule."""
+    global ArrayDual, Tape, _UFUNCS, _python_rule, _ready, _FPE
+    cdef int code
+    if len(ufuncs) != NCODES:
+        raise ValueError("setup: %d ufuncs for %d codes" % (len(ufuncs), NCODES))
+    for code in range(NCODES):
+        _find_loop(ufuncs[code], code)
+        _FNS[code] = functions[code]
+        _PRIMS[code] = prims[code]
+        if functions[code] is not None:
+            _CODES[ufuncs[code]] = code
+    if array_dual.__bases__ != (object,) or array_dual.__new__ is not object.__new__:
+        raise TypeError("setup: %s must be a plain class (its instances are allocated here as "
+                        "object.__new__ allocates them)" % array_dual.__name__)
+    ArrayDual = array_dual
+    Tape = tape
+    global _PUSH, OFF_VALUE, OFF_TRACE, OFF_ID, OFF_TANGENT
+    _PUSH = tape.push_linear
+    offsets = []
+    for name in ("value", "trace", "id", "tangent"):
+        descr = array_dual.__dict__[name]
+        if type(descr).__name__ != "member_descriptor":
+            raise TypeError("setup: %s.%s is not a slot" % (array_dual.__name__, name))
+        offsets.append((<PyMemberDescrObject*><PyObject*>descr).d_member.offset)
+    OFF_VALUE, OFF_TRACE, OFF_ID, OFF_TANGENT = offsets
+    _UFUNCS = registry_ufuncs
+    _python_rule = python_rule
+    _FPE = FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID
+    _ready = True
+
+
+# --------------------------------------------------------------------------------------------
+# numpy's loops on buffers
+
+cdef inline bint _plain(object v):
+    """A value the loops take: an exact ndarray, native float64, C-contiguous, aligned, not
+    empty."""
+    if type(v) is not cnp.ndarray:
+        return False
+    cdef cnp.ndarray a = <cnp.ndarray>v
+    return (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_ISCARRAY_RO(a)
+            and cnp.PyArray_SIZE(a) > 0)
+
+
+cdef inline bint _same_shape(cnp.ndarray a, cnp.ndarray b):
+    cdef int nd = cnp.PyArray_NDIM(a)
+    cdef int k
+    if cnp.PyArray_NDIM(b) != nd:
+        return False
+    cdef intp* da = cnp.PyArray_DIMS(a)
+    cdef intp* db = cnp.PyArray_DIMS(b)
+    for k in range(nd):
+        if da[k] != db[k]:
+            return False
+    return True
+
+
+cdef inline cnp.ndarray _empty_like(cnp.ndarray a):
+    return <cnp.ndarray>cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(a), cnp.PyArray_DIMS(a),
+                                              cnp.NPY_DOUBLE)
+
+
+# An operand of a loop: an array's buffer (step 8) or a scalar (step 0), as numpy passes a
+# 0-d operand broadcast against an array.
+cdef struct Opnd:
+    char* p
+    intp step
+    double s
+
+
+cdef inline void _arr(Opnd* o, cnp.ndarray a) noexcept:
+    o.p = cnp.PyArray_BYTES(a)
+    o.step = 8
+
+
+cdef inline void _sc(Opnd* o, double s) noexcept:
+    o.s = s
+    o.p = <char*>&o.s
+    o.step = 0
+
+
+cdef inline cnp.ndarray _loop1(int code, Opnd* x, cnp.ndarray like, intp n):
+    cdef cnp.ndarray out = _empty_like(like)
+    cdef char* args[2]
+    cdef intp steps[2]
+    args[0] = x.p
+    args[1] = cnp.PyArray_BYTES(out)
+    steps[0] = x.step
+    steps[1] = 8
+    LOOPS[code].f(args, &n, steps, LOOPS[code].data)
+    return out
+
+
+cdef inline cnp.ndarray _loop2(int code, Opnd* a, Opnd* b, cnp.ndarray like, intp n):
+    cdef cnp.ndarray out = _empty_like(like)
+    cdef char* args[3]
+    cdef intp steps[3]
+    args[0] = a.p
+    args[1] = b.p
+    args[2] = cnp.PyArray_BYTES(out)
+    steps[0] = a.step
+    steps[1] = b.step
+    steps[2] = 8
+    LOOPS[code].f(args, &n, steps, LOOPS[code].data)
+    return out
+
+
+cdef inline cnp.ndarray _u(int code, cnp.ndarray x, intp n):
+    cdef Opnd o
+    _arr(&o, x)
+    return _loop1(code, &o, x, n)
+
+
+cdef inline cnp.ndarray _aa(int code, cnp.ndarray a, cnp.ndarray b, intp n):
+    cdef Opnd oa, ob
+    _arr(&oa, a)
+    _arr(&ob, b)
+    return _loop2(code, &oa, &ob, a, n)
+
+
+cdef inline cnp.ndarray _sa(int code, double a, cnp.ndarray b, intp n):
+    cdef Opnd oa, ob
+    _sc(&oa, a)
+    _arr(&ob, b)
+    return _loop2(code, &oa, &ob, b, n)
+
+
+cdef inline cnp.ndarray _as(int code, cnp.ndarray a, double b, intp n):
+    cdef Opnd oa, ob
+    _arr(&oa, a)
+    _sc(&ob, b)
+    return _loop2(code, &oa, &ob, a, n)
+
+
+cdef inline bint _any_zero(cnp.ndarray a, intp n) noexcept:
+    """``(a == 0).any()``."""
+    cdef double* p = <double*>cnp.PyArray_BYTES(a)
+    cdef intp k
+    for k in range(n):
+        if p[k] == 0.0:
+            return True
+    return False
+
+
+cdef inline bint _finite_sum(cnp.ndarray a, intp n) noexcept:
+    """True when numpy's ``a.sum()`` is surely finite: every entry finite and the sum of their
+    magnitudes far from overflow (in any order of addition). Else the Python path decides."""
+    cdef double* p = <double*>cnp.PyArray_BYTES(a)
+    cdef double s = 0.0
+    cdef intp k
+    for k in range(n):
+        if not isfinite(p[k]):
+            return False
+        s += fabs(p[k])
+    return s < 1e300
+
+
+# --------------------------------------------------------------------------------------------
+# The rule: the binding's linear map, run by the backward sweep
+
+
+# rule kinds
+cdef enum:
+    R_SCALE = 0   # (ct * d,)                            d an array or a scalar
+    R_NEG         # (-ct,)
+    R_ADD         # ct to each kept parent
+    R_SUB         # (ct, -ct) for the kept parents
+    R_MUL2        # (ct * b, ct * a)
+    R_SQUARE      # g = ct * a; (g, g)
+    R_DIV         # g = ct / b; (g, -(g * y)) for the kept parents
+
+
+@cython.final
+@cython.no_gc
+@cython.auto_pickle(False)
+cdef class ArrayRule:
+    """A binding's linear map ``rule(ct) -> cotangents of the recorded parents``, computed by
+    numpy's loops when ``ct`` is a plain float64 array of the output's shape, by the Python
+    rule (the closure the Python path records, made on first need) otherwise."""
+
+    cdef int kind
+    cdef int code
+    cdef bint oa, ob
+    cdef object d       # R_SCALE: the partial (array), or None with ds; R_MUL2/R_SQUARE: b/a
+    cdef double ds
+    cdef object e       # R_MUL2: a (or None with es); R_DIV: y
+    cdef double es
+    cdef cnp.ndarray out
+    cdef tuple vals
+    cdef object py      # the Python rule, once made
+
+    def __call__(self, ct):
+        cdef cnp.ndarray c
+        cdef intp n
+        cdef object r
+        if type(ct) is cnp.ndarray and _plain(ct) and _same_shape(<cnp.ndarray>ct, self.out):
+            c = <cnp.ndarray>ct
+            n = cnp.PyArray_SIZE(c)
+            feclearexcept(_FPE)
+            r = self._run(c, n)
+            if not fetestexcept(_FPE):
+                return r
+        if self.py is None:
+            if len(self.vals) == 2:
+                on = (bool(self.oa), bool(self.ob))
+            else:
+                on = (bool(self.oa),)
+            keep = tuple([k for k in range(len(on)) if on[k]])
+            self.py = _python_rule(_PRIMS[self.code], self.out, list(self.vals), list(on), keep)
+        return self.py(ct)
+
+    cdef object _run(self, cnp.ndarray c, intp n):
+        cdef int kind = self.kind
+        cdef cnp.ndarray g
+        if kind == R_SCALE:
+            if self.d is None:
+                return (_as(MUL, c, self.ds, n),)
+            return (_aa(MUL, c, <cnp.ndarray>self.d, n),)
+        if kind == R_NEG:
+            return (_u(NEG, c, n),)
+        if kind == R_ADD:
+            if self.oa and self.ob:
+                return (c, c)
+            return (c,)
+        if kind == R_SUB:
+            if self.oa and self.ob:
+                return (c, _u(NEG, c, n))
+            if self.oa:
+                return (c,)
+            return (_u(NEG, c, n),)
+        if kind == R_SQUARE:
+            g = _aa(MUL, c, <cnp.ndarray>self.e, n)
+            return (g, g)
+        if kind == R_MUL2:
+            # a's cotangent ct * b, b's ct * a (the Python rule's order)
+            return (_aa(MUL, c, <cnp.ndarray>self.d, n) if self.d is not None else _as(MUL, c, self.ds, n),
+                    _aa(MUL, c, <cnp.ndarray>self.e, n) if self.e is not None else _as(MUL, c, self.es, n))
+        # R_DIV: g = ct / b; a: g; b: -(g * y)
+        g = _aa(DIV, c, <cnp.ndarray>self.d, n) if self.d is not None else _as(DIV, c, self.ds, n)
+        if self.oa and self.ob:
+            return (g, _u(NEG, _aa(MUL, g, <cnp.ndarray>self.e, n), n))
+        if self.oa:
+            return (g,)
+        return (_u(NEG, _aa(MUL, g, <cnp.ndarray>self.e, n), n),)
+
+
+cdef inline ArrayRule _rule(int kind, int code, bint oa, bint ob, cnp.ndarray out, tuple vals):
+    cdef ArrayRule r = ArrayRule.__new__(ArrayRule)
+    r.kind = kind
+    r.code = code
+    r.oa = oa
+    r.ob = ob
+    r.out = out
+    r.vals = vals
+    return r
+
+
+cdef inline PyObject* _get(object o, Py_ssize_t off) noexcept:
+    """The slot at ``off`` of an array dual (NULL when unset)."""
+    return (<PyObject**>((<char*><PyObject*>o) + off))[0]
+
+
+cdef inline void _put(PyObject* o, Py_ssize_t off, object v) noexcept:
+    """Set a slot of a fresh array dual (all NULL)."""
+    Py_INCREF(v)
+    (<PyObject**>((<char*>o) + off))[0] = <PyObject*>v
+
+
+cdef object _dual(cnp.ndarray value, object trace, object parents, ArrayRule rule):
+    """The array dual of ``value`` with a binding of ``rule`` on ``trace``."""
+    i = _PUSH(trace, parents, rule)
+    cdef PyObject* p = PyType_GenericAlloc(<PyTypeObject*>ArrayDual, 0)  # its tp_alloc
+    if p == NULL:
+        raise MemoryError()
+    cdef object r = <object>p
+    Py_DECREF(r)  # the reference tp_alloc gave is r's
+    _put(p, OFF_VALUE, value)
+    _put(p, OFF_TRACE, trace)
+    _put(p, OFF_ID, i)
+    _put(p, OFF_TANGENT, None)
+    return r
+
+
+# --------------------------------------------------------------------------------------------
+# The operations
+
+
+cdef object _unary(int code, object x):
+    """``ufunc(x)`` for an array dual ``x``, or _NOTHING."""
+    if type(x) is not ArrayDual:
+        return _NOTHING
+    cdef PyObject* pt = _get(x, OFF_TRACE)
+    cdef PyObject* pv = _get(x, OFF_VALUE)
+    cdef PyObject* pi = _get(x, OFF_ID)
+    if pt == NULL or pv == NULL or pi == NULL:
+        return _NOTHING
+    trace = <object>pt
+    if type(trace) is not Tape or trace.closed:
+        return _NOTHING
+    v = <object>pv
+    if not _plain(v):
+        return _NOTHING
+    cdef cnp.ndarray a = <cnp.ndarray>v
+    cdef intp n = cnp.PyArray_SIZE(a)
+    cdef cnp.ndarray y, d, t
+    cdef ArrayRule rule
+    feclearexcept(_FPE)
+    y = _u(code, a, n)
+    rule = _rule(R_SCALE, code, True, False, y, (v,))
+    if code == NEG:
+        rule.kind = R_NEG
+    elif code == SIN:
+        d = _u(COS, a, n)
+    elif code == COS:
+        d = _u(NEG, _u(SIN, a, n), n)
+    elif code == TAN:
+        d = _sa(ADD, 1.0, _aa(MUL, y, y, n), n)
+    elif code == TANH:
+        d = _sa(SUB, 1.0, _aa(MUL, y, y, n), n)
+    elif code == EXP:
+        d = y
+    elif code == LOG:  # rdiv(1.0, x), an edge at 0
+        if _any_zero(a, n):
+            return _NOTHING
+        d = _sa(DIV, 1.0, a, n)
+        if not _finite_sum(d, n):
+            return _NOTHING
+    elif code == SQRT:  # rdiv(0.5, y)
+        if _any_zero(y, n):
+            return _NOTHING
+        d = _sa(DIV, 0.5, y, n)
+        if not _finite_sum(d, n):
+            return _NOTHING
+    elif code == SQUARE:
+        d = _sa(MUL, 2.0, a, n)
+    elif code == ABS:
+        d = _u(SIGN, a, n)
+    elif code == ARCTAN:
+        d = _sa(DIV, 1.0, _sa(ADD, 1.0, _aa(MUL, a, a, n), n), n)
+    elif code == SINH:
+        d = _u(COSH, a, n)
+    elif code == COSH:
+        d = _u(SINH, a, n)
+    elif code == EXPM1:
+        d = _as(ADD, y, 1.0, n)
+    elif code == LOG1P:  # rdiv(1.0, 1.0 + x)
+        t = _sa(ADD, 1.0, a, n)
+        if _any_zero(t, n):
+            return _NOTHING
+        d = _sa(DIV, 1.0, t, n)
+        if not _finite_sum(d, n):
+            return _NOTHING
+    elif code == RECIP:
+        d = _u(NEG, _aa(MUL, y, y, n), n)
+    else:
+        return _NOTHING
+    if fetestexcept(_FPE):
+        return _NOTHING
+    if code != NEG:
+        rule.d = d
+    return _dual(y, trace, (<object>pi,), rule)
+
+
+cdef inline int _scalar(object s, double* out) except -1:
+    """1 with ``out`` set for a Python float, or an int that is exact as a float."""
+    if type(s) is float:
+        out[0] = <double>s
+        return 1
+    if type(s) is int and -9007199254740992 <= s <= 9007199254740992:
+        out[0] = <double><long long>s
+        return 1
+    return 0
+
+
+cdef object _binary(int code, object a, object b):
+    """``ufunc(a, b)`` for a plain case, or _NOTHING."""
+    cdef object trace = None
+    cdef bint oa = False, ob = False
+    cdef object va = a, vb = b
+    cdef double sa = 0.0, sb = 0.0
+    cdef bint ka = False, kb = False  # a scalar operand
+    cdef cnp.ndarray like = None
+    cdef PyObject* pt
+    cdef PyObject* pv
+    cdef PyObject* ia = NULL
+    cdef PyObject* ib = NULL
+    if type(a) is ArrayDual:
+        pt = _get(a, OFF_TRACE)
+        pv = _get(a, OFF_VALUE)
+        ia = _get(a, OFF_ID)
+        if pt == NULL or pv == NULL or ia == NULL:
+            return _NOTHING
+        trace = <object>pt
+        va = <object>pv
+        oa = True
+    if type(b) is ArrayDual:
+        pt = _get(b, OFF_TRACE)
+        pv = _get(b, OFF_VALUE)
+        ib = _get(b, OFF_ID)
+        if pt == NULL or pv == NULL or ib == NULL:
+            return _NOTHING
+        if trace is None:
+            trace = <object>pt
+        elif <object>pt is not trace:
+            return _NOTHING
+        vb = <object>pv
+        ob = True
+    if trace is None or type(trace) is not Tape or trace.closed:
+        return _NOTHING
+    if _plain(va):
+        like = <cnp.ndarray>va
+    elif oa or not _scalar(va, &sa):
+        return _NOTHING
+    else:
+        ka = True
+    if _plain(vb):
+        if like is None:
+            like = <cnp.ndarray>vb
+        elif not _same_shape(like, <cnp.ndarray>vb):
+            return _NOTHING
+    elif ob or not _scalar(vb, &sb):
+        return _NOTHING
+    else:
+        kb = True
+    cdef intp n = cnp.PyArray_SIZE(like)
+    cdef Opnd pa, pb
+    if ka:
+        _sc(&pa, sa)
+    else:
+        _arr(&pa, <cnp.ndarray>va)
+    if kb:
+        _sc(&pb, sb)
+    else:
+        _arr(&pb, <cnp.ndarray>vb)
+    cdef cnp.ndarray y, d
+    cdef ArrayRule rule
+    cdef tuple vals = (va, vb)
+    if code == POW:
+        if not (oa and kb):  # a constant exponent only
+            return _NOTHING
+    feclearexcept(_FPE)
+    y = _loop2(code, &pa, &pb, like, n)
+    if code == ADD:
+        rule = _rule(R_ADD, code, oa, ob, y, vals)
+    elif code == SUB:
+        rule = _rule(R_SUB, code, oa, ob, y, vals)
+    elif code == MUL:
+        if oa and ob and va is vb:
+            rule = _rule(R_SQUARE, code, oa, ob, y, vals)
+            rule.e = va
+        elif oa and ob:
+            rule = _rule(R_MUL2, code, oa, ob, y, vals)
+            rule.d = vb
+            rule.e = va
+        else:  # one dual: its cotangent ct * (the other operand)
+            rule = _rule(R_SCALE, code, oa, ob, y, vals)
+            if oa:
+                if kb:
+                    rule.ds = sb
+                else:
+                    rule.d = vb
+            elif ka:
+                rule.ds = sa
+            else:
+                rule.d = va
+    elif code == DIV:
+        rule = _rule(R_DIV, code, oa, ob, y, vals)
+        if kb:
+            rule.ds = sb
+        else:
+            rule.d = vb
+        rule.e = y
+    elif code == POW:
+        rule = _rule(R_SCALE, code, True, False, y, vals)
+        if sb == 2.0:
+            rule.d = _sa(MUL, 2.0, <cnp.ndarray>va, n)
+        elif sb == 1.0:
+            rule.ds = 1.0
+        elif sb == 0.0:
+            rule.ds = 0.0
+        else:
+            rule.d = _sa(MUL, sb, _as(POW, <cnp.ndarray>va, sb - 1.0, n), n)
+    else:
+        return _NOTHING
+    if fetestexcept(_FPE):
+        return _NOTHING
+    if oa and ob:
+        parents = (<object>ia, <object>ib)
+    elif oa:
+        parents = (<object>ia,)
+    else:
+        parents = (<object>ib,)
+    return _dual(y, trace, parents, rule)
+
+
+cdef object _add_arrays(object a, object b):
+    """``a + b`` for two float64 arrays of one shape (adjoints the sweep sums), or None."""
+    if not enabled or type(a) is not cnp.ndarray or type(b) is not cnp.ndarray:
+        return None
+    if not (_plain(a) and _plain(b) and _same_shape(<cnp.ndarray>a, <cnp.ndarray>b)):
+        return None
+    feclearexcept(_FPE)
+    r = _aa(ADD, <cnp.ndarray>a, <cnp.ndarray>b, cnp.PyArray_SIZE(<cnp.ndarray>a))
+    if fetestexcept(_FPE):
+        return None
+    return r
+
+
+def add_capsule():
+    """The adjoint sum of float64 arrays for the core's sweep (``_core.set_array_add``)."""
+    return PyCapsule_New(<void*>_add_arrays, "deltaad._arrays.add", NULL)
+
+
+# --------------------------------------------------------------------------------------------
+# Entry points: the array dual's methods on the compiled backend
+
+
+cdef inline object _call(object ufunc, tuple inputs):
+    if not enabled:
+        return _NOTHING
+    code = _CODES.get(ufunc)
+    if code is None:
+        return _NOTHING
+    cdef int c = code
+    if _UFUNCS.get(ufunc) is not _FNS[c]:  # a rule registered over ours
+        return _NOTHING
+    if len(inputs) == 1:
+        if c >= NEG:
+            return _unary(c, inputs[0])
+        return _NOTHING
+    if len(inputs) == 2 and c < NEG:
+        return _binary(c, inputs[0], inputs[1])
+    return _NOTHING
+
+
+def try_ufunc(ufunc, inputs):
+    """``ufunc(*inputs)`` by the fast path, or None when it does not take them."""
+    r = _call(ufunc, inputs)
+    return None if r is _NOTHING else r
+
+
+cdef object _op(int c, object a, object b):
+    if not enabled or _UFUNCS.get(_UFUNC_OF[c]) is not _FNS[c]:
+        return _NOTHING
+    return _binary(c, a, b)
+
+
+cdef list _UFUNC_OF = [None] * NCODES
+
+
+def bind_methods(cls, python_methods, ufuncs):
+    """Install the fast methods on ``cls`` (the array dual), each falling back to the Python
+    method it replaces (``python_methods[name]``)."""
+    cdef int code
+    for code in range(NCODES):
+        _UFUNC_OF[code] = ufuncs[code]
+    py = dict(python_methods)
+    ufunc_py = py["__array_ufunc__"]
+    add, radd = py["__add__"], py["__radd__"]
+    sub, rsub = py["__sub__"], py["__rsub__"]
+    mul, rmul = py["__mul__"], py["__rmul__"]
+    div, rdiv = py["__truediv__"], py["__rtruediv__"]
+    pow_, neg = py["__pow__"], py["__neg__"]
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if not kwargs and method == "__call__":
+            r = _call(ufunc, inputs)
+            if r is not _NOTHING:
+                return r
+        return ufunc_py(self, ufunc, method, *inputs, **kwargs)
+
+    def __add__(self, other):
+        r = _op(ADD, self, other)
+        return add(self, other) if r is _NOTHING else r
+
+    def __radd__(self, other):
+        r = _op(ADD, other, self)
+        return radd(self, other) if r is _NOTHING else r
+
+    def __sub__(self, other):
+        r = _op(SUB, self, other)
+        return sub(self, other) if r is _NOTHING else r
+
+    def __rsub__(self, other):
+        r = _op(SUB, other, self)
+        return rsub(self, other) if r is _NOTHING else r
+
+    def __mul__(self, other):
+        r = _op(MUL, self, other)
+        return mul(self, other) if r is _NOTHING else r
+
+    def __rmul__(self, other):
+        r = _op(MUL, other, self)
+        return rmul(self, other) if r is _NOTHING else r
+
+    def __truediv__(self, other):
+        r = _op(DIV, self, other)
+        return div(self, other) if r is _NOTHING else r
+
+    def __rtruediv__(self, other):
+        r = _op(DIV, other, self)
+        return rdiv(self, other) if r is _NOTHING else r
+
+    def __pow__(self, other, modulo=None):
+        if modulo is None:
+            r = _op(POW, self, other)
+            if r is not _NOTHING:
+                return r
+        return pow_(self, other, modulo)
+
+    def __neg__(self):
+        cdef object r = _NOTHING
+        if enabled and _UFUNCS.get(_UFUNC_OF[NEG]) is _FNS[NEG]:
+            r = _unary(NEG, self)
+        return neg(self) if r is _NOTHING else r
+
+    for f in (__array_ufunc__, __add__, __radd__, __sub__, __rsub__, __mul__, __rmul__,
+              __truediv__, __rtruediv__, __pow__, __neg__):
+        f.__doc__ = py[f.__name__].__doc__
+        setattr(cls, f.__name__, f)
+
+
+def is_enabled():
+    """Whether the fast path is switched on."""
+    return enabled
+
+
+def set_enabled(flag):
+    """Switch the fast path on or off (tests compare it with the Python path); returns the
+    previous setting."""
+    global enabled
+    old = enabled
+    enabled = bool(flag)
+    return old

@@ -1,0 +1,85 @@
+"""The compiled fast path of array duals (``deltaad._arrays``), installed on the compiled backend.
+
+The commonest elementwise operations on small float64 arrays (``+ - * /``, ``**`` by a constant,
+``negative`` and the table's ``sin``, ``cos``, ``tan``, ``tanh``, ``exp``, ``log``, ``sqrt``,
+``square``, ``absolute``, ``arctan``, ``sinh``, ``cosh``, ``expm1``, ``log1p``, ``reciprocal``)
+cost one numpy call each in the Python mechanism (:func:`.array.apply`) several times over: the
+dispatch, the partials, the closure, the backward rule. The extension does what ``apply`` does
+for them in C, with numpy's own inner loops, and falls back to ``apply`` for everything else
+(see its docstring). The pure backend never installs it: it *is* the Python path, whose bits
+the fast path reproduces (``tests/numpy/test_fast.py`` checks both against each other).
+``DELTAAD_ARRAY_FAST=0`` switches it off (the Python path on the compiled backend too).
+"""
+
+import os
+
+import numpy as np
+
+from .._backend import B, name as _backend_name
+from . import array, registry
+from .elementwise import NEGATIVE
+
+try:
+    if _backend_name != "c":
+        raise ImportError("the pure backend takes the Python path")
+    from .. import _arrays
+except ImportError as exc:  # no compiled extension: the Python path (the same results)
+    _arrays = None
+    why = str(exc)
+else:
+    why = ""
+
+# The extension's operation codes, in its order: the ufuncs taken, then the helper loops.
+UFUNCS = (np.add, np.subtract, np.multiply, np.true_divide, np.power, np.negative, np.sin, np.cos,
+          np.tan, np.tanh, np.exp, np.log, np.sqrt, np.square, np.absolute, np.arctan, np.sinh,
+          np.cosh, np.expm1, np.log1p, np.reciprocal, np.sign)
+HELPERS = (np.sign,)
+
+_METHODS = ("__array_ufunc__", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
+            "__rmul__", "__truediv__", "__rtruediv__", "__pow__", "__neg__")
+
+
+def python_rule(prim, out, vals, on, keep):
+    """The rule the Python path records for ``prim`` on these operands (what ``apply`` pushes,
+    for operands that are array duals of the recording tape or constants)."""
+    rule = prim.vjp(out, vals, on)
+    if len(keep) != len(vals):
+        rule = array.select(rule, list(keep), None)
+    return rule
+
+
+def _install():
+    fns = []
+    prims = []
+    for u in UFUNCS:
+        if u in HELPERS:
+            fns.append(None)
+            prims.append(None)
+            continue
+        fn = registry.UFUNCS[u]
+        fns.append(fn)
+        prims.append(NEGATIVE if u is np.negative else fn.primitive)
+    _arrays.setup(array.ArrayDual, B.Tape, UFUNCS, registry.UFUNCS, fns, prims, python_rule)
+    _arrays.bind_methods(array.ArrayDual, {m: getattr(array.ArrayDual, m) for m in _METHODS},
+                         UFUNCS)
+    B.set_array_add(_arrays.add_capsule())  # the sweep's sum of array adjoints
+
+
+if _arrays is not None:
+    _install()
+    # DELTAAD_ARRAY_FAST=0: the Python path (to measure the fast path, or to rule it out)
+    if os.environ.get("DELTAAD_ARRAY_FAST", "").strip().lower() in ("0", "false", "no", "off"):
+        _arrays.set_enabled(False)
+
+
+def enabled():
+    """Whether the compiled fast path is in use."""
+    return _arrays is not None and _arrays.is_enabled()
+
+
+def set_enabled(flag):
+    """Switch the fast path on or off (for comparing it with the Python path); returns the
+    previous setting. Without the extension it stays off."""
+    if _arrays is None:
+        return False
+    return _arrays.set_enabled(flag)

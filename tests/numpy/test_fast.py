@@ -1,0 +1,207 @@
+"""The compiled fast path of array duals (``deltaad._arrays``, installed by
+``deltaad.numpy.fast`` on the compiled backend) gives the Python path's results to the bit.
+
+Random programs over its operations (tests/fast_programs.py), with the inputs the fast path
+takes (float64 arrays of shapes (1,), (3,), (16,), 0-d) and those it leaves to the Python path
+(float32, (1,) against (n,) broadcasting, scalar duals, constants): values, reverse and forward
+derivatives with the fast path on and off, against the pure backend in another process,
+against finite differences, and nested (Hessian-vector products).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import deltaad as d
+from deltaad.numpy import fast
+from fast_programs import draw_program, results, run
+from numpy_checks import check_first_order, check_second_order
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.dirname(HERE)
+compiled = pytest.mark.skipif(d.backend != "c", reason="the fast path is the compiled backend's")
+
+# input shapes of a case: arrays of one shape (the fast path), (1,) against (n,) (broadcasting:
+# the Python path), 0-d arrays, and a Python float among arrays (a scalar dual)
+LAYOUTS = [[(3,), (3,)], [(1,), (1,)], [(16,), (16,)], [(), ()], [(1,), (4,)], [(3,), None],
+           [(2, 3), (2, 3)]]
+
+
+def case(seed, layout, dtype="float64", length=6):
+    rng = np.random.default_rng(seed)
+    shapes = LAYOUTS[layout]
+    xs = [rng.uniform(-1.5, 1.5, 1 if s is None else int(np.prod(s))).tolist() for s in shapes]
+    big = max((s for s in shapes if s is not None), key=len)
+    cshapes = [big, big[-1:] if big else ()]
+    consts = [rng.uniform(-1.5, 1.5, int(np.prod(s))).tolist() for s in cshapes]
+    return {"program": draw_program(rng, len(shapes), length), "xs": xs, "shapes": shapes,
+            "consts": consts, "cshapes": cshapes, "dtype": dtype, "seed": seed}
+
+
+def _switched(flag, fn, *args):
+    old = fast.set_enabled(flag)
+    try:
+        return fn(*args)
+    finally:
+        fast.set_enabled(old)
+
+
+cases = st.builds(case, st.integers(0, 2**31 - 1), st.integers(0, len(LAYOUTS) - 1),
+                  st.sampled_from(["float64", "float64", "float32"]), st.integers(1, 9))
+
+
+@compiled
+def test_installed():
+    """On the compiled backend the fast path is there, and it is what records ``np.sin``."""
+    assert fast.enabled(), fast.why
+    x = np.array([0.5, -1.0, 2.0])
+    seen = []
+
+    def f(x):
+        y = np.sin(x) * x + 2.0
+        tape = y.trace
+        seen.append(type(tape.binding(y.id)[1]).__name__)
+        return np.sum(y)
+
+    d.grad(f)(x)
+    _switched(False, d.grad(f), x)
+    assert seen[0] == "ArrayRule" and seen[1] != "ArrayRule", seen
+
+
+@compiled
+@given(cases)
+def test_same_bits_as_python_path(c):
+    """Values, gradients and tangents with the fast path on and off agree to the bit."""
+    on = _switched(True, results, d, c)
+    off = _switched(False, results, d, c)
+    assert on == off
+
+
+@compiled
+def test_same_bits_as_pure_backend():
+    """The same random programs under the pure backend, in another process: the same bits."""
+    cs = [case(seed, seed % len(LAYOUTS), "float64" if seed % 5 else "float32", 4 + seed % 7)
+          for seed in range(60)]
+    env = dict(os.environ, DELTAAD_BACKEND="python", PYTHONPATH=TESTS)
+    out = subprocess.run([sys.executable, os.path.join(TESTS, "fast_programs.py")],
+                         input=json.dumps(cs), capture_output=True, text=True, env=env,
+                         check=True).stdout
+    pure = json.loads(out)
+    for c, p in zip(cs, pure):
+        assert json.loads(json.dumps(results(d, c))) == p, c
+
+
+@given(cases)
+def test_value_is_numpys(c):
+    """Differentiating never changes the value: the plain program's bits."""
+    xs, consts, f = _program(c)
+    plain = run(c["program"], consts, *xs)
+    out = d.vjp(f, *xs)[0]
+    for a, b in zip(out, plain):
+        assert np.asarray(a).dtype == np.asarray(b).dtype
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def _program(c):
+    xs = [float(x[0]) if s is None else np.asarray(x, dtype=c["dtype"]).reshape(s)
+          for x, s in zip(c["xs"], c["shapes"])]
+    consts = [np.asarray(k, dtype=c["dtype"]).reshape(s) for k, s in zip(c["consts"], c["cshapes"])]
+    return xs, consts, lambda *a: run(c["program"], consts, *a)
+
+
+@settings(max_examples=max(5, settings().max_examples // 3))
+@given(st.integers(0, 2**31 - 1), st.integers(0, len(LAYOUTS) - 1))
+def test_derivatives_against_finite_differences(seed, layout):
+    """Reverse and forward mode against finite differences (float64 programs)."""
+    c = case(seed, layout)
+    xs, _consts, f = _program(c)
+    check_first_order(f, xs, seed=seed, rtol=2e-4, atol=2e-5)  # random compositions: curvy
+
+
+@settings(max_examples=max(3, settings().max_examples // 10))
+@given(st.integers(0, 2**31 - 1), st.sampled_from([0, 1, 3, 4]))
+def test_hessian_vector_products(seed, layout):
+    """Nested: Hessian-vector products by the four nestings against finite differences of the
+    gradient (the inner sweep runs the fast path's rules on duals of the outer level)."""
+    c = case(seed, layout, length=4)
+    xs, _consts, f = _program(c)
+    check_second_order(f, xs, seed=seed, rtol=1e-4, atol=1e-5)
+
+
+@given(st.integers(0, 2**31 - 1))
+def test_float32_stays_float32(seed):
+    c = case(seed, 0, "float32")
+    xs, _consts, f = _program(c)
+    out, pb = d.vjp(f, *xs)
+    assert [np.asarray(o).dtype for o in out] == [np.dtype(np.float32)] * len(out)
+    g = pb([np.ones_like(np.asarray(o)) for o in out])
+    assert all(gi.dtype == np.float32 for gi in g)
+
+
+def rk4_energy(x0, steps=40, h=0.05):
+    """Lotka-Volterra by RK4 on a 2-element state kept as a numpy array, as a user writes it."""
+    a = np.array([1.1, -0.4])
+    b = np.array([-0.4, 0.1])
+
+    def rhs(s):
+        return s * (a + b * s[::-1])
+
+    s = x0
+    for _ in range(steps):
+        k1 = rhs(s)
+        k2 = rhs(s + 0.5 * h * k1)
+        k3 = rhs(s + 0.5 * h * k2)
+        k4 = rhs(s + h * k3)
+        s = s + h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+    return np.sum(s * s)
+
+
+def test_rk4_of_a_small_state():
+    """The RK4 of a 2-element state written with plain numpy arrays: gradient against finite
+    differences, and the same bits as with the Python path."""
+    x0 = np.array([1.0, 0.5])
+    g = d.grad(rk4_energy)(x0)
+    h = 1e-6
+    fd = [(rk4_energy(x0 + h * e) - rk4_energy(x0 - h * e)) / (2 * h) for e in np.eye(2)]
+    np.testing.assert_allclose(g, fd, rtol=1e-6)
+    if d.backend == "c":
+        g_off = _switched(False, d.grad(rk4_energy), x0)
+        assert g.tobytes() == g_off.tobytes()
+
+
+@compiled
+def test_cotangent_that_is_a_dual():
+    """A pullback called with a cotangent that is a dual (inside another differentiation): the
+    fast path's rule hands it to the Python rule."""
+    x = np.array([0.3, -0.7, 1.1])
+
+    def f(x):
+        return np.tanh(x) * x - x / 3.0
+
+    _, pb = d.vjp(f, x)
+
+    def g(ct):
+        return np.sum(pb(ct)[0] ** 2)
+
+    ct = np.array([1.0, 2.0, -1.0])
+    gr = d.grad(g)(ct)
+    gr_off = _switched(False, d.grad(g), ct)
+    assert gr.tobytes() == gr_off.tobytes()
+
+
+@compiled
+def test_floating_point_warnings_as_numpy():
+    """A loop that raises a floating-point exception sends the operation the Python way: numpy
+    warns (or raises, by np.errstate) exactly as without differentiation."""
+    x = np.array([0.0, 1.0])
+    with pytest.warns(RuntimeWarning, match="divide by zero"):
+        d.grad(lambda x: np.sum(np.log(x) + x))(x)
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError):
+            d.grad(lambda x: np.sum(1.0 / x))(x)
