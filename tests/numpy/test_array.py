@@ -3,6 +3,7 @@ with scalar duals and object arrays, errors, dtypes, memory, Jacobian layouts an
 
 import gc
 import math
+import re
 import weakref
 
 import numpy as np
@@ -75,6 +76,50 @@ def test_setitem_raises_pointing_to_at():
 
     with pytest.raises(TypeError, match=r"x\.at\[i\]\.set\(v\)"):
         d.grad(f)(X)
+
+
+@pytest.mark.parametrize("how", ["slice", "int row", "ellipsis", "loop row"])
+@pytest.mark.parametrize("op", ["+=", "-=", "*=", "/=", "**="])
+def test_in_place_operator_on_a_slice_raises(how, op):
+    """``v = a[1:]; v += 1`` writes into ``a`` in numpy; deltaad's immutable ``a`` would keep
+    its old values, so the program's value and derivative would silently differ: an error
+    naming the operator and the fix, in both modes."""
+
+    def f(x):
+        a = x * 2.0
+        if how == "loop row":
+            for v in a:
+                exec("v %s 1.5" % op)
+        else:
+            v = {"slice": lambda: a[1:], "int row": lambda: a[0],
+                 "ellipsis": lambda: a[..., :2]}[how]()
+            exec("v %s 1.5" % op)
+        return np.sum(a)
+
+    for mode in (d.grad, d.jacfwd):
+        with pytest.raises(TypeError, match=r"v %s= \.\.\. on a slice.*a = a\.at\[index\]"
+                           % re.escape(op[:-1])):
+            mode(f)(X)
+    assert d.open_traces() == []
+
+
+def test_in_place_operator_on_a_whole_array_or_a_copy_rebinds():
+    """On a whole array dual (or a copy made by advanced indexing) ``y += 1`` binds ``y`` to a
+    new array dual, as in JAX: numpy changes no other array there."""
+
+    def f(x):
+        y = x * 2.0
+        y += 1.0
+        y *= x
+        w = x[[0, 1]]
+        w -= 3.0
+        return np.sum(y) + np.sum(w * w)
+
+    xv = X.copy()
+    expected = 4.0 * xv + 1.0
+    expected[[0, 1]] += 2.0 * (xv[[0, 1]] - 3.0)
+    np.testing.assert_allclose(d.grad(f)(xv), expected)
+    np.testing.assert_allclose(d.jacfwd(f)(xv), expected)
 
 
 def test_at_set_and_add_differentiable_in_both_arguments():

@@ -760,6 +760,38 @@ def zeros_of(v):
 # The array dual
 
 
+_BASIC = (int, np.integer, slice, type(None), type(Ellipsis))
+
+
+def _basic(idx):
+    """Whether numpy's ``x[idx]`` is a view of ``x``: basic indexing (ints, slices, ``...``,
+    ``None``), where an in-place operator on the result writes into ``x``."""
+    if type(idx) is tuple:
+        return all(isinstance(i, _BASIC) and not isinstance(i, bool) for i in idx)
+    return isinstance(idx, _BASIC) and not isinstance(idx, bool)
+
+
+def _inplace(op):
+    """``x op= y``: on an array dual, the name is bound to a new array dual (``x = x op y``);
+    on a slice of one (``v = a[1:3]``, a row of a loop over ``a``) a TypeError, because numpy
+    would also change ``a`` and deltaad's ``a`` would silently keep its old values."""
+
+    def method(self, other):
+        if getattr(self, "_sliced", False):
+            raise TypeError(
+                "v %s= ... on a slice of a deltaad array dual (v = a[...] or a row of a loop "
+                "over a): numpy would also write the result into a, but deltaad's arrays are "
+                "immutable under differentiation, so a would silently keep its old values. "
+                "Update a itself with a = a.at[index].set(v %s ...) (a = a.at[index].add(...) "
+                "for +=: JAX's functional update), or write v = v %s ... if a need not change."
+                % (op, op, op))
+        return NotImplemented
+
+    method.__name__ = "__i%s__" % {"+": "add", "-": "sub", "*": "mul", "/": "truediv",
+                                   "//": "floordiv", "%": "mod", "**": "pow", "@": "matmul"}[op]
+    return method
+
+
 @register_dual_type
 class ArrayDual:
     """An array dual number: a numpy array ``value`` with ``Var id`` on ``trace`` (a tape) or
@@ -770,7 +802,7 @@ class ArrayDual:
     Array duals are immutable: ``x[i] = v`` raises; write ``x = x.at[i].set(v)``.
     """
 
-    __slots__ = ("value", "trace", "id", "tangent", "__weakref__")
+    __slots__ = ("value", "trace", "id", "tangent", "_sliced", "__weakref__")
     __array_priority__ = 1000.0
     __hash__ = None
 
@@ -855,10 +887,16 @@ class ArrayDual:
         if not s:
             raise TypeError("iteration over a 0-d array")
         for i in range(s[0]):
-            yield getitem(self, i, True)
+            r = getitem(self, i, True)
+            if type(r) is ArrayDual:
+                r._sliced = True  # a row: numpy's is a view
+            yield r
 
     def __getitem__(self, idx):
-        return getitem(self, idx)
+        r = getitem(self, idx)
+        if type(r) is ArrayDual and _basic(idx):
+            r._sliced = True
+        return r
 
     def __setitem__(self, idx, v):
         raise TypeError(
@@ -866,6 +904,17 @@ class ArrayDual:
             "x = x.at[i].set(v) (or x.at[i].add(v)), JAX's functional update, which is "
             "differentiable in both x and v"
         )
+
+    # -- in-place arithmetic: a new array dual bound to the name (as JAX's), except on a slice,
+    # where numpy would also write into the array it was sliced from (see _inplace)
+    __iadd__ = _inplace("+")
+    __isub__ = _inplace("-")
+    __imul__ = _inplace("*")
+    __itruediv__ = _inplace("/")
+    __ifloordiv__ = _inplace("//")
+    __imod__ = _inplace("%")
+    __ipow__ = _inplace("**")
+    __imatmul__ = _inplace("@")
 
     # -- arithmetic --
     def __add__(self, other):
