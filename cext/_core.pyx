@@ -1910,7 +1910,7 @@ cdef void _dual_dealloc(PyObject* o) noexcept:
         (<Dual>o).ov = None
     if (<Dual>o).ot is not None:
         (<Dual>o).ot = None
-    (<Dual>o).tr = None  # may free a handle, never a trace: no code runs here
+    (<Dual>o).tr = None  # may free a handle (never a trace; a weak reference to it may call back)
     if _dfree_n < DFREE_MAX and _dfree_on:
         _dfree[_dfree_n] = o
         _dfree_n += 1
