@@ -124,7 +124,7 @@ def read_outputs(list leaves, Trace tape):
     cdef object x, y
     for k in range(m):
         x = leaves[k]
-        if type(x) is not Dual or (<Dual>x).tr is not tape or (<Dual>x).ov is not None:
+        if type(x) is not Dual or (<Dual>x).tr is not tape.h or (<Dual>x).ov is not None:
             return None
     cdef list vals = PyList_New(m)
     cdef Py_ssize_t step = (<Dual>leaves[1]).i - (<Dual>leaves[0]).i if m > 1 else 1
@@ -155,7 +155,7 @@ def read_tangents(list leaves, Trace level):
     cdef object x, y
     for k in range(m):
         x = leaves[k]
-        if (type(x) is not Dual or (<Dual>x).tr is not level or (<Dual>x).ov is not None
+        if (type(x) is not Dual or (<Dual>x).tr is not level.h or (<Dual>x).ov is not None
                 or (<Dual>x).ot is not None):
             return None
     cdef list vals = PyList_New(m)
@@ -174,37 +174,119 @@ def read_tangents(list leaves, Trace level):
 # --------------------------------------------------------------------------------------------
 # Traces
 
+@cython.final
+@cython.freelist(16)
+@cython.auto_pickle(False)
+cdef class TraceHandle:
+    """What a dual names of its trace: the trace's level, its open/closed state and its kind,
+    and the trace itself as a pointer the trace clears when it is freed.
+
+    A dual never keeps its trace alive. A tape can hold anything (a custom rule's closure, its
+    residuals, outer duals as coefficients); a scalar dual is not tracked by the garbage
+    collector (that is much of its speed), so a dual that owned its tape would make every
+    cycle tape -> rule -> dual -> tape invisible to the collector, and the tape would leak.
+    A handle holds no Python object, so no cycle runs through it. The tape is kept by whoever
+    must keep it (the thread's stack of open traces, the differentiation that swept it, a
+    ``vjp`` function, a checkpoint's node); when the last of them goes, the tape is freed and
+    its handle closed for good: the duals left over are escaped, as any dual of a finished
+    differentiation. Python code never sees a live handle (``Dual.trace`` gives the trace);
+    a finished trace's duals give their handle, which reads as a closed trace."""
+
+    cdef readonly Py_ssize_t level
+    cdef readonly bint closed
+    cdef readonly bint is_forward
+    cdef PyObject* trace  # borrowed: the Trace, NULL once it is freed (then ``closed``)
+    cdef object __weakref__  # as a trace's: code that watches ``x.trace`` may watch this
+
+    def __repr__(self):
+        return "<finished %s trace of level %d>" % ("forward" if self.is_forward else "reverse",
+                                                    self.level)
+
+    def __reduce__(self):
+        raise TypeError("a deltaad trace cannot be pickled")
+
+
+cdef inline void _close_handle(Trace t) noexcept:
+    """The trace ``t`` is being freed: its handle closes and forgets it (first thing in every
+    ``__dealloc__``, before any field is cleared: clearing can run Python code, which must find
+    the trace gone, never a pointer to it)."""
+    cdef TraceHandle h = t.h
+    if h is not None:
+        h.closed = True
+        h.trace = NULL
+
+
+@cython.no_gc_clear  # a cleared trace (h None) must never be reachable
 @cython.auto_pickle(False)
 cdef class Trace:
-    """One differentiation in progress; ``level`` orders nested traces (higher = inner)."""
+    """One differentiation in progress; ``level`` orders nested traces (higher = inner).
 
-    cdef public Py_ssize_t level
-    cdef public bint closed
-    cdef readonly bint is_forward
+    Its state lives in its ``TraceHandle``, which its duals name instead of the trace: a trace
+    is kept by whoever holds it (the code that opened it, a ``vjp`` function, a checkpoint),
+    never by its duals. One that nothing holds any more is finished: its duals are escaped."""
+
+    cdef TraceHandle h
     cdef object __weakref__
 
     def __cinit__(self, *args):
         global _dfree_on
         _dfree_on = not _tracing()  # see _dfree
+        cdef TraceHandle h = TraceHandle.__new__(TraceHandle)
+        h.trace = <PyObject*>self
+        self.h = h
+
+    def __dealloc__(self):
+        _close_handle(self)
 
     def __init__(self, level):
-        self.level = level
-        self.closed = False
+        self.h.level = level
+        self.h.closed = False
+
+    @property
+    def level(self):
+        return self.h.level
+
+    @property
+    def closed(self):
+        return self.h.closed
+
+    @closed.setter
+    def closed(self, value):
+        self.h.closed = value
+
+    @property
+    def is_forward(self):
+        return self.h.is_forward
 
     def close(self):
         """End recording: duals of this trace may no longer enter arithmetic."""
-        self.closed = True
+        self.h.closed = True
 
     def run(self, fn, *args):
         """``fn(*args)`` with this trace open; it is closed when ``fn`` returns or raises.
 
         Opening, the call and closing are one C function: no bytecode runs between them, so
         an asynchronous exception (``KeyboardInterrupt``, a tracer's) cannot skip the close."""
-        self.closed = False
+        self.h.closed = False
         try:
             return fn(*args)
         finally:
-            self.closed = True
+            self.h.closed = True
+
+
+cdef inline Tape _tape_of(TraceHandle h):
+    """The open tape of the reverse handle ``h`` (a counted reference); EscapedDualError if
+    it has closed. An open trace is always alive (its opener holds it)."""
+    if h.closed or h.trace == NULL:
+        raise escaped_error(h.level)
+    return <Tape>h.trace
+
+
+cdef inline Trace _trace_of(TraceHandle h):
+    """``_tape_of`` for either kind of trace."""
+    if h.closed or h.trace == NULL:
+        raise escaped_error(h.level)
+    return <Trace>h.trace
 
 
 ctypedef struct Binding:
@@ -340,9 +422,9 @@ cdef class Tape(Trace):
         self.general = False
         self.truncated = False
         self.busy = False
-        self.is_forward = False
 
     def __dealloc__(self):
+        _close_handle(self)  # first: see _close_handle
         if self.b != NULL:
             _offer_spare(self.b, self.cap)
             self.b = NULL
@@ -384,9 +466,9 @@ cdef class Tape(Trace):
 
     def input(self, value):
         """A fresh input variable ``(value, Var id)``."""
-        _check_lower(self, value)
+        _check_lower(self.h, value)
         cdef Py_ssize_t i = self._push(-1, 0.0, -1, 0.0)
-        return _new_dual(value, self, i)
+        return _new_dual(value, self.h, i)
 
     def inputs(self, values):
         """A fresh input variable for each of ``values``, with consecutive ids."""
@@ -409,12 +491,12 @@ cdef class Tape(Trace):
             b.p2 = -1
             b.c2 = 0.0
             if type(x) is float:  # the common case in one step
-                r = _alloc_dual(self)
+                r = _alloc_dual(self.h)
                 r.v = PyFloat_AS_DOUBLE(x)
                 r.i = start + k
             else:
-                _check_lower(self, x)
-                r = _new_dual(x, self, start + k)
+                _check_lower(self.h, x)
+                r = _new_dual(x, self.h, start + k)
             Py_INCREF(r)
             PyList_SET_ITEM(out, k, r)
             self.n = start + k + 1
@@ -422,8 +504,8 @@ cdef class Tape(Trace):
 
     def push_linear(self, parents, rule):
         """Record a binding with any number of parents; return its id (see ``_pure``)."""
-        if self.closed:
-            raise escaped_error(self.level)
+        if self.h.closed:
+            raise escaped_error(self.h.level)
         parents = _check_parents(parents, self.n)
         if not callable(rule) and not all_floats(rule):
             self.general = True
@@ -434,8 +516,8 @@ cdef class Tape(Trace):
 
     def push_node(self, parents, node):
         """Record a node binding (checkpointing); see ``_pure.Tape.push_node``."""
-        if self.closed:
-            raise escaped_error(self.level)
+        if self.h.closed:
+            raise escaped_error(self.h.level)
         parents = _check_parents(parents, self.n)
         cdef Py_ssize_t i = self._push(-3, 0.0, -1, 0.0)
         self.linear[i] = (parents, node)
@@ -818,7 +900,7 @@ cdef list _flat_values(Tape tape, object val, object kind, Py_ssize_t k, object 
     cdef list out = []
     for x in val:
         if type(x) is Dual:
-            out.append((<Dual>x).value if (<Dual>x).tr is tape else x)
+            out.append((<Dual>x).value if (<Dual>x).tr is tape.h else x)
         elif type(x) is float:
             out.append(x)
         else:
@@ -1121,16 +1203,16 @@ cdef class Sweep:
             raise MemoryError("deltaad tape: more than %d bindings on one tape" % MAX_BINDINGS)
         for j in range(k):  # Tape.inputs inlined
             v = state[j]
-            _check_lower(tape, v)
+            _check_lower(tape.h, v)
             i = tape._push(-1, 0.0, -1, 0.0)
-            ins[j] = _new_dual(v, tape, i)
+            ins[j] = _new_dual(v, tape.h, i)
         cdef list seeds = []
         try:
             arg = tuple(ins) if kind is tuple else ins
             out = body(arg) if index is None else body(index, arg)
             vals = _flat_values(tape, out, kind, k, who)
             for x, a in zip(out, adj):
-                if type(x) is Dual and (<Dual>x).tr is tape:
+                if type(x) is Dual and (<Dual>x).tr is tape.h:
                     if a is None or _is_zero(a):
                         continue
                     seeds.append(((<Dual>x).i, a))
@@ -1405,17 +1487,21 @@ cdef inline void _accumulate(list adj, Py_ssize_t i, object x) except *:
     adj[i] = old + x
 
 
+@cython.no_gc_clear  # as Trace
 @cython.auto_pickle(False)
 cdef class ForwardLevel(Trace):
     """A forward trace: each dual carries its tangent; partials meet tangents at once (§4)."""
 
     def __cinit__(self, *args):
-        self.is_forward = True
+        self.h.is_forward = True
+
+    def __dealloc__(self):
+        _close_handle(self)  # before Trace's deallocation runs weak reference callbacks
 
     def input(self, value, tangent):
-        _check_lower(self, value)
-        _check_lower(self, tangent)
-        cdef Dual r = _new_dual(value, self, -1)
+        _check_lower(self.h, value)
+        _check_lower(self.h, tangent)
+        cdef Dual r = _new_dual(value, self.h, -1)
         _set_tangent(r, tangent)
         return r
 
@@ -1431,14 +1517,14 @@ cdef class ForwardLevel(Trace):
             x = vals[k]
             t = tans[k]
             if type(x) is float and type(t) is float:  # the common case in one step
-                r = _alloc_dual(self)
+                r = _alloc_dual(self.h)
                 r.v = PyFloat_AS_DOUBLE(x)
                 r.i = -1
                 r.t = PyFloat_AS_DOUBLE(t)
             else:
-                _check_lower(self, x)
-                _check_lower(self, t)
-                r = _new_dual(x, self, -1)
+                _check_lower(self.h, x)
+                _check_lower(self.h, t)
+                r = _new_dual(x, self.h, -1)
                 _set_tangent(r, t)
             Py_INCREF(r)
             PyList_SET_ITEM(out, k, r)
@@ -1452,11 +1538,11 @@ cdef class ForwardLevel(Trace):
             raise ValueError("emit: one coefficient per operand, and at least one operand")
         t = None
         for x, c in zip(operands, coefs):
-            if type(x) is not Dual or (<Dual>x).tr is not self:
+            if type(x) is not Dual or (<Dual>x).tr is not self.h:
                 raise TypeError("emit: every operand must be a dual of this forward level")
             term = _tmul(c, (<Dual>x).tangent)
             t = term if t is None else t + term
-        cdef Dual r = _new_dual(value, self, -1)
+        cdef Dual r = _new_dual(value, self.h, -1)
         _set_tangent(r, t)
         return r
 
@@ -1476,7 +1562,7 @@ cdef class Dual:
     # restore of the error state, which cost more per dual than the two None references.
     cdef double v       # the value, when ov is None
     cdef object ov      # the value when it is not a float (a dual of a lower level)
-    cdef Trace tr
+    cdef TraceHandle tr # its trace's handle: a dual never keeps its trace alive (see TraceHandle)
     cdef Py_ssize_t i   # Var id on a tape; -1 on a forward level
     cdef double t       # the tangent, when ot is None (forward levels only)
     cdef object ot      # the tangent when it is not a float
@@ -1484,16 +1570,23 @@ cdef class Dual:
     def __init__(self, value, trace, id, tangent):
         if self.tr is not None:
             raise TypeError("Dual: a dual number is immutable; make a new one")
-        if not isinstance(trace, (Tape, ForwardLevel)):
+        cdef TraceHandle h
+        cdef Py_ssize_t i
+        if isinstance(trace, (Tape, ForwardLevel)):
+            h = (<Trace>trace).h
+            i = _check_id(<Trace>trace, id)
+        elif type(trace) is TraceHandle:  # a finished trace (a left-over dual's ``trace``):
+            h = <TraceHandle>trace        # the dual is escaped from the start
+            i = _index(id)
+        else:
             raise TypeError("Dual: trace must be a deltaad Tape or ForwardLevel")
-        cdef Py_ssize_t i = _check_id(<Trace>trace, id)
-        _check_lower(<Trace>trace, value)
+        _check_lower(h, value)
         _set_value(self, value)
-        if (<Trace>trace).is_forward:
-            _check_lower(<Trace>trace, tangent)
+        if h.is_forward:
+            _check_lower(h, tangent)
             _set_tangent(self, tangent)
         self.i = i
-        self.tr = <Trace>trace
+        self.tr = h
 
     @property
     def value(self):
@@ -1501,7 +1594,12 @@ cdef class Dual:
 
     @property
     def trace(self):
-        return self.tr
+        """The dual's trace while something keeps it; once it has been freed, its handle,
+        which reads as a closed trace (``closed``, ``level``, ``is_forward``)."""
+        cdef PyObject* t = self.tr.trace
+        if t == NULL:
+            return self.tr
+        return <object>t
 
     @property
     def id(self):
@@ -1743,7 +1841,7 @@ cdef class Dual:
     def rint(self): return float(round(check_open(self)))  # half to even, as numpy; derivative 0
 
 
-cdef inline int _check_lower(Trace tr, object x) except -1:
+cdef inline int _check_lower(TraceHandle tr, object x) except -1:
     """A value or tangent handed to a trace may be a dual only of a lower level (an outer
     differentiation): a dual of the same or an inner level would break the nesting order, and
     chains of them would make freeing a dual recurse without bound."""
@@ -1759,7 +1857,7 @@ cdef Py_ssize_t _check_id(Trace tr, object id) except? -2:
     holds (the sweep writes into ``adj[id]`` without a bounds check, relying on every parent
     being older than its binding); -1 on a forward level. ``tr`` is a Tape or ForwardLevel."""
     cdef Py_ssize_t i = _index(id)
-    if tr.is_forward:
+    if tr.h.is_forward:
         if i != -1:
             raise ValueError("Dual: a dual of a forward level has id -1, not %r" % (id,))
     elif not 0 <= i < (<Tape>tr).n:
@@ -1812,7 +1910,7 @@ cdef Py_ssize_t _dfree_n = 0
 cdef bint _dfree_on = True
 
 
-cdef inline Dual _alloc_dual(Trace tr):
+cdef inline Dual _alloc_dual(TraceHandle tr):
     """A dual of ``tr`` with ov/ot None; the caller sets v, i (and t or ot on a forward level)."""
     global _dfree_n
     cdef Dual r
@@ -1838,7 +1936,7 @@ cdef void _dual_dealloc(PyObject* o) noexcept:
         (<Dual>o).ov = None
     if (<Dual>o).ot is not None:
         (<Dual>o).ot = None
-    (<Dual>o).tr = None  # may free a tape (and run code that makes or frees duals)
+    (<Dual>o).tr = None  # may free a handle (never a trace; a weak reference to it may call back)
     if _dfree_n < DFREE_MAX and _dfree_on:
         _dfree[_dfree_n] = o
         _dfree_n += 1
@@ -1861,7 +1959,7 @@ cdef void _release_duals() noexcept:
         _free_zombie(_dfree[_dfree_n])
 
 
-cdef inline Dual _new_dual(object value, Trace tr, Py_ssize_t i):
+cdef inline Dual _new_dual(object value, TraceHandle tr, Py_ssize_t i):
     cdef Dual r = _alloc_dual(tr)
     _set_value(r, value)
     r.i = i
@@ -1870,14 +1968,16 @@ cdef inline Dual _new_dual(object value, Trace tr, Py_ssize_t i):
 
 cdef inline Dual _fast1(Dual a, double v, double ca):
     """Result of a unary step on a float dual: one binding, or one tangent product."""
-    # ``a.tr`` read in place (a local Trace would cost a reference count up and down); the
-    # rare cases in functions of their own, so that this one stays small where it is inlined
+    # ``a.tr`` read in place (a local handle would cost a reference count up and down); the
+    # rare cases in functions of their own, so that this one stays small where it is inlined.
+    # An open trace is alive (its opener holds it) and no Python code runs between the test
+    # and the push: the tape pointer is valid there.
     if a.tr.closed:
         _raise_escaped(a.tr)
     cdef Dual r = _alloc_dual(a.tr)
     r.v = v
     if not a.tr.is_forward:
-        r.i = (<Tape>a.tr)._push(a.i, ca, -1, 0.0)
+        r.i = (<Tape>a.tr.trace)._push(a.i, ca, -1, 0.0)
     elif a.ot is None:
         r.i = -1
         r.t = ca * a.t if a.t != 0.0 else 0.0  # a zero tangent stays 0, even if ca is inf
@@ -1894,7 +1994,7 @@ cdef inline Dual _fast2(Dual a, Dual b, double v, double ca, double cb):
     cdef Dual r = _alloc_dual(a.tr)
     r.v = v
     if not a.tr.is_forward:
-        r.i = (<Tape>a.tr)._push(a.i, ca, b.i, cb)
+        r.i = (<Tape>a.tr.trace)._push(a.i, ca, b.i, cb)  # valid: see _fast1
     elif a.ot is None and b.ot is None:
         r.i = -1
         r.t = (ca * a.t if a.t != 0.0 else 0.0) + (cb * b.t if b.t != 0.0 else 0.0)
@@ -1911,7 +2011,7 @@ cdef int _fwd2_objects(Dual r, Dual a, Dual b, double ca, double cb) except -1:
     return 0
 
 
-cdef int _raise_escaped(Trace tr) except -1:
+cdef int _raise_escaped(TraceHandle tr) except -1:
     raise escaped_error(tr.level)
 
 
@@ -1924,25 +2024,28 @@ cdef inline object _tmul(object c, object t):
     return c * t
 
 
-cdef Dual _emit1(Trace tr, object value, Dual a, object ca):
+cdef Dual _emit1(TraceHandle tr, object value, Dual a, object ca):
     """General twin of ``_fast1``: value and coefficient may be outer duals."""
     if type(ca) is not float and isinstance(ca, float):
         ca = float(ca)  # np.float64: swept as a float (_rules.as_float_coef)
     cdef Dual r = _new_dual(value, tr, -1)
     cdef Py_ssize_t i
+    cdef Tape tp
     if tr.is_forward:
         _set_tangent(r, _tmul(ca, a.tangent))
-    elif type(ca) is float:
-        r.i = (<Tape>tr)._push(a.i, PyFloat_AS_DOUBLE(ca), -1, 0.0)
+        return r
+    tp = _tape_of(tr)  # held: Python code ran since the caller's test (``isinstance``)
+    if type(ca) is float:
+        r.i = tp._push(a.i, PyFloat_AS_DOUBLE(ca), -1, 0.0)
     else:
-        i = (<Tape>tr)._push(a.i, 0.0, -1, 0.0)
-        (<Tape>tr).ocoef[i] = (ca, 0.0)
-        (<Tape>tr).general = True
+        i = tp._push(a.i, 0.0, -1, 0.0)
+        tp.ocoef[i] = (ca, 0.0)
+        tp.general = True
         r.i = i
     return r
 
 
-cdef Dual _emit2(Trace tr, object value, Dual a, object ca, Dual b, object cb):
+cdef Dual _emit2(TraceHandle tr, object value, Dual a, object ca, Dual b, object cb):
     """General twin of ``_fast2``."""
     if type(ca) is not float and isinstance(ca, float):
         ca = float(ca)
@@ -1950,19 +2053,22 @@ cdef Dual _emit2(Trace tr, object value, Dual a, object ca, Dual b, object cb):
         cb = float(cb)
     cdef Dual r = _new_dual(value, tr, -1)
     cdef Py_ssize_t i
+    cdef Tape tp
     if tr.is_forward:
         _set_tangent(r, _tmul(ca, a.tangent) + _tmul(cb, b.tangent))
-    elif type(ca) is float and type(cb) is float:
-        r.i = (<Tape>tr)._push(a.i, PyFloat_AS_DOUBLE(ca), b.i, PyFloat_AS_DOUBLE(cb))
+        return r
+    tp = _tape_of(tr)  # as in _emit1
+    if type(ca) is float and type(cb) is float:
+        r.i = tp._push(a.i, PyFloat_AS_DOUBLE(ca), b.i, PyFloat_AS_DOUBLE(cb))
     else:
-        i = (<Tape>tr)._push(a.i, 0.0, b.i, 0.0)
-        (<Tape>tr).ocoef[i] = (ca, cb)
-        (<Tape>tr).general = True
+        i = tp._push(a.i, 0.0, b.i, 0.0)
+        tp.ocoef[i] = (ca, cb)
+        tp.general = True
         r.i = i
     return r
 
 
-cdef object _finish(Trace tr, object value, object a, bint a_on, object ca, object b, bint b_on, object cb):
+cdef object _finish(TraceHandle tr, object value, object a, bint a_on, object ca, object b, bint b_on, object cb):
     if a_on:
         if b_on:
             return _emit2(tr, value, <Dual>a, ca, <Dual>b, cb)
@@ -2171,9 +2277,9 @@ cdef object _nonreal(object a, object b, int op):
 
 cdef object _binop(object a, object b, int op):
     """The general path of a binary operator, step for step as ``_pure``'s ``_split``/``_finish``."""
-    cdef Trace t
-    cdef Trace ta
-    cdef Trace tb
+    cdef TraceHandle t
+    cdef TraceHandle ta
+    cdef TraceHandle tb
     cdef bint a_on, b_on
     if type(a) is Dual:
         ta = (<Dual>a).tr
@@ -2266,7 +2372,7 @@ cdef inline bint _numpy_under(object x):
     return type(x) is not float
 
 
-cdef object _numpy_binop(Trace t, int op, object a, bint a_on, object va, object b, bint b_on,
+cdef object _numpy_binop(TraceHandle t, int op, object a, bint a_on, object va, object b, bint b_on,
                          object vb):
     """A binary operator on plain values one of which is a numpy scalar: numpy's value (computed
     here, so that numpy's warnings name the user's line), the float's partials
@@ -2529,14 +2635,14 @@ def lift2(name, f, partials, ns=None, plain=None):
             if plain is not None:
                 yp = plain(va, vb)
                 da, db = partials(ns, float(va), float(vb), float(yp))
-                return _finish(<Trace>t, yp, a, a_on, da, b, b_on, db)
+                return _finish(<TraceHandle>t, yp, a, a_on, da, b, b_on, db)
             va = float(va)
             vb = float(vb)
             y = f(va, vb)
         else:
             y = fn(va, vb)
         da, db = partials(ns, va, vb, y)
-        return _finish(<Trace>t, y, a, a_on, da, b, b_on, db)
+        return _finish(<TraceHandle>t, y, a, a_on, da, b, b_on, db)
 
     fn.__name__ = name
     fn.__qualname__ = name
@@ -2545,7 +2651,7 @@ def lift2(name, f, partials, ns=None, plain=None):
 
 cdef tuple _split_py(object a, object b):
     """``(trace, a_on, b_on, va, vb)`` for the trace of highest level, or None (see _pure)."""
-    cdef Trace ta, tb
+    cdef TraceHandle ta, tb
     if type(a) is Dual:
         ta = (<Dual>a).tr
         if type(b) is Dual:
@@ -2592,7 +2698,7 @@ def power(a, b):
 
 def lift(operands, f, partials):
     """Apply a primitive of n reals (paper Fig. 14) to ``operands``; see ``_pure.lift``."""
-    cdef Trace top = None
+    cdef TraceHandle top = None
     operands = list(operands)
     for x in operands:
         if type(x) is Dual and (top is None or (<Dual>x).tr.level > top.level):
@@ -2610,16 +2716,16 @@ def lift(operands, f, partials):
     duals = [x for x, o in zip(operands, on) if o]
     coefs = tuple(c for c, o in zip(cs, on) if o)
     if top.is_forward:
-        return (<ForwardLevel>top).emit(y, duals, coefs)
+        return (<ForwardLevel>_trace_of(top)).emit(y, duals, coefs)
     if len(duals) == 1:
         return _emit1(top, y, <Dual>duals[0], coefs[0])
     if len(duals) == 2:
         return _emit2(top, y, <Dual>duals[0], coefs[0], <Dual>duals[1], coefs[1])
-    i = (<Tape>top).push_linear([(<Dual>x).i for x in duals], coefs)
+    i = _tape_of(top).push_linear([(<Dual>x).i for x in duals], coefs)
     return _new_dual_id(y, top, i)
 
 
-cdef Dual _new_dual_id(object value, Trace tr, Py_ssize_t i):
+cdef Dual _new_dual_id(object value, TraceHandle tr, Py_ssize_t i):
     return _new_dual(value, tr, i)
 
 
@@ -2841,5 +2947,6 @@ def plan(n, c, frees=True):
 (<PyTypeObject*>Tape).tp_name = "Tape"
 (<PyTypeObject*>ForwardLevel).tp_name = "ForwardLevel"
 (<PyTypeObject*>Dual).tp_name = "Dual"
-for _t in (Trace, Tape, ForwardLevel, Dual):
+(<PyTypeObject*>TraceHandle).tp_name = "TraceHandle"
+for _t in (Trace, Tape, ForwardLevel, Dual, TraceHandle):
     PyType_Modified(<PyTypeObject*>_t)

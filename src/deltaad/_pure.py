@@ -316,10 +316,9 @@ class Tape(Trace):
 
     def release_nodes(self):
         """Let go of what the nodes hold (the checkpointed function, its arguments, a loop's
-        states), for good: a sweep that reaches one of them raises. A node usually holds duals
-        of this very tape (those its function captured): in the compiled core duals are not
-        tracked by the garbage collector, so that cycle would keep the tape alive forever; the
-        tape's owner (a vjp function) calls this when it is freed."""
+        states), for good: a sweep that reaches one of them raises. A node holds this very tape
+        (and usually duals of it): a cycle, which only the garbage collector would free; the
+        tape's owner (a vjp function) calls this when it is freed, so the tape goes at once."""
         for i in self._nodes:
             parents, node = self._linear[i]
             self._linear[i] = (parents, _RELEASED)
@@ -1178,7 +1177,13 @@ def _pow(a, b):
 
 class Dual:
     """A dual number ``(value, delta)``: ``value`` with ``Var id`` on ``trace`` (a tape) or with
-    ``tangent`` (a forward level). ``value`` is a float or a dual of a lower level."""
+    ``tangent`` (a forward level). ``value`` is a float or a dual of a lower level.
+
+    It keeps its trace, and the garbage collector frees any cycle through it. The compiled
+    core's dual, an object the collector does not track, names its trace through a handle
+    instead (see ``TraceHandle`` there): the same results and errors, but there a dual keeps
+    no trace alive -- a left-over dual of a finished differentiation keeps no tape, and a
+    trace made by hand that nothing else holds is finished (its duals are escaped)."""
 
     __slots__ = ("value", "trace", "id", "tangent")
     __hash__ = None  # equality compares values; duals are not dictionary keys

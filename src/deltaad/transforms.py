@@ -524,7 +524,7 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
     pb.in_ids = in_ids
     pb.wanted = wanted
     pb.tape = tape
-    if tape.nnodes:  # checkpoints hold duals of the tape: a cycle the core's GC cannot see
+    if tape.nnodes:  # checkpoint nodes hold the tape: a cycle; free it without the collector
         weakref.finalize(pb, tape.release_nodes)
     pb.in_def = in_def
     pb.in_leaves = leaves
