@@ -186,20 +186,21 @@ def test_async_interrupt_storm(fast):
     me = threading.get_ident()
     lock = threading.Lock()
     state = {"token": None, "done": False}
-    go = threading.Event()
     rng = random.Random(7)
 
+    # The injector polls: this thread must run no Python-level synchronisation (an Event's
+    # Condition) that an interrupt could split -- one landing inside Event.set() once left the
+    # injector's waiter unreleased and the final join() hung. A C lock's with-block is safe.
     def injector():
-        while True:
-            go.wait()
-            go.clear()
-            if state["done"]:
-                return
+        while not state["done"]:
             with lock:
                 token = state["token"]
-            time.sleep(rng.random() * 0.0003)
+            if token is None:
+                time.sleep(2e-5)
+                continue
+            time.sleep(rng.random() * 3e-5)
             with lock:
-                if state["token"] == token and token is not None:
+                if state["token"] == token:
                     _async_raise(me, Interrupt)
                     state["token"] = None
 
@@ -214,7 +215,6 @@ def test_async_interrupt_storm(fast):
             try:
                 with lock:
                     state["token"] = i
-                go.set()
                 try:
                     runs[i % len(runs)]()
                 finally:
@@ -228,7 +228,6 @@ def test_async_interrupt_storm(fast):
     finally:
         sys.setswitchinterval(old)
         state["done"] = True
-        go.set()
         th.join()
     # the storm must reach the differentiations (not a vacuous pass); how many interrupts
     # land depends on the machine's load, so the bound is loose
