@@ -10,7 +10,8 @@ in range), so the loop reads without bounds checks.
 
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from libc.string cimport memcmp
+from libc.stdint cimport uint64_t
+from libc.string cimport memcmp, memcpy
 cimport libc.math as cm
 
 from . import _replay_pure as _p
@@ -37,6 +38,17 @@ cdef enum:
     G_CEIL = 72
     G_TRUNC = 73
     G_ROUND = 74
+    # the optimiser's fused checks (never recorded): ``op + NZ`` computes ``op`` and fails
+    # where the result is 0 (a guard ``x == 0`` seen false, fused into x's instruction);
+    # ``op + ZZ`` fails where it is not 0 (the guard seen true)
+    NZ = 128
+    ZZ = 256
+    ADD_NZ = 130
+    SUB_NZ = 131
+    MUL_NZ = 132
+    ADD_ZZ = 258
+    SUB_ZZ = 259
+    MUL_ZZ = 260
 
 ctypedef struct Instr:
     int op
@@ -81,18 +93,209 @@ cdef inline double _round_half_even(double x) noexcept nogil:
     return r
 
 
+
+cdef inline uint64_t _bits(double x) noexcept nogil:
+    cdef uint64_t u
+    memcpy(&u, &x, 8)
+    return u
+
+
+cdef inline bint _maybe_snan_const(double x) noexcept nogil:
+    """A signalling NaN (quiet bit clear): multiplying it by 1.0 quiets it."""
+    cdef uint64_t u = _bits(x)
+    return (u & 0x7FF0000000000000ULL) == 0x7FF0000000000000ULL and \
+        (u & 0x000FFFFFFFFFFFFFULL) != 0 and (u & 0x0008000000000000ULL) == 0
+
+
+cdef inline bint _is_guard(int op) noexcept nogil:
+    return G_LT <= op <= G_ROUND
+
+
+cdef inline bint _binary(int op) noexcept nogil:
+    op = op & 127
+    return (op == ADD or op == SUB or op == MUL or op == DIV or op == CALL2
+            or G_LT <= op <= G_NE)
+
+
+cdef inline bint _unary(int op) noexcept nogil:
+    return (op == NEG or op == CALL1 or FIRST_LIBM <= op < FIRST_LIBM + NLIBM
+            or G_BITS <= op <= G_ROUND)
+
+
+cdef inline bint _pure(int op) noexcept nogil:
+    """Same operands, same bits (and the same failure): one instruction serves both."""
+    return (op == ADD or op == SUB or op == MUL or op == DIV or op == NEG or op == CONST
+            or FIRST_LIBM <= op < FIRST_LIBM + NLIBM or G_LT <= op <= G_ROUND)
+
+
+cdef inline uint64_t _hash(Instr* p) noexcept nogil:
+    cdef uint64_t h = <uint64_t>(p.op & 127) * 0x9E3779B97F4A7C15ULL
+    h = (h ^ <uint64_t><unsigned int>p.a) * 0xBF58476D1CE4E5B9ULL
+    h = (h ^ <uint64_t><unsigned int>p.b) * 0x94D049BB133111EBULL
+    h = (h ^ <uint64_t><unsigned int>p.k) * 0x9E3779B97F4A7C15ULL
+    h = (h ^ _bits(p.c)) * 0xBF58476D1CE4E5B9ULL
+    return h ^ (h >> 31)
+
+
+cdef inline bint _same(Instr* p, Instr* q) noexcept nogil:
+    return ((p.op & 127) == (q.op & 127) and p.a == q.a and p.b == q.b and p.k == q.k
+            and _bits(p.c) == _bits(q.c))
+
+
+cdef Instr* _optimize(Instr* src, Py_ssize_t n, int* outs, Py_ssize_t nouts,
+                      Py_ssize_t* out_n) except NULL:
+    """The recorded instructions ``src[:n]`` rewritten to give the same bits with less work;
+    ``outs`` renumbered in place, the new count in ``out_n``.
+
+    - a guard ``x == 0`` (the backward sweeps' skip test) is fused into the instruction that
+      computes ``x`` when that is an addition, subtraction or multiplication (``MUL_NZ``...);
+    - ``x * 1.0`` and ``1.0 * x`` are ``x`` (bit for bit, but for a signalling NaN, which only
+      an input, a constant or a Python function can bring: those are kept);
+    - an instruction the same as an earlier one (operation, operands, constant) is that one,
+      and a guard on constants only (it held when recorded) is dropped;
+    - an instruction whose value nothing uses and that cannot fail is dropped.
+
+    A replay either passes every check or returns None, whatever their order, so moving a
+    guard's check to where its value is computed keeps what ``run`` returns."""
+    cdef Py_ssize_t i, j, m = 0, tsize = 16, h, mask
+    cdef int op, a, b, x, q
+    cdef Instr* p
+    cdef Instr* d
+    cdef bint zero_seen
+    cdef int* rep = <int*>PyMem_Malloc((n if n else 1) * sizeof(int))
+    cdef Instr* dst = <Instr*>PyMem_Malloc((n if n else 1) * sizeof(Instr))
+    cdef char* snan = <char*>PyMem_Malloc(n if n else 1)
+    cdef int* table = NULL
+    cdef int* live = NULL
+    while tsize < 2 * n:
+        tsize *= 2
+    mask = tsize - 1
+    table = <int*>PyMem_Malloc(tsize * sizeof(int))
+    live = <int*>PyMem_Malloc((n if n else 1) * sizeof(int))
+    if rep == NULL or dst == NULL or snan == NULL or table == NULL or live == NULL:
+        PyMem_Free(rep); PyMem_Free(dst); PyMem_Free(snan); PyMem_Free(table); PyMem_Free(live)
+        raise MemoryError("replay: out of memory optimising %d instructions" % n)
+    try:
+        for i in range(tsize):
+            table[i] = -1
+        for i in range(n):
+            p = &src[i]
+            op = p.op
+            d = &dst[m]
+            d.op = op
+            d.a = rep[p.a] if op != INPUT and op != CONST else p.a
+            d.b = rep[p.b] if _binary(op) else p.b
+            d.k = p.k
+            d.c = p.c
+            rep[i] = -1
+            if op != INPUT and op != CONST and (d.a < 0 or (_binary(op) and d.b < 0)):
+                raise ValueError("replay: instruction %d reads the slot of a guard" % i)
+            if _is_guard(op):
+                a = d.a
+                b = d.b
+                if dst[a].op == CONST and (not _binary(op) or dst[b].op == CONST):
+                    continue  # on constants: it held when recorded, it holds
+                if op == G_EQ or op == G_NE:
+                    x = -1
+                    if dst[b].op == CONST and dst[b].c == 0.0:
+                        x = a
+                    elif dst[a].op == CONST and dst[a].c == 0.0:
+                        x = b
+                    if x >= 0:
+                        zero_seen = (d.k != 0) if op == G_EQ else (d.k == 0)
+                        q = dst[x].op
+                        if q == ADD or q == SUB or q == MUL:
+                            dst[x].op = q + (ZZ if zero_seen else NZ)
+                            continue
+                        if q == (q & 127) + (ZZ if zero_seen else NZ):
+                            continue  # already checked there
+            elif op == MUL:
+                if dst[d.b].op == CONST and dst[d.b].c == 1.0 and _bits(dst[d.b].c) == _bits(1.0) \
+                        and not snan[d.a]:
+                    rep[i] = d.a
+                    continue
+                if dst[d.a].op == CONST and _bits(dst[d.a].c) == _bits(1.0) and not snan[d.b]:
+                    rep[i] = d.b
+                    continue
+            if _pure(op):
+                h = <Py_ssize_t>(_hash(d) & <uint64_t>mask)
+                while table[h] >= 0 and not _same(&dst[table[h]], d):
+                    h = (h + 1) & mask
+                if table[h] >= 0:
+                    rep[i] = table[h]
+                    continue
+                table[h] = <int>m
+            if op == INPUT or op == CALL1 or op == CALL2:
+                snan[m] = 1
+            elif op == CONST:
+                snan[m] = _maybe_snan_const(d.c)
+            elif op == NEG or op == FIRST_LIBM + NLIBM - 1:  # -x and fabs keep a signalling NaN
+                snan[m] = snan[d.a]
+            else:
+                snan[m] = 0
+            if not _is_guard(op):
+                rep[i] = <int>m  # a guard has no value: nothing may read its slot
+            m += 1
+        # dead code: what no output, guard or failing instruction needs
+        for j in range(m):
+            op = dst[j].op
+            live[j] = (_is_guard(op) or op >= NZ or op == DIV or op == CALL1 or op == CALL2
+                       or FIRST_LIBM <= op < FIRST_LIBM + NLIBM)
+        for j in range(nouts):
+            if rep[outs[j]] < 0:
+                raise ValueError("replay: output slot %d is a guard's" % outs[j])
+            live[rep[outs[j]]] = 1
+        for j in range(m - 1, -1, -1):
+            if live[j]:
+                op = dst[j].op
+                if _binary(op):
+                    live[dst[j].a] = 1
+                    live[dst[j].b] = 1
+                elif _unary(op):
+                    live[dst[j].a] = 1
+        i = 0
+        for j in range(m):
+            if live[j]:
+                live[j] = <int>i  # now: the new index
+                op = dst[j].op
+                dst[i] = dst[j]
+                if _binary(op):
+                    dst[i].a = live[dst[j].a]
+                    dst[i].b = live[dst[j].b]
+                elif _unary(op):
+                    dst[i].a = live[dst[j].a]
+                i += 1
+            else:
+                live[j] = -1
+        for j in range(nouts):
+            outs[j] = live[rep[outs[j]]]
+        out_n[0] = i
+        return dst
+    except BaseException:
+        PyMem_Free(dst)
+        raise
+    finally:
+        PyMem_Free(rep)
+        PyMem_Free(snan)
+        PyMem_Free(table)
+        PyMem_Free(live)
+
+
 cdef class Program:
     """A finished recording; ``run(inputs)`` gives the output slots' values, or None where a
-    guard fails (or Python would have raised)."""
+    guard fails (or Python would have raised). The recorded instructions are optimised first
+    (see ``_optimize``; ``optimize=False`` keeps them as recorded): ``n`` is the number
+    replayed, ``nrecorded`` the number recorded."""
 
     cdef Instr* code
     cdef readonly Py_ssize_t n
+    cdef readonly Py_ssize_t nrecorded
     cdef readonly Py_ssize_t ninputs
     cdef int* outs
     cdef Py_ssize_t nouts
     cdef tuple funcs
 
-    def __cinit__(self, code, funcs, Py_ssize_t ninputs, outs):
+    def __cinit__(self, code, funcs, Py_ssize_t ninputs, outs, bint optimize=True):
         cdef list cl = list(code)
         cdef list ol = list(outs)
         cdef Py_ssize_t i, nf
@@ -104,42 +307,63 @@ cdef class Program:
         self.nouts = len(ol)
         if self.n >= 2147483647:
             raise OverflowError("replay: a recording of %d instructions is too long" % self.n)
-        self.code = <Instr*>PyMem_Malloc((self.n if self.n else 1) * sizeof(Instr))
+        cdef Instr* src = <Instr*>PyMem_Malloc((self.n if self.n else 1) * sizeof(Instr))
         self.outs = <int*>PyMem_Malloc((self.nouts if self.nouts else 1) * sizeof(int))
-        if self.code == NULL or self.outs == NULL:
+        if src == NULL or self.outs == NULL:
+            PyMem_Free(src)
             raise MemoryError("replay: out of memory for a recording of %d instructions" % self.n)
-        for i in range(self.n):
-            op, a, b, k, c = cl[i]
-            # every operand an earlier slot; inputs and functions in range
-            if op == INPUT:
-                ok = 0 <= a < ninputs
-            elif op == CONST:
-                ok = True
-            elif op == ADD or op == SUB or op == MUL or op == DIV or op == CALL2 or G_LT <= op <= G_NE:
-                ok = 0 <= a < i and 0 <= b < i
-            elif op == NEG or G_BITS <= op <= G_ROUND:
-                ok = 0 <= a < i
-            elif op == CALL1 or FIRST_LIBM <= op < FIRST_LIBM + NLIBM:
-                ok = 0 <= a < i
+        try:
+            for i in range(self.n):
+                op, a, b, k, c = cl[i]
+                # every operand an earlier slot; inputs and functions in range
+                if op == INPUT:
+                    ok = 0 <= a < ninputs
+                elif op == CONST:
+                    ok = True
+                elif op == ADD or op == SUB or op == MUL or op == DIV or op == CALL2 or G_LT <= op <= G_NE:
+                    ok = 0 <= a < i and 0 <= b < i
+                elif op == NEG or G_BITS <= op <= G_ROUND:
+                    ok = 0 <= a < i
+                elif op == CALL1 or FIRST_LIBM <= op < FIRST_LIBM + NLIBM:
+                    ok = 0 <= a < i
+                else:
+                    ok = False
+                if ok and (op == CALL1 or op == CALL2 or FIRST_LIBM <= op < FIRST_LIBM + NLIBM):
+                    ok = 0 <= k < nf
+                if not ok:
+                    raise ValueError("replay: instruction %d %r is not well formed" % (i, cl[i]))
+                src[i].op = op
+                src[i].a = a
+                src[i].b = b
+                src[i].k = k
+                src[i].c = c
+            for i in range(self.nouts):
+                if not 0 <= ol[i] < self.n:
+                    raise ValueError("replay: output slot %r out of range" % (ol[i],))
+                self.outs[i] = ol[i]
+            self.nrecorded = self.n
+            if optimize:
+                self.code = _optimize(src, self.n, self.outs, self.nouts, &self.n)
             else:
-                ok = False
-            if ok and (op == CALL1 or op == CALL2 or FIRST_LIBM <= op < FIRST_LIBM + NLIBM):
-                ok = 0 <= k < nf
-            if not ok:
-                raise ValueError("replay: instruction %d %r is not well formed" % (i, cl[i]))
-            self.code[i].op = op
-            self.code[i].a = a
-            self.code[i].b = b
-            self.code[i].k = k
-            self.code[i].c = c
-        for i in range(self.nouts):
-            if not 0 <= ol[i] < self.n:
-                raise ValueError("replay: output slot %r out of range" % (ol[i],))
-            self.outs[i] = ol[i]
+                self.code = src
+                src = NULL
+        finally:
+            PyMem_Free(src)
 
     def __dealloc__(self):
         PyMem_Free(self.code)
         PyMem_Free(self.outs)
+
+    @property
+    def code(self):
+        """The instructions replayed, as ``(op, a, b, k, c)`` tuples (after optimisation)."""
+        return [(self.code[i].op, self.code[i].a, self.code[i].b, self.code[i].k,
+                 self.code[i].c) for i in range(self.n)]
+
+    @property
+    def outputs(self):
+        """The output slots (after optimisation)."""
+        return [self.outs[i] for i in range(self.nouts)]
 
     @property
     def nbytes(self):
@@ -183,6 +407,36 @@ cdef class Program:
                 v[i] = v[p.a] * v[p.b]
             elif op == ADD:
                 v[i] = v[p.a] + v[p.b]
+            elif op == MUL_NZ:
+                x = v[p.a] * v[p.b]
+                if x == 0.0:
+                    return False
+                v[i] = x
+            elif op == ADD_NZ:
+                x = v[p.a] + v[p.b]
+                if x == 0.0:
+                    return False
+                v[i] = x
+            elif op == SUB_NZ:
+                x = v[p.a] - v[p.b]
+                if x == 0.0:
+                    return False
+                v[i] = x
+            elif op == MUL_ZZ:
+                x = v[p.a] * v[p.b]
+                if x != 0.0:
+                    return False
+                v[i] = x
+            elif op == ADD_ZZ:
+                x = v[p.a] + v[p.b]
+                if x != 0.0:
+                    return False
+                v[i] = x
+            elif op == SUB_ZZ:
+                x = v[p.a] - v[p.b]
+                if x != 0.0:
+                    return False
+                v[i] = x
             elif op == G_EQ:
                 if (v[p.a] == v[p.b]) != p.k:
                     return False

@@ -450,3 +450,79 @@ def test_tangents_and_cotangents_as_inputs():
     run_both(fj, [(0.3, 0.5, 1.0, 0.0), (0.3, 0.5, 0.0, 1.0), (1.1, -0.2, 0.5, -2.0),
                   (0.3, 0.5, 0.0, 0.0)])
     run_both(fv, [(0.3, 0.5, 1.0), (1.1, -0.2, -2.5), (0.3, 0.5, 0.0)])
+
+
+# -- the compiled replayer's optimiser: same bits (nan payloads included), same failures ------
+
+special_inputs = st.one_of(finite_inputs, st.sampled_from(
+    [0.0, -0.0, 1.0, -1.0, math.inf, -math.inf, math.nan, 1e308, -1e308, 5e-324, 0.5]))
+
+
+def raw_bits(x):
+    return P._BITS.pack(x)
+
+
+def record(g, xs):
+    """The recording of ``g`` on ``xs`` as (code, funcs, ninputs, output slots), or None when
+    ``g`` raises there."""
+    rec = P.Recording()
+    ins = [rec.input(v) for v in xs]
+    try:
+        out = g(*ins)
+    except Exception:  # noqa: BLE001
+        return None
+    finally:
+        rec.closed = True
+    leaves, _ = d.tree_flatten(out)
+    return rec.code, rec.funcs, rec.ninputs, [x.slot for x in leaves if type(x) is P.Recorder]
+
+
+@pytest.mark.skipif(C is None, reason="the compiled replayer is not built")
+@pytest.mark.parametrize("name", ["value_and_grad", "hessian", "jvp"])
+@given(prog=programs(max_in=3, max_ops=12),
+       pts=st.lists(st.lists(special_inputs, min_size=3, max_size=3), min_size=1, max_size=5))
+def test_optimised_program_same_bits_and_failures(name, prog, pts):
+    g = TRANSFORMS[name](scalar_of(prog), prog.n_in)
+    r = record(g, [float(v) for v in pts[0][:prog.n_in]])
+    if r is None:
+        return
+    opt = C.Program(*r)
+    raw = C.Program(*r, optimize=False)
+    pure = P.Program(*r)
+    assert opt.n <= raw.n == opt.nrecorded
+    for p in pts:
+        xs = [float(v) for v in p[:prog.n_in]]
+        a, b, c = opt.run(xs), raw.run(xs), pure.run(xs)
+        assert (a is None) == (b is None) == (c is None), (xs, a, b, c)
+        if a is not None:
+            assert [raw_bits(v) for v in a] == [raw_bits(v) for v in b] == [raw_bits(v) for v in c]
+
+
+@pytest.mark.skipif(C is None, reason="the compiled replayer is not built")
+def test_optimiser_fuses_zero_tests_and_keeps_signalling_nans():
+    g = d.value_and_grad(lambda x: x * x * 3.0 + d.sin(x) * x)
+    code, funcs, nin, outs = record(g, [0.7])
+    opt = C.Program(code, funcs, nin, outs)
+    assert any(op == P.G_EQ for op, *_ in code)
+    assert not any(op == P.G_EQ for op, *_ in opt.code)  # fused into the instructions
+    assert opt.n < len(code)
+    for x in (0.7, -1.3, 0.0):  # at 0 an adjoint is 0: a fused check fails, as the guard
+        assert (opt.run([x]) is None) == (P.Program(code, funcs, nin, outs).run([x]) is None)
+    # x * 1.0 quiets a signalling nan: kept where x may be one (an input), dropped elsewhere
+    snan = P._BITS.unpack(b"\x01\x00\x00\x00\x00\x00\xf0\x7f")[0]
+    one = [(P.INPUT, 0, 0, 0, 0.0), (P.CONST, 0, 0, 0, 1.0), (P.MUL, 0, 1, 0, 0.0),
+           (P.ADD, 0, 0, 0, 0.0), (P.MUL, 3, 1, 0, 0.0)]
+    prog = C.Program(one, [], 1, [2, 4])
+    assert [op for op, *_ in prog.code].count(P.MUL) == 1
+    want = P.Program(one, [], 1, [2, 4]).run([snan])
+    assert [raw_bits(v) for v in prog.run([snan])] == [raw_bits(v) for v in want]
+    assert raw_bits(want[0]) != raw_bits(snan)  # the multiplication did quiet it
+
+
+@pytest.mark.skipif(C is None, reason="the compiled replayer is not built")
+def test_optimiser_refuses_reading_a_guard_slot():
+    code = [(P.INPUT, 0, 0, 0, 0.0), (P.G_BITS, 0, 0, 0, 1.0), (P.NEG, 1, 0, 0, 0.0)]
+    with pytest.raises(ValueError):
+        C.Program(code, [], 1, [2])
+    with pytest.raises(ValueError):
+        C.Program(code[:2], [], 1, [1])
