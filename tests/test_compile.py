@@ -11,7 +11,8 @@ from hypothesis import given, strategies as st
 
 import deltaad as d
 from deltaad import _replay_pure as P
-from deltaad.compile import CompileWarning, ReplayMismatch
+from deltaad import compile as _compile
+from deltaad.compile import CompileWarning, Recorder, Recording, ReplayMismatch
 from helpers import bits, finite_inputs, programs
 
 try:
@@ -334,18 +335,11 @@ def test_value_guard_for_values_leaving():
        pts=st.lists(st.lists(finite_inputs, min_size=3, max_size=3), min_size=1, max_size=4))
 def test_compiled_replayer_equals_pure(prog, pts):
     g = d.value_and_grad(scalar_of(prog), argnums=tuple(range(prog.n_in)))
-    rec = P.Recording()
-    xs = [rec.input(v) for v in pts[0][:prog.n_in]]
-    try:
-        out = g(*xs)
-    except Exception:  # noqa: BLE001 - a program raising on its first point: nothing to replay
+    r = record(g, pts[0][:prog.n_in])
+    if r is None:  # a program raising on its first point: nothing to replay
         return
-    finally:
-        rec.closed = True
-    leaves, _ = d.tree_flatten(out)
-    slots = [x.slot for x in leaves if type(x) is P.Recorder]
-    cp = C.Program(rec.code, rec.funcs, rec.ninputs, slots)
-    pp = P.Program(rec.code, rec.funcs, rec.ninputs, slots)
+    cp = C.Program(*r)
+    pp = P.Program(*r)
     for p in pts:
         a = cp.run([float(v) for v in p[:prog.n_in]])
         b = pp.run([float(v) for v in p[:prog.n_in]])
@@ -465,8 +459,8 @@ def raw_bits(x):
 def record(g, xs):
     """The recording of ``g`` on ``xs`` as (code, funcs, ninputs, output slots), or None when
     ``g`` raises there."""
-    rec = P.Recording()
-    ins = [rec.input(v) for v in xs]
+    rec = Recording()  # the backend's recorder (the compiled one with the compiled core)
+    ins = [rec.input(float(v)) for v in xs]
     try:
         out = g(*ins)
     except Exception:  # noqa: BLE001
@@ -474,7 +468,7 @@ def record(g, xs):
     finally:
         rec.closed = True
     leaves, _ = d.tree_flatten(out)
-    return rec.code, rec.funcs, rec.ninputs, [x.slot for x in leaves if type(x) is P.Recorder]
+    return rec.code, rec.funcs, rec.ninputs, [x.slot for x in leaves if type(x) is Recorder]
 
 
 @pytest.mark.skipif(C is None, reason="the compiled replayer is not built")
@@ -526,3 +520,58 @@ def test_optimiser_refuses_reading_a_guard_slot():
         C.Program(code, [], 1, [2])
     with pytest.raises(ValueError):
         C.Program(code[:2], [], 1, [1])
+
+
+@pytest.mark.skipif(Recorder is P.Recorder, reason="the pure backend records with the pure twin")
+@pytest.mark.parametrize("name", sorted(TRANSFORMS))
+@given(prog=programs(max_in=3, max_ops=12),
+       pts=st.lists(finite_inputs, min_size=3, max_size=3))
+def test_compiled_recorder_records_the_pure_twins_program(name, prog, pts):
+    g = TRANSFORMS[name](scalar_of(prog), prog.n_in)
+    xs = pts[:prog.n_in]
+    got = record(g, xs)
+    from deltaad._backend import B
+    from deltaad import trace
+    B.set_recorder_type(P.Recorder)  # the compiled core meets the pure twin's numbers
+    trace.register_recorder_type(P.Recorder, P.dispatch)
+    try:
+        rec = P.Recording()
+        ins = [rec.input(float(v)) for v in xs]
+        try:
+            out = g(*ins)
+            leaves, _ = d.tree_flatten(out)
+            want = (rec.code, rec.funcs, rec.ninputs,
+                    [x.slot for x in leaves if type(x) is P.Recorder])
+        except Exception:  # noqa: BLE001
+            want = None
+        finally:
+            rec.closed = True
+    finally:
+        B.set_recorder_type(Recorder)
+        del trace.recorders[P.Recorder]
+    if want is None or got is None:
+        assert want is got
+        return
+    assert got[1:] == want[1:]
+    assert [(op, a, b, k, raw_bits(c)) for op, a, b, k, c in got[0]] == \
+        [(op, a, b, k, raw_bits(c)) for op, a, b, k, c in want[0]]
+
+
+def test_compiled_recorder_errors_as_the_pure_twin():
+    rec = Recording()
+    x = rec.input(2.0)
+    with pytest.raises(ZeroDivisionError, match="float division by zero"):
+        x / 0.0
+    with pytest.raises(ZeroDivisionError):
+        1.0 / (x - 2.0)
+    with pytest.raises(TypeError):
+        x + "a"
+    with pytest.raises(OverflowError):
+        x + 10 ** 400
+    assert (x < 10 ** 400) is True and (x == 2) is True and x.hex() == (2.0).hex()
+    assert math.floor(x * 1.5) == 3 and round(x * 1.25) == 2 and int(x) == 2
+    assert repr(x) == "2.0" and hash(x) == hash(2.0) and bool(x) and abs(-x).v == 2.0
+    assert (2 ** x).v == 4.0 and (x ** 2).v == 4.0 and (7.0 // x).v == 3.0 and (x % 1.5).v == 0.5
+    rec.closed = True
+    with pytest.raises(d.EscapedDualError):
+        x * 2.0
