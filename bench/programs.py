@@ -213,6 +213,19 @@ def odeloop(ns, n, xs):
     return x + y
 
 
+def newton(ns, n, xs):
+    """n square roots by Newton's iteration to a relative tolerance, summed: a ``while`` loop
+    whose trip count depends on the values (about 6 steps of 7 operations per input in
+    [1, 4]); ``ops`` is an estimate, not a count."""
+    s = 0.0
+    for a in xs:
+        x = a
+        while abs(x * x - a) > 1e-12 * a:
+            x = 0.5 * (x + a / x)
+        s = s + x
+    return s
+
+
 # --------------------------------------------------------------------------------------------
 # Inputs
 
@@ -279,6 +292,12 @@ register(Program(
            "deltaad-wrong"),
     description="[sin(v) * v for v in xs]: a list of n outputs, pulled back with a list "
                 "cotangent of ones (reverse) or pushed forward (jvp)", ops_text="2n"))
+register(Program(
+    "newton", newton, lambda n: 42 * n, _uniform(lambda n: n, 1.0, 4.0),
+    n_max=20_000, check_n=4, ops_are_bindings=False,
+    modes=("float", "deltaad-c", "deltaad-python", "deltaad-compiled"),
+    description="n Newton square roots to a relative tolerance (a while loop on values)",
+    ops_text="~42n"))
 
 
 register(Program(

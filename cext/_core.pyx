@@ -2620,7 +2620,8 @@ def lift2(name, f, partials, ns=None, plain=None):
         if type(a) is not Dual and type(b) is not Dual:
             va = _const(a)
             vb = _const(b)
-            if va is None or vb is None:
+            if va is None or vb is None or (_recorder is not None and (
+                    type(va) is _recorder or type(vb) is _recorder)):  # deltaad.compile records it
                 return _fallback(name, a, b)
             return f(va, vb)
         s = _split_py(a, b)

@@ -9,8 +9,10 @@ in range), so the loop reads without bounds checks.
 """
 
 from cpython.float cimport PyFloat_AS_DOUBLE
-from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from libc.string cimport memcmp
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+cimport cython
+from libc.stdint cimport uint64_t
+from libc.string cimport memcmp, memcpy
 cimport libc.math as cm
 
 from . import _replay_pure as _p
@@ -37,6 +39,17 @@ cdef enum:
     G_CEIL = 72
     G_TRUNC = 73
     G_ROUND = 74
+    # the optimiser's fused checks (never recorded): ``op + NZ`` computes ``op`` and fails
+    # where the result is 0 (a guard ``x == 0`` seen false, fused into x's instruction);
+    # ``op + ZZ`` fails where it is not 0 (the guard seen true)
+    NZ = 128
+    ZZ = 256
+    ADD_NZ = 130
+    SUB_NZ = 131
+    MUL_NZ = 132
+    ADD_ZZ = 258
+    SUB_ZZ = 259
+    MUL_ZZ = 260
 
 ctypedef struct Instr:
     int op
@@ -81,65 +94,294 @@ cdef inline double _round_half_even(double x) noexcept nogil:
     return r
 
 
+
+cdef inline uint64_t _bits(double x) noexcept nogil:
+    cdef uint64_t u
+    memcpy(&u, &x, 8)
+    return u
+
+
+cdef inline bint _maybe_snan_const(double x) noexcept nogil:
+    """A signalling NaN (quiet bit clear): multiplying it by 1.0 quiets it."""
+    cdef uint64_t u = _bits(x)
+    return (u & 0x7FF0000000000000ULL) == 0x7FF0000000000000ULL and \
+        (u & 0x000FFFFFFFFFFFFFULL) != 0 and (u & 0x0008000000000000ULL) == 0
+
+
+cdef inline bint _is_guard(int op) noexcept nogil:
+    return G_LT <= op <= G_ROUND
+
+
+cdef inline bint _binary(int op) noexcept nogil:
+    op = op & 127
+    return (op == ADD or op == SUB or op == MUL or op == DIV or op == CALL2
+            or G_LT <= op <= G_NE)
+
+
+cdef inline bint _unary(int op) noexcept nogil:
+    return (op == NEG or op == CALL1 or FIRST_LIBM <= op < FIRST_LIBM + NLIBM
+            or G_BITS <= op <= G_ROUND)
+
+
+cdef inline bint _pure(int op) noexcept nogil:
+    """Same operands, same bits (and the same failure): one instruction serves both."""
+    return (op == ADD or op == SUB or op == MUL or op == DIV or op == NEG or op == CONST
+            or FIRST_LIBM <= op < FIRST_LIBM + NLIBM or G_LT <= op <= G_ROUND)
+
+
+cdef inline uint64_t _hash(Instr* p) noexcept nogil:
+    cdef uint64_t h = <uint64_t>(p.op & 127) * 0x9E3779B97F4A7C15ULL
+    h = (h ^ <uint64_t><unsigned int>p.a) * 0xBF58476D1CE4E5B9ULL
+    h = (h ^ <uint64_t><unsigned int>p.b) * 0x94D049BB133111EBULL
+    h = (h ^ <uint64_t><unsigned int>p.k) * 0x9E3779B97F4A7C15ULL
+    h = (h ^ _bits(p.c)) * 0xBF58476D1CE4E5B9ULL
+    return h ^ (h >> 31)
+
+
+cdef inline bint _same(Instr* p, Instr* q) noexcept nogil:
+    return ((p.op & 127) == (q.op & 127) and p.a == q.a and p.b == q.b and p.k == q.k
+            and _bits(p.c) == _bits(q.c))
+
+
+cdef Instr* _optimize(Instr* src, Py_ssize_t n, int* outs, Py_ssize_t nouts,
+                      Py_ssize_t* out_n) except NULL:
+    """The recorded instructions ``src[:n]`` rewritten to give the same bits with less work;
+    ``outs`` renumbered in place, the new count in ``out_n``.
+
+    - a guard ``x == 0`` (the backward sweeps' skip test) is fused into the instruction that
+      computes ``x`` when that is an addition, subtraction or multiplication (``MUL_NZ``...);
+    - ``x * 1.0`` and ``1.0 * x`` are ``x`` (bit for bit, but for a signalling NaN, which only
+      an input, a constant or a Python function can bring: those are kept);
+    - an instruction the same as an earlier one (operation, operands, constant) is that one,
+      and a guard on constants only (it held when recorded) is dropped;
+    - an instruction whose value nothing uses and that cannot fail is dropped.
+
+    A replay either passes every check or returns None, whatever their order, so moving a
+    guard's check to where its value is computed keeps what ``run`` returns."""
+    cdef Py_ssize_t i, j, m = 0, tsize = 16, h, mask
+    cdef int op, a, b, x, q
+    cdef Instr* p
+    cdef Instr* d
+    cdef bint zero_seen
+    cdef int* rep = <int*>PyMem_Malloc((n if n else 1) * sizeof(int))
+    cdef Instr* dst = <Instr*>PyMem_Malloc((n if n else 1) * sizeof(Instr))
+    cdef char* snan = <char*>PyMem_Malloc(n if n else 1)
+    cdef int* table = NULL
+    cdef int* live = NULL
+    while tsize < 2 * n:
+        tsize *= 2
+    mask = tsize - 1
+    table = <int*>PyMem_Malloc(tsize * sizeof(int))
+    live = <int*>PyMem_Malloc((n if n else 1) * sizeof(int))
+    if rep == NULL or dst == NULL or snan == NULL or table == NULL or live == NULL:
+        PyMem_Free(rep); PyMem_Free(dst); PyMem_Free(snan); PyMem_Free(table); PyMem_Free(live)
+        raise MemoryError("replay: out of memory optimising %d instructions" % n)
+    try:
+        for i in range(tsize):
+            table[i] = -1
+        for i in range(n):
+            p = &src[i]
+            op = p.op
+            d = &dst[m]
+            d.op = op
+            d.a = rep[p.a] if op != INPUT and op != CONST else p.a
+            d.b = rep[p.b] if _binary(op) else p.b
+            d.k = p.k
+            d.c = p.c
+            rep[i] = -1
+            if op != INPUT and op != CONST and (d.a < 0 or (_binary(op) and d.b < 0)):
+                raise ValueError("replay: instruction %d reads the slot of a guard" % i)
+            if _is_guard(op):
+                a = d.a
+                b = d.b
+                if dst[a].op == CONST and (not _binary(op) or dst[b].op == CONST):
+                    continue  # on constants: it held when recorded, it holds
+                if op == G_EQ or op == G_NE:
+                    x = -1
+                    if dst[b].op == CONST and dst[b].c == 0.0:
+                        x = a
+                    elif dst[a].op == CONST and dst[a].c == 0.0:
+                        x = b
+                    if x >= 0:
+                        zero_seen = (d.k != 0) if op == G_EQ else (d.k == 0)
+                        q = dst[x].op
+                        if q == ADD or q == SUB or q == MUL:
+                            dst[x].op = q + (ZZ if zero_seen else NZ)
+                            continue
+                        if q == (q & 127) + (ZZ if zero_seen else NZ):
+                            continue  # already checked there
+            elif op == MUL:
+                if dst[d.b].op == CONST and dst[d.b].c == 1.0 and _bits(dst[d.b].c) == _bits(1.0) \
+                        and not snan[d.a]:
+                    rep[i] = d.a
+                    continue
+                if dst[d.a].op == CONST and _bits(dst[d.a].c) == _bits(1.0) and not snan[d.b]:
+                    rep[i] = d.b
+                    continue
+            if _pure(op):
+                h = <Py_ssize_t>(_hash(d) & <uint64_t>mask)
+                while table[h] >= 0 and not _same(&dst[table[h]], d):
+                    h = (h + 1) & mask
+                if table[h] >= 0:
+                    rep[i] = table[h]
+                    continue
+                table[h] = <int>m
+            if op == INPUT or op == CALL1 or op == CALL2:
+                snan[m] = 1
+            elif op == CONST:
+                snan[m] = _maybe_snan_const(d.c)
+            elif op == NEG or op == FIRST_LIBM + NLIBM - 1:  # -x and fabs keep a signalling NaN
+                snan[m] = snan[d.a]
+            else:
+                snan[m] = 0
+            if not _is_guard(op):
+                rep[i] = <int>m  # a guard has no value: nothing may read its slot
+            m += 1
+        # dead code: what no output, guard or failing instruction needs
+        for j in range(m):
+            op = dst[j].op
+            live[j] = (_is_guard(op) or op >= NZ or op == DIV or op == CALL1 or op == CALL2
+                       or FIRST_LIBM <= op < FIRST_LIBM + NLIBM)
+        for j in range(nouts):
+            if rep[outs[j]] < 0:
+                raise ValueError("replay: output slot %d is a guard's" % outs[j])
+            live[rep[outs[j]]] = 1
+        for j in range(m - 1, -1, -1):
+            if live[j]:
+                op = dst[j].op
+                if _binary(op):
+                    live[dst[j].a] = 1
+                    live[dst[j].b] = 1
+                elif _unary(op):
+                    live[dst[j].a] = 1
+        i = 0
+        for j in range(m):
+            if live[j]:
+                live[j] = <int>i  # now: the new index
+                op = dst[j].op
+                dst[i] = dst[j]
+                if _binary(op):
+                    dst[i].a = live[dst[j].a]
+                    dst[i].b = live[dst[j].b]
+                elif _unary(op):
+                    dst[i].a = live[dst[j].a]
+                i += 1
+            else:
+                live[j] = -1
+        for j in range(nouts):
+            outs[j] = live[rep[outs[j]]]
+        out_n[0] = i
+        return dst
+    except BaseException:
+        PyMem_Free(dst)
+        raise
+    finally:
+        PyMem_Free(rep)
+        PyMem_Free(snan)
+        PyMem_Free(table)
+        PyMem_Free(live)
+
+
 cdef class Program:
     """A finished recording; ``run(inputs)`` gives the output slots' values, or None where a
-    guard fails (or Python would have raised)."""
+    guard fails (or Python would have raised). The recorded instructions are optimised first
+    (see ``_optimize``; ``optimize=False`` keeps them as recorded): ``n`` is the number
+    replayed, ``nrecorded`` the number recorded."""
 
     cdef Instr* code
     cdef readonly Py_ssize_t n
+    cdef readonly Py_ssize_t nrecorded
     cdef readonly Py_ssize_t ninputs
     cdef int* outs
     cdef Py_ssize_t nouts
     cdef tuple funcs
 
-    def __cinit__(self, code, funcs, Py_ssize_t ninputs, outs):
-        cdef list cl = list(code)
+    def __cinit__(self, code, funcs, Py_ssize_t ninputs, outs, bint optimize=True):
+        cdef list cl = None
+        cdef Recording rc = None
         cdef list ol = list(outs)
         cdef Py_ssize_t i, nf
         cdef int op, a, b, k
+        cdef bint ok
+        if type(code) is Recording:  # the C recorder's buffer, copied as it is
+            rc = <Recording>code
+            self.n = rc.n
+        else:
+            cl = list(code)
+            self.n = len(cl)
         self.funcs = tuple(funcs)
         nf = len(self.funcs)
-        self.n = len(cl)
         self.ninputs = ninputs
         self.nouts = len(ol)
         if self.n >= 2147483647:
             raise OverflowError("replay: a recording of %d instructions is too long" % self.n)
-        self.code = <Instr*>PyMem_Malloc((self.n if self.n else 1) * sizeof(Instr))
+        cdef Instr* src = <Instr*>PyMem_Malloc((self.n if self.n else 1) * sizeof(Instr))
         self.outs = <int*>PyMem_Malloc((self.nouts if self.nouts else 1) * sizeof(int))
-        if self.code == NULL or self.outs == NULL:
+        if src == NULL or self.outs == NULL:
+            PyMem_Free(src)
             raise MemoryError("replay: out of memory for a recording of %d instructions" % self.n)
-        for i in range(self.n):
-            op, a, b, k, c = cl[i]
-            # every operand an earlier slot; inputs and functions in range
-            if op == INPUT:
-                ok = 0 <= a < ninputs
-            elif op == CONST:
-                ok = True
-            elif op == ADD or op == SUB or op == MUL or op == DIV or op == CALL2 or G_LT <= op <= G_NE:
-                ok = 0 <= a < i and 0 <= b < i
-            elif op == NEG or G_BITS <= op <= G_ROUND:
-                ok = 0 <= a < i
-            elif op == CALL1 or FIRST_LIBM <= op < FIRST_LIBM + NLIBM:
-                ok = 0 <= a < i
+        try:
+            if rc is not None:
+                if self.n:
+                    memcpy(src, rc.buf, self.n * sizeof(Instr))
             else:
-                ok = False
-            if ok and (op == CALL1 or op == CALL2 or FIRST_LIBM <= op < FIRST_LIBM + NLIBM):
-                ok = 0 <= k < nf
-            if not ok:
-                raise ValueError("replay: instruction %d %r is not well formed" % (i, cl[i]))
-            self.code[i].op = op
-            self.code[i].a = a
-            self.code[i].b = b
-            self.code[i].k = k
-            self.code[i].c = c
-        for i in range(self.nouts):
-            if not 0 <= ol[i] < self.n:
-                raise ValueError("replay: output slot %r out of range" % (ol[i],))
-            self.outs[i] = ol[i]
+                for i in range(self.n):
+                    op, a, b, k, c = cl[i]
+                    src[i].op = op
+                    src[i].a = a
+                    src[i].b = b
+                    src[i].k = k
+                    src[i].c = c
+            for i in range(self.n):
+                op = src[i].op
+                a = src[i].a
+                b = src[i].b
+                k = src[i].k
+                # every operand an earlier slot; inputs and functions in range
+                if op == INPUT:
+                    ok = 0 <= a < ninputs
+                elif op == CONST:
+                    ok = True
+                elif op == ADD or op == SUB or op == MUL or op == DIV or op == CALL2 or G_LT <= op <= G_NE:
+                    ok = 0 <= a < i and 0 <= b < i
+                elif op == NEG or G_BITS <= op <= G_ROUND:
+                    ok = 0 <= a < i
+                elif op == CALL1 or FIRST_LIBM <= op < FIRST_LIBM + NLIBM:
+                    ok = 0 <= a < i
+                else:
+                    ok = False
+                if ok and (op == CALL1 or op == CALL2 or FIRST_LIBM <= op < FIRST_LIBM + NLIBM):
+                    ok = 0 <= k < nf
+                if not ok:
+                    raise ValueError("replay: instruction %d %r is not well formed"
+                                     % (i, (op, a, b, k, src[i].c)))
+            for i in range(self.nouts):
+                if not 0 <= ol[i] < self.n:
+                    raise ValueError("replay: output slot %r out of range" % (ol[i],))
+                self.outs[i] = ol[i]
+            self.nrecorded = self.n
+            if optimize:
+                self.code = _optimize(src, self.n, self.outs, self.nouts, &self.n)
+            else:
+                self.code = src
+                src = NULL
+        finally:
+            PyMem_Free(src)
 
     def __dealloc__(self):
         PyMem_Free(self.code)
         PyMem_Free(self.outs)
+
+    @property
+    def code(self):
+        """The instructions replayed, as ``(op, a, b, k, c)`` tuples (after optimisation)."""
+        return [(self.code[i].op, self.code[i].a, self.code[i].b, self.code[i].k,
+                 self.code[i].c) for i in range(self.n)]
+
+    @property
+    def outputs(self):
+        """The output slots (after optimisation)."""
+        return [self.outs[i] for i in range(self.nouts)]
 
     @property
     def nbytes(self):
@@ -183,6 +425,36 @@ cdef class Program:
                 v[i] = v[p.a] * v[p.b]
             elif op == ADD:
                 v[i] = v[p.a] + v[p.b]
+            elif op == MUL_NZ:
+                x = v[p.a] * v[p.b]
+                if x == 0.0:
+                    return False
+                v[i] = x
+            elif op == ADD_NZ:
+                x = v[p.a] + v[p.b]
+                if x == 0.0:
+                    return False
+                v[i] = x
+            elif op == SUB_NZ:
+                x = v[p.a] - v[p.b]
+                if x == 0.0:
+                    return False
+                v[i] = x
+            elif op == MUL_ZZ:
+                x = v[p.a] * v[p.b]
+                if x != 0.0:
+                    return False
+                v[i] = x
+            elif op == ADD_ZZ:
+                x = v[p.a] + v[p.b]
+                if x != 0.0:
+                    return False
+                v[i] = x
+            elif op == SUB_ZZ:
+                x = v[p.a] - v[p.b]
+                if x != 0.0:
+                    return False
+                v[i] = x
             elif op == G_EQ:
                 if (v[p.a] == v[p.b]) != p.k:
                     return False
@@ -261,3 +533,421 @@ cdef class Program:
             return False
         v[i] = PyFloat_AS_DOUBLE(r)
         return True
+
+
+# -- the recording number in C ------------------------------------------------------------------
+#
+# Twin of ``_replay_pure.Recording`` and ``_replay_pure.Recorder``: the same instructions, in
+# the same order, for the same operations (tests/test_compile.py records with both and compares);
+# the instructions go to a C buffer instead of a list of tuples, and the number's arithmetic is
+# C slots instead of Python methods. What is rare (calls of Python functions, rounding, the
+# value leaving as a float's method) reuses the pure twin's code where it can.
+
+import math as _math
+import operator as _operator
+
+cdef object _Unrecordable = _p.Unrecordable
+cdef object _escaped = _p._escaped
+cdef dict _LIBM_OP = _p._LIBM_OP
+cdef object _np_floating = None
+cdef object _np_integer = None
+
+
+cdef _numpy_scalar_types():
+    global _np_floating, _np_integer
+    if _np_floating is None:
+        import numpy
+        _np_floating = numpy.floating
+        _np_integer = numpy.integer
+
+
+@cython.final
+@cython.auto_pickle(False)
+cdef class Recording:
+    """The instructions and guards recorded for one call (slot ``i`` = instruction ``i``)."""
+
+    cdef Instr* buf
+    cdef Py_ssize_t n
+    cdef Py_ssize_t cap
+    cdef readonly list funcs
+    cdef dict _fidx
+    cdef dict _consts
+    cdef public bint closed
+    cdef public object failed
+    cdef public Py_ssize_t ninputs
+    cdef public Py_ssize_t nguards
+
+    def __cinit__(self):
+        self.funcs = []
+        self._fidx = {}
+        self._consts = {}
+        self.failed = None
+
+    def __dealloc__(self):
+        PyMem_Free(self.buf)
+
+    cdef int _push(self, int op, Py_ssize_t a, Py_ssize_t b, Py_ssize_t k, double c) except -1:
+        cdef Py_ssize_t cap
+        cdef Instr* nb
+        if self.n == self.cap:
+            if self.n >= 2147483600:
+                raise OverflowError("deltaad.compile: a recording of more than 2**31 instructions")
+            cap = self.cap * 2 if self.cap else 256
+            nb = <Instr*>PyMem_Realloc(self.buf, cap * sizeof(Instr))
+            if nb == NULL:
+                raise MemoryError("deltaad.compile: out of memory recording %d instructions" % self.n)
+            self.buf = nb
+            self.cap = cap
+        self.buf[self.n].op = op
+        self.buf[self.n].a = <int>a
+        self.buf[self.n].b = <int>b
+        self.buf[self.n].k = <int>k
+        self.buf[self.n].c = c
+        self.n += 1
+        return 0
+
+    @property
+    def code(self):
+        """The instructions as ``(op, a, b, k, c)`` tuples (the pure twin's list)."""
+        return [(self.buf[i].op, self.buf[i].a, self.buf[i].b, self.buf[i].k, self.buf[i].c)
+                for i in range(self.n)]
+
+    def __len__(self):
+        return self.n
+
+    cdef Recorder _new(self, Py_ssize_t slot, double v):
+        cdef Recorder r = Recorder.__new__(Recorder)
+        r._rec = self
+        r.slot = slot
+        r.v = v
+        return r
+
+    def input(self, double v):
+        cdef Recorder r = self._new(self.n, v)
+        self._push(INPUT, self.ninputs, 0, 0, 0.0)
+        self.ninputs += 1
+        return r
+
+    cdef Py_ssize_t _const(self, double v) except -1:
+        """The slot of constant ``v`` (one per distinct bit pattern)."""
+        key = _bits(v)
+        s = self._consts.get(key)
+        if s is not None:
+            return <Py_ssize_t>s
+        self._consts[key] = self.n
+        self._push(CONST, 0, 0, 0, v)
+        return self.n - 1
+
+    def const(self, double v):
+        return self._const(v)
+
+    def func(self, f):
+        k = self._fidx.get(id(f))
+        if k is None:
+            k = self._fidx[id(f)] = len(self.funcs)
+            self.funcs.append(f)
+        return k
+
+    def emit(self, int op, Py_ssize_t a, Py_ssize_t b, Py_ssize_t k, double v):
+        return self._emit(op, a, b, k, v)
+
+    cdef Recorder _emit(self, int op, Py_ssize_t a, Py_ssize_t b, Py_ssize_t k, double v):
+        cdef Recorder r = self._new(self.n, v)
+        self._push(op, a, b, k, 0.0)
+        return r
+
+    def guard(self, int op, Py_ssize_t a, Py_ssize_t b, Py_ssize_t k, double c):
+        self._push(op, a, b, k, c)
+        self.nguards += 1
+
+    def fail(self, why):
+        if self.failed is None:
+            self.failed = why
+        raise _Unrecordable(why)
+
+    def call(self, f, args):
+        """Record ``f`` (a float function) applied to ``args`` (Recorders or numbers)."""
+        cdef list slots = []
+        cdef list vals = []
+        for x in args:
+            s = self.operand(x)
+            if s is None:
+                self.fail("a recorded number met an argument of type %s" % type(x).__name__)
+            slots.append(s)
+            vals.append((<Recorder>x).v if type(x) is Recorder else float(x))
+        v = f(*vals)
+        if type(v) is not float:
+            self.fail("%s gave a %s, not a float" % (getattr(f, "__name__", f), type(v).__name__))
+        k = self.func(f)
+        if len(slots) == 1:
+            return self._emit(_LIBM_OP.get(f, CALL1), slots[0], 0, k, v)
+        if len(slots) == 2:
+            return self._emit(CALL2, slots[0], slots[1], k, v)
+        self.fail("a function of %d recorded arguments" % len(slots))
+
+    def operand(self, x):
+        """The slot of operand ``x``; None when it is not a number the recording can use."""
+        tx = type(x)
+        if tx is Recorder:
+            if (<Recorder>x)._rec is not self:
+                raise _escaped()
+            return (<Recorder>x).slot
+        if tx is float:
+            return self._const(PyFloat_AS_DOUBLE(x))
+        if tx is int or tx is bool:
+            return self._const(float(x))  # what float arithmetic converts an int to
+        _numpy_scalar_types()
+        if isinstance(x, (float, _np_floating, _np_integer)):  # numpy scalars: numpy semantics
+            self.fail("a numpy scalar (%s) met a recorded number" % tx.__name__)
+        return None
+
+
+cdef inline Recording _live(Recorder self):
+    cdef Recording rec = self._rec
+    if rec.closed:
+        raise _escaped()
+    return rec
+
+
+cdef object _binop(Recorder self, object other, int op, bint reflected):
+    """``self op other`` (or ``other op self``): the pure twin's ``_bin``."""
+    cdef Recording rec = _live(self)
+    cdef Py_ssize_t s
+    cdef double ov, a, b, r
+    to = type(other)
+    if to is Recorder and (<Recorder>other)._rec is rec and not reflected:
+        s = (<Recorder>other).slot
+        ov = (<Recorder>other).v
+    elif to is float:
+        ov = PyFloat_AS_DOUBLE(other)
+        s = rec._const(ov)
+    else:
+        so = rec.operand(other)
+        if so is None:
+            return NotImplemented
+        s = so
+        ov = (<Recorder>other).v if to is Recorder else float(other)
+    if reflected:
+        a = ov
+        b = self.v
+    else:
+        a = self.v
+        b = ov
+    if op == ADD:
+        r = a + b
+    elif op == SUB:
+        r = a - b
+    elif op == MUL:
+        r = a * b
+    else:
+        if b == 0.0:
+            raise ZeroDivisionError("float division by zero")
+        r = a / b
+    if reflected:
+        return rec._emit(op, s, self.slot, 0, r)
+    return rec._emit(op, self.slot, s, 0, r)
+
+
+cdef object _cmp(Recorder self, object other, int op, object pyop):
+    cdef Recording rec = _live(self)
+    tx = type(other)
+    if tx is int or tx is bool:
+        fo = float(other) if -2 ** 53 <= other <= 2 ** 53 else None
+        if fo is None:  # Python compares floats with big ints exactly: keep the value
+            return pyop(self._bits(), other)
+        other = fo
+    s = rec.operand(other)
+    if s is None:
+        return NotImplemented
+    out = pyop(self.v, (<Recorder>other).v if type(other) is Recorder else other)
+    rec._push(op, self.slot, s, 1 if out else 0, 0.0)
+    rec.nguards += 1
+    return out
+
+
+@cython.final
+@cython.auto_pickle(False)
+cdef class Recorder:
+    """A float being recorded: its slot in the recording and its value in this call."""
+
+    cdef readonly Recording _rec
+    cdef readonly Py_ssize_t slot
+    cdef readonly double v
+
+    def __add__(self, other):
+        return _binop(self, other, ADD, False)
+
+    def __radd__(self, other):
+        return _binop(self, other, ADD, True)
+
+    def __sub__(self, other):
+        return _binop(self, other, SUB, False)
+
+    def __rsub__(self, other):
+        return _binop(self, other, SUB, True)
+
+    def __mul__(self, other):
+        return _binop(self, other, MUL, False)
+
+    def __rmul__(self, other):
+        return _binop(self, other, MUL, True)
+
+    def __truediv__(self, other):
+        return _binop(self, other, DIV, False)
+
+    def __rtruediv__(self, other):
+        return _binop(self, other, DIV, True)
+
+    def __pow__(self, other, mod):
+        return _callop(self, other, _p._pow, False)
+
+    def __rpow__(self, other, mod):
+        return _callop(self, other, _p._pow, True)
+
+    def __floordiv__(self, other):
+        return _callop(self, other, _p._floordiv, False)
+
+    def __rfloordiv__(self, other):
+        return _callop(self, other, _p._floordiv, True)
+
+    def __mod__(self, other):
+        return _callop(self, other, _p._mod, False)
+
+    def __rmod__(self, other):
+        return _callop(self, other, _p._mod, True)
+
+    def __divmod__(self, other):
+        return self.__floordiv__(other), self.__mod__(other)
+
+    def __rdivmod__(self, other):
+        return self.__rfloordiv__(other), self.__rmod__(other)
+
+    def __lt__(self, other):
+        return _cmp(self, other, G_LT, _operator.lt)
+
+    def __le__(self, other):
+        return _cmp(self, other, G_LE, _operator.le)
+
+    def __gt__(self, other):
+        return _cmp(self, other, G_GT, _operator.gt)
+
+    def __ge__(self, other):
+        return _cmp(self, other, G_GE, _operator.ge)
+
+    def __eq__(self, other):
+        return _cmp(self, other, G_EQ, _operator.eq)
+
+    def __ne__(self, other):
+        return _cmp(self, other, G_NE, _operator.ne)
+
+    def __neg__(self):
+        cdef Recording rec = _live(self)
+        return rec._emit(NEG, self.slot, 0, 0, -self.v)
+
+    def __pos__(self):
+        _live(self)
+        return self
+
+    def __abs__(self):
+        return _live(self).call(abs, (self,))
+
+    # -- the value leaves the recorded world: guards --
+    def _bits(self):
+        """The value, as a plain float the caller keeps: guarded bit for bit."""
+        cdef Recording rec = _live(self)
+        rec._push(G_BITS, self.slot, 0, 0, self.v)
+        rec.nguards += 1
+        return self.v
+
+    def _rounded(self, int op, fn):
+        cdef Recording rec = _live(self)
+        out = fn(self.v)  # raises on inf and nan as floats do
+        rec._push(op, self.slot, 0, 0, float(out))
+        rec.nguards += 1
+        return out
+
+    def __bool__(self):
+        cdef Recording rec = _live(self)
+        out = self.v != 0.0
+        rec._push(G_NE, self.slot, rec._const(0.0), 1 if out else 0, 0.0)
+        rec.nguards += 1
+        return out
+
+    def __float__(self):
+        return self._bits()
+
+    def __int__(self):
+        return self._rounded(G_TRUNC, int)
+
+    def __trunc__(self):
+        return self._rounded(G_TRUNC, _math.trunc)
+
+    def __floor__(self):
+        return self._rounded(G_FLOOR, _math.floor)
+
+    def __ceil__(self):
+        return self._rounded(G_CEIL, _math.ceil)
+
+    def __round__(self, ndigits=None):
+        if ndigits is None:
+            return self._rounded(G_ROUND, round)
+        return round(self._bits(), ndigits)
+
+    def __complex__(self):
+        return complex(self._bits())
+
+    def __hash__(self):
+        return hash(self._bits())
+
+    def __repr__(self):
+        return repr(self._bits())
+
+    def __str__(self):
+        return str(self._bits())
+
+    def __format__(self, spec):
+        return format(self._bits(), spec)
+
+    @property
+    def real(self):
+        return self
+
+    @property
+    def imag(self):
+        return 0.0
+
+    def conjugate(self):
+        return self
+
+    def __getattr__(self, name):  # float's other methods (hex, is_integer, ...): on the value
+        if name.startswith("__") or not hasattr(float, name):
+            raise AttributeError("'float' object has no attribute %r" % name)
+        return getattr(self._bits(), name)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        self._rec.fail("a recorded number was pickled")
+
+    def __array__(self, *a, **k):
+        self._rec.fail("a recorded number was converted to a numpy array")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        self._rec.fail("numpy's %s on a recorded number" % getattr(ufunc, "__name__", ufunc))
+
+    def __array_function__(self, func, types, args, kwargs):
+        self._rec.fail("numpy's %s on a recorded number" % getattr(func, "__name__", func))
+
+
+cdef object _callop(Recorder self, object other, object pyop, bint reflected):
+    cdef Recording rec = _live(self)
+    if rec.operand(other) is None:
+        return NotImplemented
+    return rec.call(pyop, (other, self) if reflected else (self, other))
+
+
+dispatch = _p.make_dispatch(Recorder)

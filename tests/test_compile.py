@@ -11,7 +11,8 @@ from hypothesis import given, strategies as st
 
 import deltaad as d
 from deltaad import _replay_pure as P
-from deltaad.compile import CompileWarning, ReplayMismatch
+from deltaad import compile as _compile
+from deltaad.compile import CompileWarning, Recorder, Recording, ReplayMismatch
 from helpers import bits, finite_inputs, programs
 
 try:
@@ -334,18 +335,11 @@ def test_value_guard_for_values_leaving():
        pts=st.lists(st.lists(finite_inputs, min_size=3, max_size=3), min_size=1, max_size=4))
 def test_compiled_replayer_equals_pure(prog, pts):
     g = d.value_and_grad(scalar_of(prog), argnums=tuple(range(prog.n_in)))
-    rec = P.Recording()
-    xs = [rec.input(v) for v in pts[0][:prog.n_in]]
-    try:
-        out = g(*xs)
-    except Exception:  # noqa: BLE001 - a program raising on its first point: nothing to replay
+    r = record(g, pts[0][:prog.n_in])
+    if r is None:  # a program raising on its first point: nothing to replay
         return
-    finally:
-        rec.closed = True
-    leaves, _ = d.tree_flatten(out)
-    slots = [x.slot for x in leaves if type(x) is P.Recorder]
-    cp = C.Program(rec.code, rec.funcs, rec.ninputs, slots)
-    pp = P.Program(rec.code, rec.funcs, rec.ninputs, slots)
+    cp = C.Program(*r)
+    pp = P.Program(*r)
     for p in pts:
         a = cp.run([float(v) for v in p[:prog.n_in]])
         b = pp.run([float(v) for v in p[:prog.n_in]])
@@ -434,8 +428,8 @@ def test_custom_vjp_inside_is_recorded_and_forward_falls_back():
         return f(x, y) * d.exp(y) + d.hypot(x, y) + d.logaddexp(x, y)
 
     pts = [(0.3, 0.7), (1.2, -0.4), (0.35, 0.6)]
-    run_both(d.value_and_grad(h, argnums=(0, 1)), pts)  # (custom_vjp's primal output is
-    # made a plain float: a value guard, so each new input records: right, not fast)
+    cg = run_both(d.value_and_grad(h, argnums=(0, 1)), pts)
+    assert cg.recordings_made == 1  # custom_vjp's output stays recorded: no value guard
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CompileWarning)  # custom_vjp under jvp goes through numpy
         run_both(d.jacfwd(h, argnums=(0, 1)), pts)
@@ -450,3 +444,134 @@ def test_tangents_and_cotangents_as_inputs():
     run_both(fj, [(0.3, 0.5, 1.0, 0.0), (0.3, 0.5, 0.0, 1.0), (1.1, -0.2, 0.5, -2.0),
                   (0.3, 0.5, 0.0, 0.0)])
     run_both(fv, [(0.3, 0.5, 1.0), (1.1, -0.2, -2.5), (0.3, 0.5, 0.0)])
+
+
+# -- the compiled replayer's optimiser: same bits (nan payloads included), same failures ------
+
+special_inputs = st.one_of(finite_inputs, st.sampled_from(
+    [0.0, -0.0, 1.0, -1.0, math.inf, -math.inf, math.nan, 1e308, -1e308, 5e-324, 0.5]))
+
+
+def raw_bits(x):
+    return P._BITS.pack(x)
+
+
+def record(g, xs):
+    """The recording of ``g`` on ``xs`` as (code, funcs, ninputs, output slots), or None when
+    ``g`` raises there."""
+    rec = Recording()  # the backend's recorder (the compiled one with the compiled core)
+    ins = [rec.input(float(v)) for v in xs]
+    try:
+        out = g(*ins)
+    except Exception:  # noqa: BLE001
+        return None
+    finally:
+        rec.closed = True
+    leaves, _ = d.tree_flatten(out)
+    return rec.code, rec.funcs, rec.ninputs, [x.slot for x in leaves if type(x) is Recorder]
+
+
+@pytest.mark.skipif(C is None, reason="the compiled replayer is not built")
+@pytest.mark.parametrize("name", ["value_and_grad", "hessian", "jvp"])
+@given(prog=programs(max_in=3, max_ops=12),
+       pts=st.lists(st.lists(special_inputs, min_size=3, max_size=3), min_size=1, max_size=5))
+def test_optimised_program_same_bits_and_failures(name, prog, pts):
+    g = TRANSFORMS[name](scalar_of(prog), prog.n_in)
+    r = record(g, [float(v) for v in pts[0][:prog.n_in]])
+    if r is None:
+        return
+    opt = C.Program(*r)
+    raw = C.Program(*r, optimize=False)
+    pure = P.Program(*r)
+    assert opt.n <= raw.n == opt.nrecorded
+    for p in pts:
+        xs = [float(v) for v in p[:prog.n_in]]
+        a, b, c = opt.run(xs), raw.run(xs), pure.run(xs)
+        assert (a is None) == (b is None) == (c is None), (xs, a, b, c)
+        if a is not None:
+            assert [raw_bits(v) for v in a] == [raw_bits(v) for v in b] == [raw_bits(v) for v in c]
+
+
+@pytest.mark.skipif(C is None, reason="the compiled replayer is not built")
+def test_optimiser_fuses_zero_tests_and_keeps_signalling_nans():
+    g = d.value_and_grad(lambda x: x * x * 3.0 + d.sin(x) * x)
+    code, funcs, nin, outs = record(g, [0.7])
+    opt = C.Program(code, funcs, nin, outs)
+    assert any(op == P.G_EQ for op, *_ in code)
+    assert not any(op == P.G_EQ for op, *_ in opt.code)  # fused into the instructions
+    assert opt.n < len(code)
+    for x in (0.7, -1.3, 0.0):  # at 0 an adjoint is 0: a fused check fails, as the guard
+        assert (opt.run([x]) is None) == (P.Program(code, funcs, nin, outs).run([x]) is None)
+    # x * 1.0 quiets a signalling nan: kept where x may be one (an input), dropped elsewhere
+    snan = P._BITS.unpack(b"\x01\x00\x00\x00\x00\x00\xf0\x7f")[0]
+    one = [(P.INPUT, 0, 0, 0, 0.0), (P.CONST, 0, 0, 0, 1.0), (P.MUL, 0, 1, 0, 0.0),
+           (P.ADD, 0, 0, 0, 0.0), (P.MUL, 3, 1, 0, 0.0)]
+    prog = C.Program(one, [], 1, [2, 4])
+    assert [op for op, *_ in prog.code].count(P.MUL) == 1
+    want = P.Program(one, [], 1, [2, 4]).run([snan])
+    assert [raw_bits(v) for v in prog.run([snan])] == [raw_bits(v) for v in want]
+    assert raw_bits(want[0]) != raw_bits(snan)  # the multiplication did quiet it
+
+
+@pytest.mark.skipif(C is None, reason="the compiled replayer is not built")
+def test_optimiser_refuses_reading_a_guard_slot():
+    code = [(P.INPUT, 0, 0, 0, 0.0), (P.G_BITS, 0, 0, 0, 1.0), (P.NEG, 1, 0, 0, 0.0)]
+    with pytest.raises(ValueError):
+        C.Program(code, [], 1, [2])
+    with pytest.raises(ValueError):
+        C.Program(code[:2], [], 1, [1])
+
+
+@pytest.mark.skipif(Recorder is P.Recorder, reason="the pure backend records with the pure twin")
+@pytest.mark.parametrize("name", sorted(TRANSFORMS))
+@given(prog=programs(max_in=3, max_ops=12),
+       pts=st.lists(finite_inputs, min_size=3, max_size=3))
+def test_compiled_recorder_records_the_pure_twins_program(name, prog, pts):
+    g = TRANSFORMS[name](scalar_of(prog), prog.n_in)
+    xs = pts[:prog.n_in]
+    got = record(g, xs)
+    from deltaad._backend import B
+    from deltaad import trace
+    B.set_recorder_type(P.Recorder)  # the compiled core meets the pure twin's numbers
+    trace.register_recorder_type(P.Recorder, P.dispatch)
+    try:
+        rec = P.Recording()
+        ins = [rec.input(float(v)) for v in xs]
+        try:
+            out = g(*ins)
+            leaves, _ = d.tree_flatten(out)
+            want = (rec.code, rec.funcs, rec.ninputs,
+                    [x.slot for x in leaves if type(x) is P.Recorder])
+        except Exception:  # noqa: BLE001
+            want = None
+        finally:
+            rec.closed = True
+    finally:
+        B.set_recorder_type(Recorder)
+        del trace.recorders[P.Recorder]
+    if want is None or got is None:
+        assert want is got
+        return
+    assert got[1:] == want[1:]
+    assert [(op, a, b, k, raw_bits(c)) for op, a, b, k, c in got[0]] == \
+        [(op, a, b, k, raw_bits(c)) for op, a, b, k, c in want[0]]
+
+
+def test_compiled_recorder_errors_as_the_pure_twin():
+    rec = Recording()
+    x = rec.input(2.0)
+    with pytest.raises(ZeroDivisionError, match="float division by zero"):
+        x / 0.0
+    with pytest.raises(ZeroDivisionError):
+        1.0 / (x - 2.0)
+    with pytest.raises(TypeError):
+        x + "a"
+    with pytest.raises(OverflowError):
+        x + 10 ** 400
+    assert (x < 10 ** 400) is True and (x == 2) is True and x.hex() == (2.0).hex()
+    assert math.floor(x * 1.5) == 3 and round(x * 1.25) == 2 and int(x) == 2
+    assert repr(x) == "2.0" and hash(x) == hash(2.0) and bool(x) and abs(-x).v == 2.0
+    assert (2 ** x).v == 4.0 and (x ** 2).v == 4.0 and (7.0 // x).v == 3.0 and (x % 1.5).v == 0.5
+    rec.closed = True
+    with pytest.raises(d.EscapedDualError):
+        x * 2.0

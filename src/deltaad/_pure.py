@@ -1724,7 +1724,8 @@ def lift2(name, f, partials, ns=None, plain=None):
         if ta is not Dual and tb is not Dual:
             va = _const(a)
             vb = _const(b)
-            if va is None or vb is None:
+            if va is None or vb is None or (_recorder is not None and (
+                    type(va) is _recorder or type(vb) is _recorder)):  # deltaad.compile records it
                 return _fallback(name, a, b)
             return f(va, vb)
         s = _split(a, b)

@@ -396,33 +396,40 @@ class Recorder:
 _ORDERED = {}
 
 
-def dispatch(name, *args):
-    """``deltaad.<name>`` (a table function) with a Recorder among ``args``: recorded as a call
-    of the table's float function (libm's for the common ones)."""
-    rec = None
-    for a in args:
-        if type(a) is Recorder:
-            rec = a._rec
-            break
-    if rec.closed:
-        raise _escaped()
-    e = _table.BY_NAME.get(name)
-    if e is None:
-        rec.fail("deltaad.%s on a recorded number" % name)
-    if e.orders:
-        k = _table.orders_of(e, args)
-        if k is None:
-            rec.fail("deltaad.%s with an order that is not a plain number" % name)
-        f = _ORDERED.get((name, k))
-        if f is None:
-            def f(x, _f=e.float, _k=k):
-                return _f(*_k, x)
-            f.__name__ = "%s(%s, .)" % (name, ", ".join(map(repr, k)))
-            f = _ORDERED.setdefault((name, k), f)
-        return rec.call(f, args[-1:])
-    if len(args) != e.arity:
-        raise TypeError("deltaad.%s takes %d argument(s), got %d" % (name, e.arity, len(args)))
-    return rec.call(e.float, args)
+def make_dispatch(recorder):
+    """The ``dispatch`` of the recording number type ``recorder`` (this module's or the
+    compiled twin's): ``deltaad.<name>`` (a table function) with a recorded number among
+    ``args``, recorded as a call of the table's float function (libm's for the common ones)."""
+
+    def dispatch(name, *args):
+        rec = None
+        for a in args:
+            if type(a) is recorder:
+                rec = a._rec
+                break
+        if rec.closed:
+            raise _escaped()
+        e = _table.BY_NAME.get(name)
+        if e is None:
+            rec.fail("deltaad.%s on a recorded number" % name)
+        if e.orders:
+            k = _table.orders_of(e, args)
+            if k is None:
+                rec.fail("deltaad.%s with an order that is not a plain number" % name)
+            f = _ORDERED.get((name, k))
+            if f is None:
+                def f(x, _f=e.float, _k=k):
+                    return _f(*_k, x)
+                f.__name__ = "%s(%s, .)" % (name, ", ".join(map(repr, k)))
+                f = _ORDERED.setdefault((name, k), f)
+            return rec.call(f, args[-1:])
+        if len(args) != e.arity:
+            raise TypeError("deltaad.%s takes %d argument(s), got %d" % (name, e.arity, len(args)))
+        return rec.call(e.float, args)
+    return dispatch
+
+
+dispatch = make_dispatch(Recorder)
 
 
 class Program:

@@ -18,24 +18,26 @@ import warnings
 from . import _replay_pure
 from ._backend import B
 from ._backend import name as _backend_name
-from ._replay_pure import Recorder, Recording
 from .pytrees import tree_flatten, tree_unflatten
-
-all_floats = B.all_floats
 from .trace import is_dual, register_recorder_type
 
+all_floats = B.all_floats
+
+# The recording number, its recording and the replayer: in C with the compiled core (built
+# with it, setup.py), their pure twins with the pure backend (same instructions, same bits).
+_replayer = _replay_pure
 if _backend_name == "c":
     try:
-        from ._replay import Program  # built with the core (setup.py)
+        from . import _replay as _replayer
     except ImportError:
         if _os.environ.get("DELTAAD_BACKEND", "").strip().lower() in ("c", "core"):
             raise
-        from ._replay_pure import Program
-else:
-    from ._replay_pure import Program
+Program = _replayer.Program
+Recorder = _replayer.Recorder
+Recording = _replayer.Recording
 
 B.set_recorder_type(Recorder)
-register_recorder_type(Recorder, _replay_pure.dispatch)
+register_recorder_type(Recorder, _replayer.dispatch)
 
 _FLOAT = object()  # the key's mark for a float leaf (its value is the recording's input)
 
@@ -279,7 +281,8 @@ def _finish(rec, out):
             result.append(x)
         else:
             rec.fail("the result has a leaf of type %s" % tx.__name__)
-    prog = _Replay(Program(rec.code, rec.funcs, rec.ninputs, slots), out_def, spec, leaves)
+    code = rec if type(rec) is not _replay_pure.Recording else rec.code  # C: its buffer
+    prog = _Replay(Program(code, rec.funcs, rec.ninputs, slots), out_def, spec, leaves)
     return prog, tree_unflatten(out_def, result)
 
 

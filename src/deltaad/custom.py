@@ -39,7 +39,11 @@ __all__ = ["custom_vjp", "custom_jvp", "primitive"]
 
 
 def _norm_value(x, kind):
-    if kind == "scalar" and type(x) is not Dual and type(x) is not float:
+    """A scalar output as a float (a numpy scalar converted); a dual, a float and a number
+    ``deltaad.compile`` records stay as they are (``float()`` of a recorded number would make
+    its value a guard, and every new input a new recording)."""
+    tx = type(x)
+    if kind == "scalar" and tx is not Dual and tx is not float and tx not in recorders:
         return float(x)
     return x
 

@@ -22,6 +22,7 @@ import functools
 from collections import OrderedDict, defaultdict
 
 from ._backend import B
+from .trace import recorders as _recorders
 
 
 class TreeDef:
@@ -116,6 +117,13 @@ def _flat_def(tx, n):
     return d
 
 
+def _all_recorded(xs):
+    """Every item of ``xs`` a float or a number ``deltaad.compile`` records (a flat vector)."""
+    types = set(map(type, xs))
+    types.discard(float)
+    return all(t in _recorders for t in types)
+
+
 def tree_flatten(tree):
     """Return ``(leaves, treedef)``."""
     # The commonest trees first, without the recursive walk (per-call cost of every grad/jvp):
@@ -138,8 +146,12 @@ def tree_flatten(tree):
             return LEAF
         if x is None:
             return TreeDef("none", None, ())
+        if tx in _recorders:  # deltaad.compile's numbers: leaves, found before the containers
+            leaves.append(x)
+            return LEAF
         if tx is tuple or tx is list:
-            if all_scalars(x):  # a flat vector: no recursion per element
+            if all_scalars(x) or (_recorders and _all_recorded(x)):  # a flat vector: no
+                # recursion per element
                 leaves.extend(x)
                 return _flat_def(tx, len(x))
             return TreeDef(tx.__name__, None, tuple(walk(c) for c in x))

@@ -203,8 +203,9 @@ def to_scalar(c):
 def wrap(out, trace, i, t):
     """The dual of ``trace`` holding ``out`` (scalar or array) with id ``i`` / tangent ``t``."""
     to = type(out)
-    if to is float or to is Dual:
-        if t is not None and type(t) is not float and type(t) is not Dual:
+    if to is float or to is Dual or to in _trace.recorders:  # (a number deltaad.compile records)
+        tt = type(t)
+        if t is not None and tt is not float and tt is not Dual and tt not in _trace.recorders:
             t = to_scalar(t)
         return Dual(out, trace, i, t)
     if t is not None:
