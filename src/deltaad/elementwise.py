@@ -187,6 +187,18 @@ def orders_of(e, args):
     return None if None in k else k
 
 
+LIFTED = {}  # the name of a lifted scalar function -> the float function behind it
+
+
+def lifted(name, f):
+    """Register ``f``, the float function behind the lifted scalar function ``name`` (a table
+    function bound to its orders, ``jv(1.5, .)``, or numpy's own ``numpy.tanh``): a number
+    :mod:`deltaad.compile` records reaches the backend's fallback under ``name``, and the
+    recording then calls ``f`` -- the function the uncompiled call computes with."""
+    LIFTED[name] = f
+    return name
+
+
 def lift(e, lift1, lift2, fallback, dual):
     """The scalar function of entry ``e`` made with a backend's ``lift1``/``lift2`` (its
     ``Dual`` type is ``dual``, its ``fallback`` gives the array path): for an entry with
@@ -204,8 +216,9 @@ def lift(e, lift1, lift2, fallback, dual):
             return fallback(e.name, *args)
         f = by_order.get(k)
         if f is None:
-            f = by_order[k] = lift1(e.name, lambda v: e.float(*k, v),
-                                    lambda ns, v, y: e.derivative(ns, *k, v, y))
+            fk = (lambda k: lambda v: e.float(*k, v))(k)
+            name = lifted("%s(%s, .)" % (e.name, ", ".join(map(repr, k))), fk)
+            f = by_order[k] = lift1(name, fk, lambda ns, v, y: e.derivative(ns, *k, v, y))
         return f(x)
 
     fn.__name__ = fn.__qualname__ = e.name

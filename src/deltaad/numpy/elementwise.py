@@ -256,6 +256,7 @@ def _scalar_fn(e, impl, array_fn):
     """The function of entry ``e`` on floats and scalar duals with ``impl``'s values (what
     ``np.<name>`` gives on a float): the derivative evaluated with numpy's functions too, as
     the array path does (``math``'s would raise at a point where numpy gives nan)."""
+    where = registry.qualified_name(impl) if isinstance(impl, np.ufunc) else "deltaad." + e.name
     if e.orders:
         by_order = {}
 
@@ -265,16 +266,19 @@ def _scalar_fn(e, impl, array_fn):
                 return array_fn(*args)
             f = by_order.get(k)
             if f is None:
-                f = by_order[k] = B.lift1(e.name, lambda v: float(impl(*k, v)),
-                                          lambda ns, v, y: e.derivative(ns, *k, v, y),
+                fk = (lambda k: lambda v: float(impl(*k, v)))(k)
+                name = table.lifted("%s(%s, .)" % (where, ", ".join(map(repr, k))), fk)
+                f = by_order[k] = B.lift1(name, fk, lambda ns, v, y: e.derivative(ns, *k, v, y),
                                           SCALAR_NS, lambda v: impl(*k, v))
             return f(args[-1])
 
         return fn
     # ``impl`` itself gives the value on a numpy scalar (an np.float32 input stays float32)
     if e.arity == 1:
-        return B.lift1(e.name, lambda x: float(impl(x)), e.derivative, SCALAR_NS, impl)
-    return B.lift2(e.name, lambda a, b: float(impl(a, b)), e.derivative, SCALAR_NS, impl)
+        f1 = lambda x: float(impl(x))  # noqa: E731
+        return B.lift1(table.lifted(where, f1), f1, e.derivative, SCALAR_NS, impl)
+    f2 = lambda a, b: float(impl(a, b))  # noqa: E731
+    return B.lift2(table.lifted(where, f2), f2, e.derivative, SCALAR_NS, impl)
 
 
 def _late_rules(e):
