@@ -19,7 +19,7 @@ from .._backend import B
 from . import (  # noqa: F401 (the rule families)
     constant, elementwise, linalg, products, reductions, registry, shape, special, stats,
 )
-from . import complex_linalg, complex_rules, fft  # noqa: F401 (the complex rule families)
+from . import complex_decomp, complex_linalg, complex_rules, fft  # noqa: F401 (the complex rule families)
 from .array import (
     ArrayDual, array_input, asarray, at, scalar_array_function, scalar_array_ufunc,
     scalar_fallback, stack,
