@@ -20,6 +20,7 @@ from . import (  # noqa: F401 (the rule families)
     constant, elementwise, linalg, products, reductions, registry, shape, special, stats,
 )
 from . import complex_decomp, complex_linalg, complex_rules, fft  # noqa: F401 (the complex rule families)
+from . import library  # noqa: F401 (numpy's library functions, built on both)
 from .array import (
     ArrayDual, array_input, asarray, at, scalar_array_function, scalar_array_ufunc,
     scalar_fallback, stack,
