@@ -19,8 +19,10 @@ from .._backend import B
 from . import (  # noqa: F401 (the rule families)
     constant, elementwise, linalg, products, reductions, registry, shape, special, stats,
 )
-from . import complex_decomp, complex_linalg, complex_rules, fft  # noqa: F401 (the complex rule families)
-from . import library  # noqa: F401 (numpy's library functions, built on both)
+# the complex families that real duals meet too (eig's complex results, numpy.fft), and
+# numpy's library functions; the other complex rules load on first use
+# (complex_array.load_rules)
+from . import complex_linalg, fft, library  # noqa: F401
 from .array import (
     ArrayDual, array_input, asarray, at, scalar_array_function, scalar_array_ufunc,
     scalar_fallback, stack,

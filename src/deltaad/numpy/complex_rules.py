@@ -35,7 +35,7 @@ from .complex_array import (
     cprimitive, function, is_plain_complex, pack, pair, real_dtype,
 )
 from .complex_decomp import JvpCPrimitive
-from .define import _revalued
+from .library import numpy_valued as _numpy_valued
 from .elementwise import _choice_weights
 from .products import EINSUM, _einsum_grad, _parse_einsum
 from .reductions import CUMSUM, SUM
@@ -1108,36 +1108,6 @@ NOTES[np.gradient] = "linear in f; the spacings are constants"
 # numpy's complex interp and linspace round differently from its real ones (a slope by an
 # inverse, a complex product): the rule differentiates the parts with the real rules and the
 # result gets numpy's complex value on the plain arguments under every level.
-
-
-def _numpy_valued(func, impl):
-    def rule(*args, **kwargs):
-        out = impl(*args, **kwargs)
-        ref = func(*[_plain(a) for a in args], **{k: _plain(v) for k, v in kwargs.items()})
-        return _revalue(out, ref, func)
-
-    rule.__name__ = impl.__name__
-    return rule
-
-
-def _plain(a):
-    if type(a) is list or type(a) is tuple:
-        return type(a)(_plain(e) for e in a)
-    return strip(a)
-
-
-def _revalue(out, ref, func):
-    t = type(out)
-    if t is ComplexDual:
-        if not np.iscomplexobj(ref):  # (linspace's step of one sample: a real nan)
-            return _revalued(out.real, ref, func)
-        flavour = None if isinstance(ref, np.ndarray) else type(ref)
-        return ComplexDual(_revalued(out.packed, pack(np.asarray(ref)), func), flavour)
-    if t is tuple or t is list:
-        return t(_revalue(o, r, func) for o, r in zip(out, ref))
-    if t is not ArrayDual and t is not Dual:
-        return ref  # no derivative here (linspace's nan step): numpy's value as it is
-    return _revalued(out, ref, func)
 
 
 for _f, _data, _note in (

@@ -30,11 +30,12 @@ from ..trace import is_dual
 from ..trace import value as strip
 from . import registry
 from .args import as_array, np_fn
-from .array import apply, asarray, object_fallback
+from .array import ArrayDual, Dual, apply, asarray, object_fallback
 from .complex_array import FUNCTIONS as COMPLEX_FUNCTIONS
 from .complex_array import NOTES as COMPLEX_NOTES
+from .complex_array import ComplexDual, pack
 from .complex_array import asarray as complex_asarray
-from .complex_rules import _revalue
+from .define import _revalued
 from .elementwise import elementwise_primitive
 
 
@@ -52,6 +53,22 @@ def _plain(x):
     if type(x) is np.ndarray and x.dtype.kind == "O":
         return np.array([_plain(e) for e in x.ravel().tolist()]).reshape(x.shape)
     return strip(x)
+
+
+def _revalue(out, ref, func):
+    """``out`` (real or complex duals, in tuples) with numpy's plain value ``ref`` under every
+    level."""
+    t = type(out)
+    if t is ComplexDual:
+        if not np.iscomplexobj(ref):  # (linspace's step of one sample: a real nan)
+            return _revalued(out.real, ref, func)
+        flavour = None if isinstance(ref, np.ndarray) else type(ref)
+        return ComplexDual(_revalued(out.packed, pack(np.asarray(ref)), func), flavour)
+    if t is tuple or t is list:
+        return t(_revalue(o, r, func) for o, r in zip(out, ref))
+    if t is not ArrayDual and t is not Dual:
+        return ref  # no derivative here (linspace's nan step): numpy's value as it is
+    return _revalued(out, ref, func)
 
 
 def numpy_valued(func, impl):
