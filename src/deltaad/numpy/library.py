@@ -301,7 +301,7 @@ def _i1(x):
     q = x * x / 4
     term = x / 2
     total = term
-    for k in range(1, 500):
+    for k in range(1, 5000):  # (terms grow until k ~ |x|/2: enough to |x| ~ 700, where I1 overflows)
         term = term * q / (k * (k + 1))
         new = total + term
         if np.all(new == total):
