@@ -252,3 +252,21 @@ def test_angle_of_real_duals_is_constant():
     assert d.grad(lambda a: np.angle(a))(-0.3) == 0.0
     g = d.grad(lambda a: np.angle(a + 1j * a * a).sum())(x[:2])
     assert np.allclose(g, 1.0 / (1.0 + x[:2] ** 2), rtol=1e-14)  # d/da atan(a) on both sides
+
+
+def test_complex_rule_tables_load_on_first_use():
+    """``import deltaad`` does not import the complex rule families; the first complex value a
+    program differentiates (or deltaad.cmath) loads them."""
+    import subprocess
+    import sys
+    code = (
+        "import sys, numpy as np, deltaad as d\n"
+        "assert 'deltaad.numpy.complex_rules' not in sys.modules\n"
+        "assert 'deltaad.cmath' not in sys.modules\n"
+        "d.grad(lambda x: np.sum(np.sin(x) ** 2))(np.arange(3.0))\n"
+        "assert 'deltaad.numpy.complex_rules' not in sys.modules\n"
+        "assert abs(d.grad(lambda x: abs(np.exp(1j * x)))(0.3)) < 1e-15\n"
+        "assert 'deltaad.numpy.complex_rules' in sys.modules\n"
+        "from deltaad import cmath\n"
+        "assert cmath.exp(0j) == 1\n")
+    subprocess.run([sys.executable, "-c", code], check=True)

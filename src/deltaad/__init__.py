@@ -10,7 +10,6 @@ from ._backend import B as _B
 from ._backend import name as backend
 from ._errors import EscapedDualError
 from . import delta
-from . import cmath  # noqa: F401 -- deltaad.cmath, the differentiable cmath
 from . import math  # the math module, differentiable: `from deltaad import math`
 from . import numpy  # declares the numpy rules and installs the hooks scalar duals use
 from .functions import *  # noqa: F401,F403 -- the elementary functions, from the table
@@ -41,3 +40,12 @@ __all__ = [
     "compile", "CompileWarning", "ReplayMismatch",
     "checkpoint", "remat", "fori_loop", "while_loop", "CheckpointError",
 ] + list(_functions)
+
+
+def __getattr__(name):
+    """``deltaad.cmath`` (the differentiable cmath) is imported on first use: it loads the
+    complex rule tables, which real-only programs do not need."""
+    if name == "cmath":
+        import importlib
+        return importlib.import_module("deltaad.cmath")
+    raise AttributeError("module 'deltaad' has no attribute %r" % name)

@@ -179,6 +179,7 @@ def coverage_table(scipy=True):
 def complex_rules():
     """``(ufuncs, functions, constant ufuncs)`` with complex operands: ``[(names, note)]``,
     ``[(names, note)]`` and ``[name]``, from the complex rule tables."""
+    complex_array.load_rules()
     def grouped(rules):
         by_rule = {}
         for f, impl in rules.items():

@@ -129,11 +129,6 @@ def test_norm_of_complex_values(kw):
           second=False)
 
 
-def test_norm_orders_without_a_complex_rule_name_themselves():
-    with pytest.raises(NotImplementedError, match="ord=2"):
-        d.grad(lambda z: np.linalg.norm(z, 2))(np.eye(2) + 1j)
-
-
 @given(seed=seeds, n=st.integers(1, 3))
 @scaled(0.3)
 def test_complex_det(seed, n):

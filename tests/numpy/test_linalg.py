@@ -333,6 +333,18 @@ def test_repeated_eigenvalues():
     assert np.array_equal(g, np.eye(3))
 
 
+def test_tie_preserving_tangent_keeps_finite_vectors_in_forward_mode():
+    """Forward mode computes tangents as values: at a tie, a perturbation that does not split
+    it gives the eigenvectors' (singular vectors') tangent 0 there, not 0 * inf = nan."""
+    a = np.diag([2.0, 2.0, 1.0])
+    t = np.diag([0.0, 0.0, 1.0])
+    for f in (lambda x: np.linalg.eigh(x)[1], lambda x: np.linalg.svd(x)[0]):
+        _, tv = d.jvp(f, (a,), (t,))
+        assert np.all(np.isfinite(tv))
+        _, tv = d.jvp(f, (a,), (np.eye(3, k=1) + np.eye(3, k=-1),))  # splits the tie
+        assert not np.all(np.isfinite(tv))
+
+
 def test_eigh_reads_one_triangle():
     a = np.array([[2.0, 5.0], [0.5, 1.0]])
     for uplo, zero in (("L", (0, 1)), ("U", (1, 0))):

@@ -281,6 +281,57 @@ def _calls(rng):
     add(np.linalg.eig, (lambda a: np.linalg.eig(a)[0], [wc(3)]),
         (lambda a: np.linalg.eig(a)[1], [u(3, 3)]))
     add(np.linalg.eigvals, (np.linalg.eigvals, [u(3, 3)]), (np.linalg.eigvals, [wc(2, 2)]))
+    # complex matrices: the complex decompositions, and numpy's complex gradient, interp and
+    # linspace (whose rounding differs from the real functions on the parts)
+    cu = lambda *s: u(*s) + 1j * u(*s)  # noqa: E731
+    cwc = lambda n: cu(n, n) + (n + 1) * np.eye(n)  # noqa: E731
+    herm = lambda n: (lambda m: m @ m.conj().T + n * np.eye(n))(cu(n, n))  # noqa: E731
+    add(np.linalg.svd, (lambda a: np.linalg.svd(a, compute_uv=False), [cu(4, 3)]),
+        (lambda a: np.linalg.svd(a)[1], [cu(2, 3, 3)]))
+    add(np.linalg.svdvals, (np.linalg.svdvals, [cu(3, 4)]))
+    add(np.linalg.eigh, (lambda a: np.linalg.eigh(a, "U")[0], [herm(3)]))
+    add(np.linalg.eigvalsh, (np.linalg.eigvalsh, [herm(4)]))
+    add(np.linalg.qr, (lambda a: np.abs(np.linalg.qr(a)[1]), [cu(4, 3)]),
+        (lambda a: np.linalg.qr(a, "r").real, [cu(2, 3)]))
+    add(np.linalg.pinv, (np.linalg.pinv, [cu(3, 4)]))
+    add(np.linalg.lstsq, (lambda a, b: np.linalg.lstsq(a, b)[0], [cu(5, 3), cu(5)]),
+        (lambda a, b: np.linalg.lstsq(a, b)[1], [cu(5, 3), u(5, 2)]))
+    add(np.linalg.slogdet, (np.linalg.slogdet, [cwc(3)]))
+    add(np.linalg.norm, (lambda x: np.linalg.norm(x, 2), [cu(3, 4)]),
+        (lambda x: np.linalg.norm(x, "nuc", axis=(0, 2)), [cu(3, 2, 4)]))
+    add(np.linalg.matrix_norm, (lambda x: np.linalg.matrix_norm(x, ord=-2), [cu(2, 3, 3)]))
+    add(np.linalg.cond, (np.linalg.cond, [cwc(3)]), (lambda a: np.linalg.cond(a, 1), [cwc(3)]))
+    spacing = np.cumsum(pos(3))
+    add(np.gradient, (np.gradient, [cu(6)]),
+        (lambda f: np.gradient(f, spacing, axis=0), [cu(3, 4)]))
+    add(np.interp, (lambda x, fp: np.interp(x, np.linspace(-2, 2, 5), fp), [u(4), cu(5)]))
+    add(np.linspace, (lambda a, b: np.linspace(a, b, 5), [complex(cu()), complex(cu())]),
+        (lambda a, b: np.linspace(a, b, 4, retstep=True), [cu(2), u(2)]))
+    # numpy's library functions (deltaad.numpy.library)
+    for f in (np.polyder, np.polyint, np.vander):
+        add(f, (f, [u(4)]))
+    for f in (np.polymul, np.polyadd, np.polysub):
+        add(f, (f, [u(4), u(2)]))
+    add(np.polyfit, (lambda x, y: np.polyfit(x, y, 2), [np.sort(u(6)) + np.arange(6), u(6)]),
+        (lambda y, w: np.polyfit(np.arange(5.0), y, 1, w=w), [u(5, 2), pos(5)]))
+    add(np.poly, (np.poly, [u(4)]), (np.poly, [cu(3)]), (np.poly, [wc(3)]))
+    add(np.roots, (np.roots, [np.poly(np.array([-1.5, 0.3, 1.2])) * u()]), (np.roots, [cu(4)]))
+    add(np.cov, (np.cov, [u(3, 5)]), (lambda m, w: np.cov(m, aweights=w), [u(2, 4), pos(4)]),
+        (np.cov, [cu(2, 4)]))
+    add(np.corrcoef, (np.corrcoef, [u(3, 5)]), (lambda x, y: np.corrcoef(x, y), [u(5), u(5)]))
+    add(np.histogram, (lambda a, w: np.histogram(a, 4, weights=w), [u(7), pos(7)]),
+        (lambda a: np.histogram(a, 3, density=True), [u(6)]))
+    add(np.i0, (np.i0, [u(3, 2)]), (np.i0, [float(u())]))
+    add(np.geomspace, (lambda a, b: np.geomspace(a, b, 5), [float(pos()), float(pos())]),
+        (lambda a, b: np.geomspace(-a, -b, 4, endpoint=False), [pos(2), pos(2)]))
+    add(np.logspace, (lambda a, b: np.logspace(a, b, 5), [float(u()), float(u())]),
+        (lambda a, b: np.logspace(a, b, 3, base=2.0, axis=1), [u(2), u(2)]))
+    add(np.linalg.tensorinv, (lambda a: np.linalg.tensorinv(a, 1), [wc(6).reshape(6, 2, 3)]))
+    add(np.linalg.tensorsolve, (np.linalg.tensorsolve, [wc(6).reshape(6, 3, 2), u(6)]),
+        (np.linalg.tensorsolve, [cwc(4).reshape(4, 2, 2), u(4)]))
+    if hasattr(np, "matvec"):
+        add(np.matvec, (np.matvec, [u(2, 3, 4), u(4)]))
+        add(np.vecmat, (np.vecmat, [u(3), u(2, 3, 4)]))
     # scipy.special's functions that are not ufuncs
     for name in ("logsumexp", "softmax", "log_softmax"):
         f = _scipy("scipy.special." + name)

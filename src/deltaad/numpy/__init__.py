@@ -21,7 +21,10 @@ from .._backend import B
 from . import (  # noqa: F401 (the rule families)
     constant, elementwise, linalg, products, reductions, registry, shape, special, stats,
 )
-from . import complex_linalg, complex_rules, fft  # noqa: F401 (the complex rule families)
+# the complex families that real duals meet too (eig's complex results, numpy.fft), and
+# numpy's library functions; the other complex rules load on first use
+# (complex_array.load_rules)
+from . import complex_linalg, fft, library  # noqa: F401
 from . import scipy_fft, scipy_linalg, scipy_multivariate  # noqa: F401 (scipy's functions, taken up when scipy is imported)
 from . import fast  # noqa: F401 (the compiled fast path of small arrays, on the compiled backend)
 from .array import (

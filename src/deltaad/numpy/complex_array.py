@@ -176,6 +176,7 @@ class ComplexDual:
         return function(np.swapaxes, (self, -1, -2), {})
 
     def conjugate(self):
+        load_rules()
         return OPS["conjugate"](self)
 
     conj = conjugate
@@ -273,6 +274,7 @@ class ComplexDual:
         return binop("mod", other, self)
 
     def __neg__(self):
+        load_rules()
         return OPS["neg"](self)
 
     def __pos__(self):
@@ -281,6 +283,7 @@ class ComplexDual:
         return self
 
     def __abs__(self):
+        load_rules()
         return OPS["abs"](self)
 
     # -- comparisons: on values (complex numbers have no order, as in Python and numpy) --
@@ -651,6 +654,23 @@ def parts(z):
 # (deltaad.numpy.complex_rules); the real dispatch hands a call over here when it meets a
 # complex operand (registry.COMPLEX).
 
+_RULES = "deltaad.numpy.complex_rules"  # (it imports deltaad.numpy.complex_decomp)
+
+
+def load_rules():
+    """Fill the rule tables below on first use: the complex rule families are imported when a
+    program first meets a complex dual (or deltaad.cmath), not with deltaad -- real-only
+    programs do not pay for their import."""
+    global load_rules
+    import importlib
+    importlib.import_module(_RULES)
+    load_rules = _loaded
+
+
+def _loaded():
+    pass
+
+
 UFUNCS = {}       # ufunc -> rule(*operands) for operands of which some are complex
 FUNCTIONS = {}    # numpy function -> implementation with its signature
 OPS = {}          # Python's operators on plain values: "add", "mul", ..., "neg", "abs", "conjugate"
@@ -669,6 +689,7 @@ def not_implemented(f, method=None, cause=None):
 
 def ufunc_dispatch(ufunc, method, inputs, kwargs):
     """numpy's ``__array_ufunc__`` where an operand is complex."""
+    load_rules()
     if method != "__call__":
         rule = METHODS.get((ufunc, method))
         if rule is None:  # numpy's object loop over the scalar complex duals
@@ -709,6 +730,7 @@ def _plain_list(x):
 
 def function(func, args, kwargs):
     """numpy's ``__array_function__`` where an argument is complex."""
+    load_rules()
     impl = FUNCTIONS.get(func)
     if impl is None:
         impl = registry.FUNCTIONS.get(func)
@@ -797,6 +819,7 @@ def binop(op, a, b):
     NotImplemented when neither is (so the other operand's reflected method is tried)."""
     if not (_complex_operand(a) or _complex_operand(b)):
         return NotImplemented
+    load_rules()
     rule = OPS.get(op)
     if rule is None:
         return NotImplemented
@@ -844,6 +867,7 @@ class _Hook:
 
     @staticmethod
     def has(func):
+        load_rules()
         return func in FUNCTIONS
 
 
@@ -908,6 +932,7 @@ def gradient(g, like):
         z = np.zeros(shape, dtype=cdt)
         return z if flavour is None else flavour(0j)
     if type(g) is ArrayDual:  # an outer differentiation's dual (nesting)
+        load_rules()
         z = OPS["conjugate"](ComplexDual(g, flavour))
         return z
     z = np.conj(unpack(np.asarray(g, dtype=real_dtype(cdt))))
@@ -923,6 +948,7 @@ def cotangent(ct, out, where=""):
     if tc is ComplexDual:
         if ct.shape != shape:
             _shape_error(ct.shape, shape, where)
+        load_rules()
         return OPS["conjugate"](ct).packed
     if tc is ArrayDual or tc is Dual:
         s = np.shape(strip(ct))

@@ -28,12 +28,14 @@ import numpy as np
 from .. import elementwise as table
 from ..trace import value as strip
 from . import registry
-from .args import axes_of, expand_shape, normalize_axis_index
+from .args import axes_of, expand_shape, normalize_axis_index, normalize_axis_tuple
 from .array import ArrayDual, Dual, reshape, shape_of, unbroadcast
 from .complex_array import (
     FUNCTIONS, METHODS, NOTES, OPS, PYOPS, UFUNCS, CONSTANT_UFUNCS, ComplexDual, capply, cgetitem,
-    cprimitive, function, is_plain_complex, pair, real_dtype,
+    cprimitive, function, is_plain_complex, pack, pair, real_dtype,
 )
+from .complex_decomp import JvpCPrimitive
+from .library import numpy_valued as _numpy_valued
 from .elementwise import _choice_weights
 from .products import EINSUM, _einsum_grad, _parse_einsum
 from .reductions import CUMSUM, SUM
@@ -1058,3 +1060,59 @@ def reshape_(a, /, shape=None, order="C", *, newshape=None, copy=None):
 
 
 _register_componentwise()
+
+
+# -- numpy.gradient: linear in f, with numpy's complex value --------------------------------
+# With uneven spacings numpy's complex products round differently from its real ones, so the
+# value is numpy's own call on the complex values and only the tangent (linear in f) is
+# computed part by part with the real rule; the vjp is its transpose.
+
+_gradient_parts = componentwise(np.gradient, ("f",))
+
+
+def _gradient_impl(f, spec):
+    varargs, axis, edge_order = spec
+    r = np.gradient(f, *varargs, axis=axis, edge_order=edge_order)
+    return np.stack(r) if type(r) in (list, tuple) else r
+
+
+def _gradient_jvp(out, vals, tans, spec):
+    varargs, axis, edge_order = spec
+    r = _gradient_parts(tans[0], *varargs, axis=axis, edge_order=edge_order)
+    return np.stack(r) if type(r) in (list, tuple) else r
+
+
+_GRADIENT = JvpCPrimitive("gradient", _gradient_impl, _gradient_jvp)
+
+
+def gradient(f, *varargs, axis=None, edge_order=1):
+    if type(f) is not ComplexDual:
+        return registry.FUNCTIONS[np.gradient](f, *varargs, axis=axis, edge_order=edge_order)
+    for v in varargs:
+        if type(v) is ComplexDual or type(v) in (ArrayDual, Dual):
+            raise TypeError("numpy.gradient: a spacing is a dual number; deltaad differentiates "
+                            "gradient in f only (pass deltaad.value(...))")
+    nd = f.ndim
+    axes = tuple(range(nd)) if axis is None else normalize_axis_tuple(axis, nd)
+    out = capply(_GRADIENT, (f,), {"spec": (varargs, axis, edge_order)})
+    if len(axes) == 1:
+        return out
+    return tuple(out[k] for k in range(len(axes)))
+
+
+FUNCTIONS[np.gradient] = gradient
+NOTES[np.gradient] = "linear in f; the spacings are constants"
+
+
+# -- interp and linspace: derivatives part by part, values numpy's own ------------------------
+# numpy's complex interp and linspace round differently from its real ones (a slope by an
+# inverse, a complex product): the rule differentiates the parts with the real rules and the
+# result gets numpy's complex value on the plain arguments under every level.
+
+
+for _f, _data, _note in (
+        (np.interp, ("fp", "left", "right"), "in x and fp (as the real rule at the knots); "
+                                             "numpy's complex value"),
+        (np.linspace, ("start", "stop"), "linear in start and stop; numpy's complex value")):
+    FUNCTIONS[_f] = _numpy_valued(_f, componentwise(_f, _data))
+    NOTES[_f] = _note

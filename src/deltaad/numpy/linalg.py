@@ -403,7 +403,17 @@ def _gaps(w):
 # ``a * b`` where a zero factor gives an exact zero even against an infinite one: at a
 # degenerate spectrum the factors 1/(w_j - w_i) are infinite, and a tangent or cotangent that is
 # 0 there (eigenvalues only, or a perturbation that does not split the tie) must stay 0.
-_ZERO_SAFE_MUL = elementwise_primitive("multiply (zero-safe)", np.multiply,
+def _zero_safe_multiply(a, b):
+    """The value: ``a * b`` with 0 where a factor is 0 (forward mode computes its tangents as
+    values; a tie-preserving tangent must not turn into nan there)."""
+    with np.errstate(invalid="ignore"):
+        r = np.multiply(a, b)
+    if np.all(np.isfinite(r)):
+        return r
+    return np.where((np.asarray(a) == 0) | (np.asarray(b) == 0), 0.0, r)
+
+
+_ZERO_SAFE_MUL = elementwise_primitive("multiply (zero-safe)", _zero_safe_multiply,
                                        (lambda a, b: b, lambda a, b: a), edges=True)
 
 
