@@ -81,6 +81,9 @@ BINARY = {
     "hypot": (np.hypot, (0.3, 2), (-2, 2)), "logaddexp": (np.logaddexp, (-2, 2), (-2, 2)),
     "logaddexp2": (np.logaddexp2, (-2, 2), (-2, 2)),
     "remainder": (np.remainder, (0.1, 0.9), (1.1, 2)), "fmod": (np.fmod, (0.1, 0.9), (1.1, 2)),
+    # (the quotient is a plain array: the check sees the remainder, scaled by it)
+    "divmod": (lambda x, y: np.divmod(x, y)[1] * (1.0 + np.divmod(x, y)[0]), (2.3, 2.6), (1.35, 2)),
+    "divmod(x, y)": (lambda x, y: divmod(x, y)[1], (0.1, 0.9), (1.1, 2)),
     "deltaad.hypot": (d.hypot, (0.3, 2), (-2, 2)), "deltaad.logaddexp": (d.logaddexp, (-2, 2), (-2, 2)),
 }
 

@@ -117,7 +117,7 @@ def _calls(rng):
                 add(uf, (uf, [u(3, 1), u(2)]), (uf, [float(u()), float(u())]))
     for uf in (np.add, np.subtract, np.multiply, np.maximum, np.minimum, np.fmax, np.fmin):
         add(uf, (uf, [u(2, 3), u(3)]), (uf, [float(u()), float(u())]))
-    for uf in (np.divide, np.remainder, np.fmod):
+    for uf in (np.divide, np.remainder, np.fmod, np.divmod):
         add(uf, (uf, [u(2, 3), pos(3)]), (uf, [float(u()), float(pos())]))
     for uf in (np.power, np.float_power):
         add(uf, (uf, [pos(2, 3), u(3)]), (uf, [float(pos()), float(u())]))

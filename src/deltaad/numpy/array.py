@@ -917,6 +917,13 @@ class ArrayDual:
     __ipow__ = _inplace("**")
     __imatmul__ = _inplace("@")
 
+    # -- divmod: numpy's floor quotient (a constant) and remainder --
+    def __divmod__(self, other):
+        return np.divmod(self, other)
+
+    def __rdivmod__(self, other):
+        return np.divmod(other, self)
+
     # -- arithmetic --
     def __add__(self, other):
         to = type(other)

@@ -648,6 +648,18 @@ for _u, _p in (
     (np.fmin, FMIN), (np.remainder, REMAINDER), (np.fmod, FMOD),
 ):
     registry.register_ufunc(_u, _binary_fn(_p), _SCALAR.get(_u), _NOTES.get(_u, ""))
+def _divmod(a, b):
+    """``np.divmod(a, b)``: ``(a // b, a % b)``, numpy's floor quotient (a constant) and its
+    remainder (differentiable): both come from numpy's one divmod, so the bits are its own."""
+    return np.floor_divide(strip(a), strip(b)), registry.UFUNCS[np.remainder](a, b)
+
+
+def _divmod_scalar(a, b):
+    return np.floor_divide(strip(a), strip(b)), _SCALAR[np.remainder](a, b)
+
+
+registry.register_ufunc(np.divmod, _divmod, _divmod_scalar,
+                        "the quotient is a constant; the remainder as numpy.remainder")
 registry.register_ufunc(np.negative, negative, operator.neg)
 registry.register_ufunc(np.positive, positive, operator.pos)
 registry.register_ufunc(np.conjugate, positive, operator.pos)
