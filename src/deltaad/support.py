@@ -128,7 +128,7 @@ def _classify(f):
     which has no rule) or ``"no dispatch"`` (a function outside numpy's dispatch: constructors,
     settings, or code that converts its input with ``np.asarray``)."""
     if isinstance(f, np.ufunc):
-        if f in registry.CONSTANT_UFUNCS:
+        if f in registry.CONSTANT_UFUNCS or registry.late_constant(f):
             return "constant"
         if registry.ufunc_rule(f) is not None:
             return "differentiable"

@@ -304,3 +304,19 @@ def test_a_dual_order_is_an_error_naming_scipys_function(call):
     and the parameter (never a silent zero derivative)."""
     with pytest.raises(TypeError, match=r"scipy\.special\.\w+: the (order|parameter)"):
         d.grad(lambda a: np.sum(call(a)))(1.0)
+
+
+@pytest.mark.skipif(_special is None, reason="scipy is not installed")
+def test_scipys_piecewise_constant_ufuncs_have_derivative_zero():
+    """scipy.special.gammasgn and round on duals: scipy's values, derivative 0 (they raised)."""
+    x = np.array([0.7, -1.3, 2.6])
+
+    def f(z):
+        return np.sum(_special.gammasgn(z) * z + _special.round(z) * z)
+
+    want = _special.gammasgn(x) + _special.round(x)
+    np.testing.assert_array_equal(d.grad(f)(x), want)
+    np.testing.assert_array_equal(d.jacfwd(f)(x), want)
+    assert d.grad(lambda t: _special.gammasgn(t) * t)(-1.3) == _special.gammasgn(-1.3)
+    v = d.vjp(_special.gammasgn, x)[0]
+    assert type(v) is np.ndarray and np.array_equal(v, _special.gammasgn(x))

@@ -1229,7 +1229,7 @@ def ufunc_dispatch(ufunc, method, inputs, kwargs):
         if cplx or (dtype is not None and np.dtype(dtype).kind == "c") or (
                 has_list and registry.COMPLEX is not None and registry.COMPLEX.involved(inputs)):
             return registry.COMPLEX.ufunc(ufunc, method, inputs, dict(kwargs, **extra))
-        if ufunc in registry.CONSTANT_UFUNCS:
+        if ufunc in registry.CONSTANT_UFUNCS or registry.late_constant(ufunc):
             if has_obj and not has_array:
                 return ufunc(*[_obj0(x) if type(x) is Dual else x for x in inputs])
             return ufunc(*[strip(x) if type(x) is not np.ndarray or x.dtype.kind != "O" else asarray_plain(x) for x in inputs])

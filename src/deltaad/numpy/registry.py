@@ -95,6 +95,18 @@ def _late(name, f):
     return late(f)
 
 
+LATE_CONSTANT = set()  # "module.name" of ufuncs of optional modules with results of derivative 0
+
+
+def late_constant(ufunc):
+    """Whether ``ufunc`` is a ufunc of an optional module declared constant
+    (``scipy.special.gammasgn``): then it joins ``CONSTANT_UFUNCS``."""
+    if not LATE_CONSTANT or ufunc in UFUNCS or qualified_name(ufunc) not in LATE_CONSTANT:
+        return False
+    CONSTANT_UFUNCS.add(ufunc)
+    return True
+
+
 def ufunc_rule(ufunc):
     """The rule for ``ufunc``, registering a late one if its module has been imported."""
     rule = UFUNCS.get(ufunc)

@@ -184,3 +184,6 @@ def _multigammaln(original):
 
 
 late("scipy.special.multigammaln", _multigammaln, "every order (a sum of gammaln)")
+
+# scipy.special's piecewise-constant ufuncs: computed on the plain values (derivative 0)
+registry.LATE_CONSTANT.update(["scipy.special.gammasgn", "scipy.special.round"])
