@@ -7,8 +7,6 @@ declared it (the elementwise table's ``chosen``, the registry's notes, ``functio
 ``support_table()`` is the one entry point.
 """
 
-import sys
-
 import numpy as np
 
 from . import elementwise, functions

@@ -20,7 +20,7 @@ import numpy as np
 from ..trace import value as strip
 from . import registry
 from .args import as_array, axes_of, expand_shape, ndim, unsupported
-from .array import Primitive, apply, broadcast, reshape, shape_of, unbroadcast
+from .array import Primitive, apply, reshape, shape_of, unbroadcast
 from .scipy_late import late
 
 # --------------------------------------------------------------------------------------------
