@@ -188,6 +188,34 @@ def _diag(draw):
     return f, [uniform(rng, s)]
 
 
+@op("compress/extract/choose/resize/trim_zeros/unwrap")
+@st.composite
+def _selections(draw):
+    """Selections whose positions come from plain values: compress, extract, choose,
+    resize, trim_zeros; and unwrap, whose corrections are constants."""
+    rng = np.random.default_rng(draw(seeds))
+    s = draw(shapes(min_dims=1, min_side=1))
+    nd = len(s)
+    ax = draw(st.integers(-nd, nd - 1))
+    cond = rng.uniform(size=s[ax]) < 0.6
+    fcond = rng.uniform(size=s) < 0.5
+    which = rng.integers(0, 3, size=s)
+    new_shape = tuple(int(n) for n in rng.integers(1, 4, size=draw(st.integers(1, 3))))
+    fns = [
+        lambda x: np.compress(cond, x, axis=ax),
+        lambda x: np.compress(cond[:2], x),
+        lambda x: np.extract(fcond, x),
+        lambda x: np.choose(which, [x, x * x, np.sin(x)]),
+        lambda x: np.choose(which + 1, [x, 2.0 * x], mode="clip"),
+        lambda x: np.resize(x, new_shape),
+        lambda x: np.trim_zeros(np.concatenate([[0.0, 0.0], np.ravel(x), [0.0]]) * 2.0),
+        lambda x: np.trim_zeros(np.concatenate([[0.0], np.ravel(x)]), "f"),
+        lambda x: np.unwrap(x * 4.0, axis=ax),
+        lambda x: np.unwrap(x * 3.0, period=2.0),
+    ]
+    return draw(st.sampled_from(fns)), [away(rng, s, 0.2, 2.0)]
+
+
 @op("take/take_along_axis")
 @st.composite
 def _take(draw):

@@ -1,7 +1,7 @@
 """numpy's library functions built on the other rules: polynomials (``vander``, ``polyfit``,
 ``poly``, ``polyder``, ``polyint``, ``polymul``, ``polyadd``, ``polysub``, ``roots``), spaces
 (``geomspace``, ``logspace``), statistics (``cov``, ``corrcoef``, ``histogram``), ``i0``,
-``linalg.tensorinv``/``tensorsolve`` and the ufuncs ``matvec``/``vecmat``.
+``linalg.tensorinv``/``tensorsolve``, ``unwrap`` and the ufuncs ``matvec``/``vecmat``.
 
 Each rule repeats numpy's own sequence of operations with deltaad's rules (or, where numpy's
 code stays in its object arithmetic, runs that code on the duals), and its result carries
@@ -99,6 +99,18 @@ def _library(func, note="", impl=None):
     COMPLEX_FUNCTIONS[func] = numpy_valued(func, impl)
     if note:
         COMPLEX_NOTES[func] = note
+
+
+def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
+    """``p`` plus numpy's corrections, whole multiples of ``period`` chosen from the values:
+    piecewise constant, so the derivative is the identity (the jumps ignored)."""
+    x = as_array(p)
+    v = np.asarray(_plain(x))
+    return x + (np.unwrap(v, discont, axis, period=period) - v)
+
+
+_library(np.unwrap, "derivative 1 (the corrections are constants; their jumps ignored)",
+         unwrap)
 
 
 # numpy's code runs on the object arrays of the scalar duals (products and sums)

@@ -588,6 +588,78 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     return getitem(x, (slice(None),) * ax + (idx,), False)
 
 
+@register(np.compress)
+def compress(condition, a, axis=None, out=None):
+    """The entries along ``axis`` where the (plain) ``condition`` is true: a selection."""
+    no_out("compress", out)
+    return take(a, np.nonzero(np.ravel(np.asarray(strip(condition))))[0], axis)
+
+
+@register(np.extract)
+def extract(condition, arr):
+    return take(arr, np.nonzero(np.ravel(np.asarray(strip(condition))))[0])
+
+
+@register(np.choose, note="a selection: each entry's derivative goes to the choice it took")
+def choose(a, choices, out=None, mode="raise"):
+    no_out("choose", out)
+    if is_dual(a):
+        raise TypeError("numpy.choose: the index array a has no derivative; pass plain "
+                        "integers (deltaad.value(a))")
+    idx = np.asarray(a)
+    n = len(choices)
+    if mode == "wrap":
+        idx = idx % n
+    elif mode == "clip":
+        idx = np.clip(idx, 0, n - 1)
+    elif idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise ValueError("invalid entry in choice array")
+    cs = [as_array(c) for c in choices]
+    shape = np.broadcast_shapes(idx.shape, *[shape_of(c) for c in cs])
+    r = None
+    for k in range(n - 1, -1, -1):  # numpy's value: one choice's entry per position
+        c = cs[k]
+        r = c if r is None else where(idx == k, c, r)
+    return np.broadcast_to(r, shape) if shape_of(r) != shape else r
+
+
+@register(np.resize)
+def resize(a, new_shape):
+    """``a``'s entries repeated (row-major) to fill ``new_shape``: a selection."""
+    x = ravel(as_array(a))
+    shape = (new_shape,) if isinstance(new_shape, (int, np.integer)) else tuple(new_shape)
+    total = int(np.prod(shape, dtype=np.int64))
+    n = shape_of(x)[0]
+    if total == 0 or n == 0:
+        return np.zeros(shape, dtype=np.asarray(strip(x)).dtype)
+    return reshape(take(x, np.arange(total) % n), shape)
+
+
+@register(np.trim_zeros, note="a slice: the zeros' positions are taken from the values")
+def trim_zeros(filt, trim="fb", axis=None):
+    x = as_array(filt)
+    v = np.asarray(strip(x))
+    if axis is not None or v.ndim != 1:
+        return getitem(x, tuple(_trim_slices(v, trim, axis)), False)
+    return getitem(x, _trim_slices(v, trim, None)[0], False)
+
+
+def _trim_slices(v, trim, axis):
+    """The slices ``np.trim_zeros(v, trim, axis)`` keeps, from numpy's own result's extent."""
+    nz = np.nonzero(v)
+    axes = range(v.ndim) if axis is None else [normalize_axis_index(a, v.ndim)
+                                              for a in np.atleast_1d(axis)]
+    out = [slice(None)] * v.ndim
+    for ax in axes:
+        if nz[ax].size == 0:
+            out[ax] = slice(0, 0)
+            continue
+        lo = int(nz[ax].min()) if "f" in trim.lower() else 0
+        hi = int(nz[ax].max()) + 1 if "b" in trim.lower() else v.shape[ax]
+        out[ax] = slice(lo, hi)
+    return out
+
+
 def _along_axis_index(indices, axis, shape):
     nd = len(shape)
     idx = []
