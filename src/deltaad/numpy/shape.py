@@ -17,7 +17,7 @@ from .args import (
     normalize_axis_tuple, unsupported,
 )
 from .array import (
-    ArrayDual, Dual, Primitive, has_dual, apply, getitem, operand_or_raise,
+    Dual, Primitive, has_dual, apply, getitem, operand_or_raise,
     pack_scalars, reshape, shape_of, unbroadcast, update, zeros_of,
 )
 from .define import register
