@@ -109,8 +109,9 @@ def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
     return x + (np.unwrap(v, discont, axis, period=period) - v)
 
 
-_library(np.unwrap, "derivative 1 (the corrections are constants; their jumps ignored)",
-         unwrap)
+# (real values only: numpy's unwrap takes no complex phases, and the complex family names it)
+registry.register(np.unwrap, note="derivative 1 (the corrections are constants; their jumps "
+                                  "ignored)")(numpy_valued(np.unwrap, unwrap))
 
 
 # numpy's code runs on the object arrays of the scalar duals (products and sums)
