@@ -36,11 +36,9 @@ def _sum_impl(v, axis, keepdims):
 
 def _sum_vjp(out, vals, on, axis, keepdims):
     s = shape_of(vals[0])
-    ks = expand_shape(s, axis)
 
     def rule(ct):
-        g = ct if keepdims else reshape(ct, ks)
-        return (np.broadcast_to(g, s),)
+        return (_spread(ct, s, axis, keepdims),)
 
     return rule
 
@@ -166,22 +164,27 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=NoValue):
     return r if dtype is None else astype(r, dtype)
 
 
-def _choose_impl(v, axis, keepdims, f):
-    return f(v, axis=axis, keepdims=keepdims)
+def _choose_impl(v, axis, keepdims, f, kw):
+    return f(v, axis=axis, keepdims=keepdims, **kw)
 
 
-def _choose_weights(x, out, axis, keepdims):
+def _choose_weights(x, out, axis, keepdims, where):
+    """The cotangent's even split among the tied extrema (of the entries ``where`` admits):
+    0 everywhere in a slice whose extremum is ``initial`` alone."""
     xv = np.asarray(strip(x))
     ov = np.asarray(strip(out))
     if not keepdims:
         ov = ov.reshape(expand_shape(xv.shape, axis))
     mask = (xv == ov) | (np.isnan(xv) & np.isnan(ov))
-    return (mask / np.sum(mask, axis=axis, keepdims=True)).astype(xv.dtype if xv.dtype.kind == "f" else float)
+    if where is not None:
+        mask = mask & _mask_of(where, xv.shape)
+    n = np.sum(mask, axis=axis, keepdims=True)
+    return (mask / np.where(n > 0, n, 1)).astype(xv.dtype if xv.dtype.kind == "f" else float)
 
 
-def _choose_vjp(out, vals, on, axis, keepdims, f):
+def _choose_vjp(out, vals, on, axis, keepdims, f, kw):
     x = vals[0]
-    w = _choose_weights(x, out, axis, keepdims)
+    w = _choose_weights(x, out, axis, keepdims, kw.get("where"))
     ks = expand_shape(shape_of(x), axis)
 
     def rule(ct):
@@ -191,43 +194,12 @@ def _choose_vjp(out, vals, on, axis, keepdims, f):
     return rule
 
 
-def _choose_jvp(out, vals, tans, axis, keepdims, f):
-    w = _choose_weights(vals[0], out, axis, keepdims)
+def _choose_jvp(out, vals, tans, axis, keepdims, f, kw):
+    w = _choose_weights(vals[0], out, axis, keepdims, kw.get("where"))
     return np.sum(tans[0] * w, axis=axis, keepdims=keepdims)
 
 
 CHOOSE = Primitive("max/min", _choose_impl, _choose_vjp, _choose_jvp)
-
-
-def _mchoose_weights(x, out, axis, keepdims, kw):
-    """The even split among tied extrema of the entries ``where`` admits; 0 everywhere in a
-    slice whose extremum is ``initial`` alone."""
-    xv = np.asarray(strip(x))
-    ov = np.asarray(strip(out))
-    if not keepdims:
-        ov = ov.reshape(expand_shape(xv.shape, axis))
-    mask = ((xv == ov) | (np.isnan(xv) & np.isnan(ov))) & _mask_of(kw.get("where"), xv.shape)
-    n = np.sum(mask, axis=axis, keepdims=True)
-    return (mask / np.where(n > 0, n, 1)).astype(xv.dtype if xv.dtype.kind == "f" else float)
-
-
-def _mchoose_vjp(out, vals, on, axis, keepdims, kw, f):
-    w = _mchoose_weights(vals[0], out, axis, keepdims, kw)
-    s = shape_of(vals[0])
-
-    def rule(ct):
-        return (_spread(ct, s, axis, keepdims) * w,)
-
-    return rule
-
-
-def _mchoose_jvp(out, vals, tans, axis, keepdims, kw, f):
-    w = _mchoose_weights(vals[0], out, axis, keepdims, kw)
-    return np.sum(tans[0] * w, axis=axis, keepdims=keepdims)
-
-
-CHOOSE_MASKED = Primitive("max/min (where=, initial=)", _reduce_impl, _mchoose_vjp,
-                          _mchoose_jvp)
 
 
 def _chooser(name, f):
@@ -235,11 +207,8 @@ def _chooser(name, f):
         no_out(name, out)
         x = operand_or_raise(a)
         masked = _masked(name, initial, where)
-        if masked is not None:
-            return apply(CHOOSE_MASKED, (x,), {"axis": axes_of(axis, ndim(x)),
-                                               "keepdims": bool(keepdims), "kw": masked[0],
-                                               "f": f})
-        return apply(CHOOSE, (x,), {"axis": axes_of(axis, ndim(x)), "keepdims": bool(keepdims), "f": f})
+        return apply(CHOOSE, (x,), {"axis": axes_of(axis, ndim(x)), "keepdims": bool(keepdims),
+                                    "f": f, "kw": {} if masked is None else masked[0]})
 
     reduce.__name__ = name
     return reduce
