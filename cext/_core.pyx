@@ -1783,7 +1783,8 @@ cdef class Dual:
         return formatted("float", strip(self))
 
     def __int__(self):
-        return formatted("int", strip(self))
+        # piecewise constant, like floor and trunc: its derivative is 0, nothing is dropped
+        return int(strip(self))
 
     def __complex__(self):
         raise no_float_error("complex")

@@ -64,7 +64,6 @@ def cases():
         "as index": lambda: [1][x],
         "hash": lambda: hash(x),
         "float": lambda: float(x),
-        "int": lambda: int(x),
         "complex": lambda: complex(x),
         "math.sin": lambda: math.sin(x),
         "pickle": lambda: pickle.dumps(x),

@@ -12,6 +12,8 @@ import weakref
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import deltaad
 
@@ -24,7 +26,7 @@ Dual = deltaad.Dual
 
 
 @pytest.mark.parametrize("conv,start", [
-    (float, "float(x) on a deltaad Dual"), (int, "int(x) on a deltaad Dual"),
+    (float, "float(x) on a deltaad Dual"),
     (complex, "complex(x) on a deltaad Dual"), (math.sin, "math.sin(x) converts"),
     (math.exp, "math.exp(x) converts"), (math.sqrt, "math.sqrt(x) converts"),
     (math.log, "math.log(x) converts"),
@@ -41,6 +43,27 @@ def test_conversions_raise_type_error(conv, start):
     with pytest.raises(TypeError, match=r"deltaad\.(value|math)"):
         deltaad.jvp(f, (1.5,), (1.0,))
     assert deltaad.open_traces() == []
+
+
+@settings(max_examples=40)
+@given(x=st.floats(-1e6, 1e6, allow_nan=False).filter(lambda v: v != int(v)))
+def test_piecewise_constant_conversions_give_plain_values(x):
+    """``int(x)`` and integer or bool casts of an array dual are piecewise constant, like
+    ``math.floor``: the plain value, derivative 0 (what JAX and PyTorch give), in both modes."""
+    n = int(x)
+    f = lambda v: v * int(v)  # noqa: E731
+    assert f(x) == x * n
+    assert grad(f)(x) == n and deltaad.jvp(f, (x,), (1.0,)) == (x * n, float(n))
+    eps = 1e-7 * max(1.0, abs(x))
+    if int(x - eps) == n == int(x + eps):
+        assert abs((f(x + eps) - f(x - eps)) / (2 * eps) - n) <= 1e-6 * max(1.0, abs(n))
+    a = np.array([x, -x, 0.25])
+    want = a.astype(np.int64)
+    for cast in (np.int64, lambda w: np.asarray(w, dtype=int), lambda w: w.astype(np.int64)):
+        g = grad(lambda w: np.sum(w * cast(w)))(a)
+        np.testing.assert_array_equal(g, want)
+    assert grad(lambda w: np.sum(w * np.asarray(w, dtype=bool)))(a).tolist() == [1.0, 1.0, 1.0]
+    assert int(deltaad.jvp(lambda w: w * int(w[0]), (np.array([x]),), (np.ones(1),))[1][0]) == n
 
 
 def test_percent_formatting_gives_the_value():

@@ -1579,13 +1579,13 @@ class Dual:
     def __float__(self):
         return formatted("float", strip(self))
 
-    def __int__(self):
-        return formatted("int", strip(self))
-
     def __complex__(self):
         raise no_float_error("complex")
 
     # -- piecewise-constant conversions (derivative 0: plain results) --
+    def __int__(self):
+        return int(strip(self))
+
     def __round__(self, ndigits=None):
         return round(strip(self), ndigits)
 

@@ -216,10 +216,16 @@ def _pack_outputs(out, trace):
     for k, x in enumerate(leaves):
         if type(x) is np.ndarray and x.dtype.kind == "O":
             flat = x.ravel().tolist()
-            if _holds_dual(flat, trace) and all(
-                    is_dual(e) or isinstance(e, numbers.Real) for e in flat):
+            if all(is_dual(e) or isinstance(e, numbers.Real) for e in flat):
                 top = _top(flat)
-                if top is not None and not top.closed:
+                if top is None:
+                    # no dual left (a max that picked constants): the float array numpy
+                    # gives for those numbers, so its derivative is a zero array, not None
+                    plain = np.array(flat).reshape(x.shape)
+                    if plain.dtype.kind == "f":
+                        leaves[k] = plain
+                        changed = True
+                elif not top.closed:
                     leaves[k] = asarray(x)
                     changed = True
     return tree_unflatten(d, leaves) if changed else out

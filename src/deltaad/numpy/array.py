@@ -834,10 +834,15 @@ class ArrayDual:
     def __array__(self, dtype=None, copy=None):
         """``np.asarray(x)``: the object array of ``x``'s scalar duals, on the same trace, so
         code that converts its input keeps the derivative through numpy's object arithmetic
-        (it re-enters deltaad as an array dual where it meets one). A float ``dtype`` would
+        (it re-enters deltaad as an array dual where it meets one). An integer or bool ``dtype``
+        gives the plain values (piecewise constant, as with ``astype``); a float ``dtype`` would
         drop the derivative: an error naming the conversion."""
-        if dtype is not None and np.dtype(dtype).kind != "O":
-            raise no_float_error("array", dtype)
+        if dtype is not None:
+            kind = np.dtype(dtype).kind
+            if kind in "iub":  # integers and truth values are piecewise constant: plain
+                return np.asarray(strip(self), dtype=dtype)
+            if kind != "O":
+                raise no_float_error("array", dtype)
         return object_array(self)
 
     # -- attributes --
@@ -1032,11 +1037,12 @@ class ArrayDual:
     def __float__(self):
         raise no_float_error("float", array=True)
 
-    def __int__(self):
-        raise no_float_error("int", array=True)
-
     def __complex__(self):
         raise no_float_error("complex", array=True)
+
+    def __int__(self):
+        # piecewise constant, like floor: derivative 0, nothing to drop (numpy's rules for size)
+        return int(strip(self))
 
     def __round__(self, ndigits=None):
         return np.round(strip(self), ndigits or 0)
