@@ -237,3 +237,42 @@ def test_numpy_functions_without_rules_run_numpys_code():
     np.testing.assert_allclose(d.grad(f)(x), fd_grad(f, x), rtol=1e-6, atol=1e-7)
     with pytest.raises(NotImplementedError, match=r"numpy\.polydiv.*numpy's own code.*failed"):
         d.grad(lambda x: np.sum(np.polydiv(x, x[:2])[0]))(x)
+
+
+@given(shapes(min_dims=1, max_dims=2, min_side=1, max_side=5), seeds)
+def test_ufuncs_without_rules_run_numpys_object_loop(shape, seed):
+    """A ufunc (or ufunc method) without a rule that numpy has an object loop for -- a user's
+    ``np.frompyfunc``, ``np.maximum.accumulate`` -- runs that loop on the scalar duals: the
+    same derivative as the same arithmetic written on the array duals, in both modes."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=shape)
+    cube = np.frompyfunc(lambda a: a * a * a - a, 1, 1)
+    hyp = np.frompyfunc(lambda a, b: a * b + b, 2, 1)
+
+    def f(x):
+        run = np.maximum.accumulate(x, axis=0) + np.minimum.accumulate(x * 2.0, axis=-1)
+        return np.sum(cube(x) * 0.5 + hyp(x, 3.0)) + np.sum(run * run)
+
+    def want(x):  # the running extrema as the selections they are, on plain indices
+        v = np.asarray(d.value(x))
+        i0 = np.maximum.accumulate(np.where(v == np.maximum.accumulate(v, axis=0),
+                                            np.arange(v.shape[0]).reshape((-1,) + (1,) * (v.ndim - 1)), 0), axis=0)
+        i1 = np.maximum.accumulate(np.where(2 * v == np.minimum.accumulate(2 * v, axis=-1),
+                                            np.arange(v.shape[-1]), 0), axis=-1)
+        run = (np.take_along_axis(x, i0, axis=0)
+               + np.take_along_axis(x * 2.0, i1, axis=-1))
+        return np.sum((x * x * x - x) * 0.5 + (x * 3.0 + 3.0)) + np.sum(run * run)
+
+    np.testing.assert_allclose(f(x), want(x), rtol=1e-13)
+    g = d.grad(f)(x)
+    assert g.dtype == np.float64 and g.shape == x.shape
+    np.testing.assert_allclose(g, d.grad(want)(x), rtol=1e-12, atol=1e-12)
+    v = rng.normal(size=shape)
+    np.testing.assert_allclose(d.jvp(f, (x,), (v,))[1], np.sum(g * v), rtol=1e-10, atol=1e-10)
+    s = d.grad(lambda t: cube(t) + hyp(t, t))(0.7)  # scalar duals: numpy's 0-d object loop
+    assert s == 3 * 0.7 ** 2 - 1 + 2 * 0.7 + 1
+
+
+def test_ufunc_methods_that_write_in_place_still_raise():
+    with pytest.raises(NotImplementedError, match=r"numpy\.add\.at"):
+        d.grad(lambda x: np.sum(np.add.at(np.zeros(3), [0, 1, 1], x) or x))(np.ones(3))

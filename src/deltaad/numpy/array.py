@@ -1241,7 +1241,7 @@ def ufunc_dispatch(ufunc, method, inputs, kwargs):
             return ufunc(*[strip(x) if type(x) is not np.ndarray or x.dtype.kind != "O" else asarray_plain(x) for x in inputs])
         rule = registry.ufunc_rule(ufunc)
         if rule is None:
-            raise registry.not_implemented(ufunc)
+            return _object_loop(ufunc, method, inputs, kwargs)
         if not has_array:
             if has_obj:  # numpy's object semantics: elementwise through the scalar duals' methods
                 return ufunc(*[_obj0(x) if type(x) is Dual else x for x in inputs])
@@ -1255,7 +1255,7 @@ def ufunc_dispatch(ufunc, method, inputs, kwargs):
         return registry.COMPLEX.ufunc(ufunc, method, inputs, kwargs)
     rule = registry.METHODS.get((ufunc, method))
     if rule is None:
-        raise registry.not_implemented(ufunc, method)
+        return _object_loop(ufunc, method, inputs, kwargs)
     kw = dict(kwargs)
     # out= and a non-float dtype= raise as for a call; a float dtype= casts the result
     _check_ufunc_kwargs(ufunc, {k: kw.pop(k) for k in ("out", "dtype") if k in kw})
@@ -1263,6 +1263,27 @@ def ufunc_dispatch(ufunc, method, inputs, kwargs):
     if dtype is not None:
         r = registry.FUNCTIONS[np.astype](r, dtype)
     return r
+
+
+def _object_loop(ufunc, method, inputs, kwargs):
+    """A ufunc call or method without a rule, where numpy has an object loop for it (a user's
+    ``np.frompyfunc`` ufunc, ``np.maximum.accumulate``): that loop on the object arrays of the
+    scalar duals -- each element through the duals' own arithmetic, so the derivative is
+    recorded operation by operation -- packed back into an array dual, as numpy's own code is
+    for functions without a rule. ``at`` writes into its operand in place: no object loop."""
+    if method == "at" or "out" in kwargs or not any(
+            set(t.replace("->", "")) == {"O"} for t in ufunc.types):
+        raise registry.not_implemented(ufunc, None if method == "__call__" else method)
+    objs = [object_array(x) if type(x) is ArrayDual else _obj0(x) if type(x) is Dual else x
+            for x in inputs]
+    try:
+        r = getattr(ufunc, method)(*objs, **kwargs)
+    except EscapedDualError:
+        raise
+    except Exception as exc:
+        raise registry.not_implemented(ufunc, None if method == "__call__" else method,
+                                       cause=exc) from exc
+    return repack(r)
 
 
 def _scalar(x):
