@@ -24,25 +24,10 @@ import sys
 
 import numpy as np
 
-from .array import ArrayDual, Dual, asarray
-from .complex_array import ComplexDual
-from .scipy_late import install, late, packed, refuse, refused
+from .scipy_late import install, late, operand, refuse, refused
 
 ONE_D = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
 N_D = ("fftn", "ifftn", "rfftn", "irfftn", "fft2", "ifft2", "rfft2", "irfft2")
-
-
-def _operand(x):
-    """An array dual (real or complex) for an input holding duals: an object array of scalar
-    duals (what ``np.asarray`` of an array dual is) is packed back."""
-    t = type(x)
-    if t is ArrayDual or t is ComplexDual or t is Dual:
-        return x
-    if t is list or t is tuple:
-        x = np.asarray(x, dtype=object)
-    if type(x) is np.ndarray and x.dtype.kind == "O":
-        return packed(x)
-    return asarray(x)
 
 
 def _transform(name, nd):
@@ -53,7 +38,7 @@ def _transform(name, nd):
                       plan=None):
             if plan is not None:
                 refuse(full, "plan=", "deltaad computes the transform with numpy.fft's rules")
-            return getattr(np.fft, name)(_operand(x), n, axis, norm)
+            return getattr(np.fft, name)(operand(x), n, axis, norm)
 
         def transform_nd(ref, x, s=None, axes=None, norm=None, overwrite_x=False,
                          workers=None, *, plan=None):
@@ -61,7 +46,7 @@ def _transform(name, nd):
                 refuse(full, "plan=", "deltaad computes the transform with numpy.fft's rules")
             if axes is None and name.endswith("2"):
                 axes = (-2, -1)
-            return getattr(np.fft, name)(_operand(x), s, axes, norm)
+            return getattr(np.fft, name)(operand(x), s, axes, norm)
 
         return transform_nd if nd else transform
 
@@ -71,7 +56,7 @@ def _transform(name, nd):
 def _shift(name):
     def rule(original):
         def shift(ref, x, axes=None):
-            return getattr(np.fft, name)(_operand(x), axes)
+            return getattr(np.fft, name)(operand(x), axes)
 
         return shift
 
@@ -86,7 +71,7 @@ def _convolve(original):
     def convolve(ref, in1, in2, mode="full", axes=None):
         fftconvolve = sys.modules["scipy.signal"].fftconvolve
         fftconvolve = getattr(fftconvolve, "deltaad_original", fftconvolve)
-        return fftconvolve(_operand(in1), _operand(in2), mode, axes)
+        return fftconvolve(operand(in1), operand(in2), mode, axes)
 
     return convolve
 

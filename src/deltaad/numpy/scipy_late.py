@@ -71,6 +71,20 @@ def packed(a):
     return asarray(a)
 
 
+def operand(x):
+    """An array dual (real or complex) for an argument holding duals -- an object array of
+    scalar duals (what ``np.asarray`` of an array dual is, inside scipy) is packed back, so is a
+    list -- and the plain array of any other."""
+    t = type(x)
+    if t is ArrayDual or t is ComplexDual or t is Dual:
+        return x
+    if t is list or t is tuple:
+        x = np.asarray(x, dtype=object)
+    if type(x) is np.ndarray and x.dtype.kind == "O":
+        return packed(x)
+    return asarray(x)
+
+
 def _revalued_value(v, ref, name):
     t = type(v)
     if t is ArrayDual or t is Dual:
