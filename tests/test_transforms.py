@@ -12,7 +12,7 @@ from collections import namedtuple
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import deltaad
@@ -713,3 +713,54 @@ def test_hvp_arguments_and_structures():
     # nested: the hvp inside a gradient (third derivatives)
     third = deltaad.grad(lambda s: deltaad.hvp(lambda u: u ** 4, (s,), (1.0,)))(0.5)
     assert third == pytest.approx(24 * 0.5, rel=1e-14)
+
+
+# --------------------------------------------------------------------------------------------
+# has_aux on every transformation, and linearize (JAX's signatures)
+
+
+@settings(max_examples=25)
+@given(st.lists(st.floats(-2.0, 2.0), min_size=1, max_size=4))
+def test_has_aux_everywhere_gives_the_aux_of_the_plain_call(xs):
+    x = np.array(xs)
+
+    def f(x):
+        y = np.sin(x) * x + np.sum(x * x)
+        return y, {"norm": np.sum(y * y), "n": len(xs), "tag": "t"}
+
+    def plain(x):
+        return f(x)[1]
+
+    want = plain(x)
+    for J, aux in (deltaad.jacrev(f, has_aux=True)(x), deltaad.jacfwd(f, has_aux=True)(x)):
+        np.testing.assert_allclose(J, deltaad.jacrev(lambda x: f(x)[0])(x), rtol=1e-12, atol=1e-12)
+        assert aux["norm"] == want["norm"] and aux["n"] == len(xs) and aux["tag"] == "t"
+        assert not deltaad.trace.is_dual(aux["norm"])
+
+    def s(x):
+        y, a = f(x)
+        return np.sum(y), a
+
+    H, aux = deltaad.hessian(s, has_aux=True)(x)
+    np.testing.assert_array_equal(H, deltaad.hessian(lambda x: s(x)[0])(x))
+    assert aux["norm"] == want["norm"]
+    v = np.linspace(-1.0, 1.0, len(xs))
+    out, t, aux = deltaad.jvp(f, (x,), (v,), has_aux=True)
+    o2, t2 = deltaad.jvp(lambda x: f(x)[0], (x,), (v,))
+    np.testing.assert_array_equal(out, o2)
+    np.testing.assert_array_equal(t, t2)
+    assert aux["norm"] == want["norm"] and not deltaad.trace.is_dual(aux["norm"])
+    with pytest.raises(TypeError, match=r"jvp\(has_aux=True\): the function must return a pair"):
+        deltaad.jvp(lambda x: x, (x,), (v,), has_aux=True)
+
+
+@settings(max_examples=25)
+@given(st.floats(-2.0, 2.0), st.floats(-2.0, 2.0), st.floats(-3.0, 3.0), st.floats(-3.0, 3.0))
+def test_linearize_is_jvp_at_the_point(a, b, ta, tb):
+    f = lambda x, y: (np.sin(x) * y, x * x + y)  # noqa: E731
+    out, f_jvp = deltaad.linearize(f, a, b)
+    assert out == f(a, b)
+    assert f_jvp(ta, tb) == deltaad.jvp(f, (a, b), (ta, tb))[1]
+    assert f_jvp(1.0, 0.0) == (math.cos(a) * b, 2 * a)
+    with pytest.raises(TypeError, match="one tangent per primal"):
+        f_jvp(1.0)

@@ -23,7 +23,8 @@ from .checkpointing import CheckpointError, checkpoint, fori_loop, remat, while_
 from .support import support_table
 from .trace import open_traces
 from .transforms import (
-    grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, make_delta, value_and_grad, vjp,
+    grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize, make_delta, value_and_grad,
+    vjp,
 )
 
 Dual = _B.Dual
@@ -33,7 +34,7 @@ __version__ = "0.1.0"
 __all__ = [
     "backend", "Dual", "EscapedDualError", "delta", "math", "cmath",
     "grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacobian", "jacfwd", "hessian", "hvp",
-    "make_delta",
+    "linearize", "make_delta",
     "open_traces", "tree_flatten", "tree_unflatten", "tree_map",
     "ArrayDual", "ComplexDual", "asarray", "stack", "at", "logsumexp",
     "custom_vjp", "custom_jvp", "primitive", "defvjp", "defjvp", "defconst", "support_table",

@@ -508,13 +508,7 @@ def _run_reverse(tape, fun, args, kwargs, argnums, has_aux, who, leaves, in_def,
     for n, a in zip(argnums, unflatten_owned(in_def, duals)):
         new_args[n] = a
     duals = None
-    out = fun(*new_args, **kwargs)
-    aux = None
-    if has_aux:
-        if not (isinstance(out, tuple) and len(out) == 2):
-            raise TypeError("%s(has_aux=True): the function must return a pair (output, aux); got %s"
-                            % (who, _describe(out)))
-        out, aux = out
+    out, aux = _split_aux(fun(*new_args, **kwargs), has_aux, who)
     if type(out) is not Dual:
         out = _pack_outputs(out, tape)
     return in_ids, wanted, out, aux
@@ -719,30 +713,47 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False):
 # Forward mode
 
 
-def jvp(fun, primals, tangents):
-    """``(out, tangent_out)``: JAX's ``jvp``; ``tangents`` has the structure of ``primals``."""
+def jvp(fun, primals, tangents, has_aux=False):
+    """``(out, tangent_out)``: JAX's ``jvp``; ``tangents`` has the structure of ``primals``.
+    With ``has_aux``, ``fun`` returns ``(output, aux)`` and the result is ``(out,
+    tangent_out, aux)``, ``aux`` holding plain values."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp: primals and tangents must be tuples (one entry per argument)")
     leaves, in_def = tree_flatten(tuple(primals))
     t_leaves, t_def = tree_flatten(tuple(tangents))
     if t_def is not in_def and t_def != in_def:
         raise TypeError("jvp: tangents must have the structure of primals, %r; got %r" % (in_def, t_def))
-    level, out = traced(B.ForwardLevel, _run_forward, fun, leaves, in_def, t_leaves)
+    level, (out, aux) = traced(B.ForwardLevel, _run_forward, fun, leaves, in_def, t_leaves,
+                               has_aux)
+    if has_aux:
+        aux = _strip_tree(aux, level)
     if type(out) is Dual and out.trace is level:  # one real output, the commonest
-        return out.value, out.tangent
+        return (out.value, out.tangent, aux) if has_aux else (out.value, out.tangent)
     ps, ts, out_def = _read_forward(out, level, "jvp")
+    if has_aux:
+        return unflatten_owned(out_def, ps), unflatten_owned(out_def, ts), aux
     return unflatten_owned(out_def, ps), unflatten_owned(out_def, ts)
 
 
-def _run_forward(level, fun, leaves, in_def, t_leaves):
-    """The part of ``jvp`` that runs with ``level`` open."""
+def _split_aux(out, has_aux, who):
+    """``(output, aux)`` of a function's result; ``aux`` is None without ``has_aux``."""
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise TypeError("%s(has_aux=True): the function must return a pair (output, aux); got %s"
+                        % (who, _describe(out)))
+    return out
+
+
+def _run_forward(level, fun, leaves, in_def, t_leaves, has_aux=False):
+    """The part of ``jvp`` that runs with ``level`` open: the output and the aux."""
     if leaves and all_floats(leaves) and all_floats(t_leaves):  # the common case
         duals = level.inputs(leaves, t_leaves)
     else:
         duals, kinds = _dualise(level, leaves, t_leaves)
         _check_has_float(kinds, "jvp")
-    out = fun(*unflatten_owned(in_def, duals))
-    return out if type(out) is Dual else _pack_outputs(out, level)
+    out, aux = _split_aux(fun(*unflatten_owned(in_def, duals)), has_aux, "jvp")
+    return (out if type(out) is Dual else _pack_outputs(out, level)), aux
 
 
 def _read_forward(out, level, who):
@@ -895,7 +906,7 @@ class _JacRev(Transformed):
 
     def __call__(self, *args, **kwargs):
         single, nums = _argnums_tuple(self.argnums, len(args), "jacrev")
-        out, pb, _ = _vjp(self.fun, args, kwargs, nums, False, "jacrev")
+        out, pb, aux = _vjp(self.fun, args, kwargs, nums, self.has_aux, "jacrev")
         if pb.out_leaves is None:
             out_leaves, out_def = [out], LEAF
         else:
@@ -925,29 +936,33 @@ class _JacRev(Transformed):
             g = pb.grads([(i, seed)])  # one per input leaf, None in static slots
             J.append([_entry(g[ki], jj) for ki, jj, _s in in_comps])
         in_tree = tuple(args[n] for n in nums)
-        return _assemble(J, out_leaves, out_def, out, in_leaves, pb.in_def, in_tree, single)
+        J = _assemble(J, out_leaves, out_def, out, in_leaves, pb.in_def, in_tree, single)
+        return (J, aux) if self.has_aux else J
 
 
 
-def jacrev(fun, argnums=0, holomorphic=False):
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False):
     """The Jacobian by reverse mode: one tape, one backward sweep per output component.
 
     Complex inputs give rows in JAX's convention (``∂/∂x - i ∂/∂y``); complex outputs need
-    ``holomorphic=True`` (complex inputs and outputs; the entries are then ``f'(z)``)."""
-    return _JacRev(fun, argnums, False, "jacrev", (jacrev, (fun, argnums, holomorphic)),
-                   holomorphic)
+    ``holomorphic=True`` (complex inputs and outputs; the entries are then ``f'(z)``). With
+    ``has_aux``, ``fun`` returns ``(output, aux)`` and the result is ``(jacobian, aux)``."""
+    return _JacRev(fun, argnums, has_aux, "jacrev",
+                   (jacrev, (fun, argnums, has_aux, holomorphic)), holomorphic)
 
 
 jacobian = jacrev
 
 
-def jacfwd(fun, argnums=0, holomorphic=False):
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     """The Jacobian by forward mode: one ``jvp`` per input component.
 
     Complex inputs need ``holomorphic=True`` (complex outputs too; the entries are then
-    ``f'(z)``); a real input may have complex outputs (complex columns)."""
-    return _JacFwd(fun, argnums, False, "jacfwd", (jacfwd, (fun, argnums, holomorphic)),
-                   holomorphic)
+    ``f'(z)``); a real input may have complex outputs (complex columns). With ``has_aux``,
+    ``fun`` returns ``(output, aux)`` and the result is ``(jacobian, aux)`` (``aux`` of the
+    first evaluation, plain values)."""
+    return _JacFwd(fun, argnums, has_aux, "jacfwd",
+                   (jacfwd, (fun, argnums, has_aux, holomorphic)), holomorphic)
 
 
 class _JacFwd(Transformed):
@@ -978,34 +993,42 @@ class _JacFwd(Transformed):
             return fun(*new_args, **kwargs)
 
         cols = []  # per input component: the output tangents, one per output leaf
-        ps = out_def = None
+        ps = out_def = aux = None
+        has_aux = self.has_aux
         for k, j, shape in in_comps or [(-1, 0, ())]:  # (no components: run once for the output)
-            ps, ts, out_def = _jvp_static(partial, in_leaves, in_def, _one_hot(in_leaves, k, j), who)
+            ps, ts, out_def, a = _jvp_static(partial, in_leaves, in_def,
+                                             _one_hot(in_leaves, k, j), who, has_aux)
+            if aux is None:
+                aux = a
             cols.append(ts)
         if holomorphic:
             _check_holomorphic(ps, who, "outputs")
         J = [[_entry(cols[c][ko], jo) for c in range(len(in_comps))]
              for ko, jo, _s in _components(ps)]
         out = tree_unflatten(out_def, ps)
-        return _assemble(J, ps, out_def, out, in_leaves, in_def, in_tree, single)
+        J = _assemble(J, ps, out_def, out, in_leaves, in_def, in_tree, single)
+        return (J, aux) if has_aux else J
 
 
-def _jvp_static(f, in_leaves, in_def, t_leaves, who):
+def _jvp_static(f, in_leaves, in_def, t_leaves, who, has_aux=False):
     """``jvp`` where static leaves carry ``None`` tangents (they are not dualised); the output
-    as flat lists ``(primals, tangents, treedef)``."""
-    level, out = traced(B.ForwardLevel, _run_static, f, in_leaves, in_def, t_leaves)
-    return _read_forward(out, level, who)
+    as flat lists ``(primals, tangents, treedef)`` and the aux (plain values)."""
+    level, (out, aux) = traced(B.ForwardLevel, _run_static, f, in_leaves, in_def, t_leaves,
+                               has_aux, who)
+    return _read_forward(out, level, who) + ((_strip_tree(aux, level) if has_aux else None),)
 
 
-def _run_static(level, f, in_leaves, in_def, t_leaves):
+def _run_static(level, f, in_leaves, in_def, t_leaves, has_aux, who):
     duals, kinds = _dualise(level, in_leaves, t_leaves)
-    return _pack_outputs(f(*tree_unflatten(in_def, duals)), level)
+    out, aux = _split_aux(f(*tree_unflatten(in_def, duals)), has_aux, who)
+    return _pack_outputs(out, level), aux
 
 
-def hessian(fun, argnums=0, holomorphic=False):
-    """Second derivatives: forward over reverse (``jacfwd(jacrev(fun))``), as JAX does."""
-    return _JacFwd(jacrev(fun, argnums, holomorphic), argnums, False, "hessian",
-                   (hessian, (fun, argnums, holomorphic)), holomorphic)
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+    """Second derivatives: forward over reverse (``jacfwd(jacrev(fun))``), as JAX does. With
+    ``has_aux``, ``fun`` returns ``(output, aux)`` and the result is ``(hessian, aux)``."""
+    return _JacFwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, "hessian",
+                   (hessian, (fun, argnums, has_aux, holomorphic)), holomorphic)
 
 
 def hvp(fun, primals, tangents, argnums=0):
@@ -1018,6 +1041,23 @@ def hvp(fun, primals, tangents, argnums=0):
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("hvp: primals and tangents must be tuples (one entry per argument)")
     return jvp(grad(fun, argnums), tuple(primals), tuple(tangents))[1]
+
+
+def linearize(fun, *primals):
+    """``(out, f_jvp)``: JAX's ``linearize``. ``f_jvp(*tangents)`` is the derivative of ``fun``
+    at ``primals`` applied to ``tangents`` (one per primal), ``jvp(fun, primals,
+    tangents)[1]``. Each call runs ``fun`` again in forward mode (deltaad keeps no linear
+    program between calls), so it costs one ``jvp``; ``out`` is computed once."""
+    primals = tuple(primals)
+    out = fun(*primals)
+
+    def f_jvp(*tangents):
+        if len(tangents) != len(primals):
+            raise TypeError("linearize: f_jvp takes one tangent per primal (%d), got %d"
+                            % (len(primals), len(tangents)))
+        return jvp(fun, primals, tangents)[1]
+
+    return out, f_jvp
 
 
 # --------------------------------------------------------------------------------------------
