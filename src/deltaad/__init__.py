@@ -19,6 +19,7 @@ from .numpy import ArrayDual, ComplexDual, asarray, at, defconst, defjvp, defvjp
 from .pytrees import tree_flatten, tree_map, tree_unflatten
 from .custom import custom_jvp, custom_vjp, primitive
 from .compile import CompileWarning, ReplayMismatch, compile
+from .batching import vmap
 from .checkpointing import CheckpointError, checkpoint, fori_loop, remat, while_loop
 from .support import support_table
 from .trace import open_traces
@@ -34,7 +35,7 @@ __version__ = "0.1.0"
 __all__ = [
     "backend", "Dual", "EscapedDualError", "delta", "math", "cmath",
     "grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacobian", "jacfwd", "hessian", "hvp",
-    "linearize", "make_delta",
+    "linearize", "make_delta", "vmap",
     "open_traces", "tree_flatten", "tree_unflatten", "tree_map",
     "ArrayDual", "ComplexDual", "asarray", "stack", "at", "logsumexp",
     "custom_vjp", "custom_jvp", "primitive", "defvjp", "defjvp", "defconst", "support_table",
