@@ -38,7 +38,8 @@ from operator import index as _index
 
 from deltaad import _rules
 from deltaad import elementwise as _table
-from deltaad._errors import (DUAL_NEW, escaped_error, formatted, kept_intermediate_error,
+from deltaad._errors import (DUAL_NEW, escaped_error, exact_ratio_error, formatted,
+                             kept_intermediate_error,
                              no_float_error, step_reads_error)
 
 cdef double INF = _math.inf
@@ -1788,6 +1789,9 @@ cdef class Dual:
 
     def __complex__(self):
         raise no_float_error("complex")
+
+    def as_integer_ratio(self):
+        raise exact_ratio_error()
 
     def __round__(self, ndigits=None):
         return round(strip(self), ndigits)

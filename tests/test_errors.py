@@ -599,3 +599,18 @@ def test_custom_vjp_wrong_fwd_output_blames_fwd():
     h.defvjp(lambda x: (h(x), None), lambda r, ct: (np.ones(2) * ct,))  # bwd's own mistake
     with pytest.raises(ValueError, match="bwd of h returned a cotangent of shape"):
         grad(h)(1.0)
+
+
+@pytest.mark.parametrize("name", ["mean", "stdev", "variance", "pvariance"])
+def test_statistics_exact_fractions_name_the_function(name):
+    """``statistics.mean`` and friends sum exact fractions (``as_integer_ratio``), which carry
+    no derivative: the error names the statistics function and the fix, on both backends
+    (Python's own message said "can't convert type 'Dual' to numerator/denominator")."""
+    import statistics
+
+    fn = getattr(statistics, name)
+    with pytest.raises(TypeError, match=r"statistics\.%s converts a deltaad Dual to an exact "
+                                        r"fraction.*sum\(xs\) / len\(xs\)" % name):
+        grad(lambda x: fn([x, 2.0 * x, 3.0]))(1.0)
+    assert not deltaad.open_traces()
+    assert grad(lambda x: statistics.median([x, 2.0 * x, 3.0]))(1.0) == 2.0  # a selection

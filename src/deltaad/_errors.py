@@ -293,6 +293,26 @@ def formatted(what, plain):
     raise no_float_error(what)
 
 
+def exact_ratio_error():
+    """The TypeError for ``x.as_integer_ratio()`` on a dual: ``statistics.mean``, ``stdev``,
+    ``variance`` and ``fractions.Fraction`` compute with exact fractions, which carry no
+    derivative. The message names the library function the program called."""
+    f = sys._getframe(1)
+    called = None
+    while f is not None:
+        mod = f.f_globals.get("__name__", "")
+        if mod in ("statistics", "fractions", "decimal"):
+            called = "%s.%s" % (mod, f.f_code.co_name)  # the outermost frame of that module
+        elif not mod.startswith("deltaad") and called is not None:
+            break
+        f = f.f_back
+    return TypeError(
+        "%s converts a deltaad Dual to an exact fraction (as_integer_ratio), which would "
+        "silently drop its derivative. Compute it with arithmetic on the duals instead: "
+        "sum(xs) / len(xs) for a mean, or numpy (np.mean, np.var, np.std) on them."
+        % (called or "as_integer_ratio()"))
+
+
 def no_float_error(what, dtype=None, array=False):
     """The TypeError for converting a dual to a plain ``what``: ``"float"``, ``"int"``,
     ``"complex"``, or ``"array"`` (with the requested ``dtype``)."""

@@ -25,7 +25,8 @@ from operator import index as _index
 
 from . import _rules
 from . import elementwise as _table
-from ._errors import (DUAL_NEW, escaped_error, kept_intermediate_error as _kept_intermediate_error,
+from ._errors import (DUAL_NEW, escaped_error, exact_ratio_error as _exact_ratio_error,
+                      kept_intermediate_error as _kept_intermediate_error,
                       formatted, no_float_error, step_reads_error as _step_reads_error)
 
 _INF = math.inf
@@ -1581,6 +1582,9 @@ class Dual:
 
     def __complex__(self):
         raise no_float_error("complex")
+
+    def as_integer_ratio(self):
+        raise _exact_ratio_error()
 
     # -- piecewise-constant conversions (derivative 0: plain results) --
     def __int__(self):
