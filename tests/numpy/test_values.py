@@ -391,6 +391,16 @@ def _scipy_calls(add, rng, u, pos, wc, spd):
     for f in (ss.fftconvolve, ss.oaconvolve):
         add(f, (f, [u(7), u(3)]), (lambda a, b, f=f: f(a, b, "same"), [u(4, 3), u(2, 2)]))
     add(sp.multigammaln, (lambda a: sp.multigammaln(a, 3), [u(4) + 3.0]))
+    import scipy.spatial.distance as sd
+
+    for metric in ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine",
+                   "correlation", "seuclidean"):
+        add(sd.cdist, (lambda a, b, m=metric: sd.cdist(a, b, m), [u(3, 2), u(4, 2)]))
+        add(sd.pdist, (lambda a, m=metric: sd.pdist(a, m), [u(4, 3)]))
+    add(sd.cdist, (lambda a, b: sd.cdist(a, b, "minkowski", p=3.0, w=np.array([0.5, 2.0])),
+                   [u(3, 2), u(2, 2)]))
+    add(sd.squareform, (lambda a: sd.squareform(sd.pdist(a)), [u(4, 2)]),
+        (sd.squareform, [u(6)]))
 
 
 def _scipy(name):
