@@ -15,7 +15,10 @@ import os as _os
 import threading
 import warnings
 
+import numpy as np
+
 from . import _replay_pure
+from . import compile_arrays as _arrays
 from ._backend import B
 from ._backend import name as _backend_name
 from .pytrees import tree_flatten, tree_unflatten
@@ -117,6 +120,9 @@ class Compiled:
                 floats.append(x)
             elif tx is int or tx is bool or tx is str or x is None:
                 sig.append((tx, x))
+            elif _arrays.is_input(x):  # recorded as an array: its shape and dtype are the key's
+                sig.append(_arrays.key_of(x))
+                floats.append(x)
             elif is_dual(x) or tx is Recorder:
                 return None, "an input is a dual or a recorded number", False
             else:
@@ -171,15 +177,19 @@ class Compiled:
 
     def _record(self, key, treedef, floats, args, kwargs):
         rec = Recording()
-        ins = iter([rec.input(v) for v in floats])
+        arec = None
+        if any(type(v) is not float for v in floats):  # arrays: numpy steps beside the floats
+            arec = _arrays.ArrayRecording(rec, Recorder)
+        ins = iter([rec.input(v) if type(v) is float else arec.input(v, k)
+                    for k, v in enumerate(floats)])
         leaves, tdef = tree_flatten((self._dynamic(args), kwargs))
-        leaves = [next(ins) if type(x) is float else x for x in leaves]
+        leaves = [next(ins) if type(x) is float or _arrays.is_input(x) else x for x in leaves]
         dargs, dkwargs = tree_unflatten(tdef, leaves)
         dargs = self._restore_static(dargs, args)
         try:
             out = self.fun(*dargs, **dkwargs)
             if rec.failed is None:
-                prog, result = _finish(rec, out)
+                prog, result = _finish(rec, out, arec)
         except BaseException:
             # an error after something unrecordable (which the function may have caught) is
             # no verdict on the function: it runs uncompiled below
@@ -261,10 +271,12 @@ def _flat_key(args):
     return ("flat", tuple(sig)), floats
 
 
-def _finish(rec, out):
+def _finish(rec, out, arec=None):
     """The Program of a finished recording whose function returned ``out``, and the result
     of this call (the recorded values)."""
     leaves, out_def = tree_flatten(out)
+    if arec is not None:
+        return _arrays.finish(rec, arec, leaves, out_def, _Replay)
     slots = []
     spec = []
     result = []
@@ -343,6 +355,9 @@ def _same(a, b):
             return False
         if type(x) is float:
             if _replay_pure._BITS.pack(x) != _replay_pure._BITS.pack(y):
+                return False
+        elif isinstance(x, (np.ndarray, np.generic)):
+            if not _arrays.same_bits(x, y):
                 return False
         elif x != y:
             return False

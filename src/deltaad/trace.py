@@ -53,6 +53,19 @@ def register_recorder_type(cls, dispatch):
     return cls
 
 
+# Recorded array types (``deltaad.compile``'s arrays): below every dual, array leaves to a
+# differentiation; ``recorded_arrays[type](x)`` is a recorded number with size-1 ``x``'s value
+# (where the array mechanism makes a float of an array).
+recorded_arrays = {}
+
+
+def register_recorded_array_type(cls, to_scalar):
+    """Declare ``cls`` a recorded array type; ``to_scalar(x)`` gives a recorded number with
+    the value of ``x`` (of size 1)."""
+    recorded_arrays[cls] = to_scalar
+    return cls
+
+
 def _stack():
     stack = getattr(_local, "stack", None)
     if stack is None:
@@ -231,6 +244,8 @@ def leaf_kind(x):
         return "complex" if tx in _complex_types else "array"
     if tx in recorders:
         return "scalar"
+    if tx in recorded_arrays:
+        return leaf_kind(x.v)
     return None
 
 

@@ -94,7 +94,7 @@ def apply(prim, args, params=_EMPTY):
     if top is None:
         out = prim.impl(*args, **params)
         if type(out) is not np.ndarray and type(out) is not float:
-            out = np.asarray(out)
+            out = _as_ndarray(out)
         return out
     if top.closed:
         raise escaped_error(top.level)
@@ -132,7 +132,7 @@ def apply(prim, args, params=_EMPTY):
     else:
         out = prim.impl(*vals, **params) if params else prim.impl(*vals)
         if type(out) is not np.ndarray and type(out) is not float:
-            out = np.asarray(out)
+            out = _as_ndarray(out)
     if forward:
         if len(keep) == k:
             tans = ids
@@ -156,6 +156,26 @@ def apply(prim, args, params=_EMPTY):
         r.tangent = None
         return r
     return wrap(out, top, top.push_linear(ids, rule), None)
+
+
+def as_ndarray(x, dtype=None):
+    """``np.asarray(x, dtype)`` of a plain value; one that ``deltaad.compile`` records stays
+    recorded (numpy cannot convert it without losing it)."""
+    if type(x) in _trace.recorded_arrays:
+        return x.as_ndarray(dtype)
+    return np.asarray(x, dtype=dtype)
+
+
+_as_ndarray = as_ndarray
+
+
+def to_float(r):
+    """``float(r)`` of a plain size-1 value; one that ``deltaad.compile`` records gives a
+    recorded number."""
+    f = _trace.recorded_arrays.get(type(r))
+    if f is not None:
+        return f(r)
+    return float(r)
 
 
 def select(rule, keep, scalar):
@@ -197,7 +217,7 @@ def to_scalar(c):
         if c.ndim != 0:
             c = np.sum(c)
         return getitem(c, ())
-    return float(np.sum(c)) if np.ndim(c) else float(c)
+    return to_float(np.sum(c)) if np.ndim(c) else to_float(c)
 
 
 def wrap(out, trace, i, t):
@@ -213,7 +233,7 @@ def wrap(out, trace, i, t):
         if tt is Dual:
             t = reshape_scalar(t)
         elif tt is not np.ndarray and tt is not ArrayDual:
-            t = np.asarray(t)
+            t = as_ndarray(t)
     return ArrayDual(out, trace, i, t)
 
 
@@ -520,7 +540,9 @@ def normalize_index(idx):
 def _getitem_impl(v, idx, unique):
     r = v[idx]
     if type(r) is not np.ndarray:
-        return float(r)
+        if type(r) in _trace.recorded_arrays and isinstance(r, np.ndarray):
+            return r  # (deltaad.compile's recorded array)
+        return to_float(r)
     return r
 
 
@@ -553,10 +575,7 @@ def getitem(x, idx, unique=None):
         if idx == ():
             return x
         return apply(GETITEM, (reshape_scalar(x),), {"idx": idx, "unique": unique})
-    r = np.asarray(x)[idx]
-    if type(r) is not np.ndarray:
-        return float(r)
-    return r
+    return _getitem_impl(as_ndarray(x), idx, unique)
 
 
 def _update_impl(xv, vv, idx, mode, unique):

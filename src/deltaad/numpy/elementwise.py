@@ -26,6 +26,8 @@ from .._errors import complex_error, escaped_error
 from ..trace import dtype_of, is_dual
 from ..trace import value as strip
 from . import registry
+from ..trace import recorded_arrays
+from .array import as_ndarray
 from .array import (
     ArrayDual, Dual, Primitive, apply, asarray_plain, broadcast, operand_or_raise, reshape,
     shape_of, unbroadcast,
@@ -55,7 +57,10 @@ def _nonfinite(d):
     v = strip(d)
     if type(v) is float:
         return not math.isfinite(v)
-    return not math.isfinite(np.asarray(v).sum())
+    s = as_ndarray(v).sum()
+    if type(s) in recorded_arrays:  # deltaad.compile: the outcome is its guard, not the sum
+        return bool(~np.isfinite(s))
+    return not math.isfinite(s)
 
 
 def _times(t, d, check=True):
@@ -142,7 +147,7 @@ def elementwise_primitive(name, impl, partials, with_out=False, edges=True):
 def _rdiv(a, b):
     """``ns.rdiv`` on arrays: ``a / b``, and where ``b`` is 0 the sign of ``a`` times inf (nan
     where ``a`` is 0 or nan), exactly as the scalar namespace's ``rdiv``."""
-    bv = np.asarray(strip(b))
+    bv = as_ndarray(strip(b))
     zero = bv == 0
     if not zero.any():
         return a / b
@@ -166,7 +171,7 @@ _RDIV = elementwise_primitive(
 
 
 def _sign(x):
-    return np.sign(np.asarray(strip(x)))
+    return np.sign(as_ndarray(strip(x)))
 
 
 def _where(c, a, b):
@@ -175,7 +180,7 @@ def _where(c, a, b):
 
 # The namespace the table's derivative expressions are evaluated over on arrays (the scalar
 # one is each backend's ``NS``): numpy's functions dispatch back to deltaad on array duals.
-NS = SimpleNamespace(rdiv=_rdiv, sign=_sign, value=lambda x: np.asarray(strip(x)), where=_where)
+NS = SimpleNamespace(rdiv=_rdiv, sign=_sign, value=lambda x: as_ndarray(strip(x)), where=_where)
 
 
 def _unary_fn(prim):
@@ -540,7 +545,7 @@ def _pow_partials(a, b, y, on):
         else:
             da = b * np.power(a, b - 1.0)
     if on[1]:
-        av = np.asarray(strip(a))
+        av = as_ndarray(strip(a))
         pos = av > 0
         safe = np.where(pos, a, 1.0)
         db = np.where(pos, np.log(safe) * y, np.where(av == 0, 0.0, np.nan))
@@ -556,8 +561,8 @@ FLOAT_POWER = _binary("float_power", np.float_power, _pow_partials)
 
 
 def _choice_weights(a, b, y, on, greater, ignore_nan):
-    av = np.asarray(strip(a))
-    bv = np.asarray(strip(b))
+    av = as_ndarray(strip(a))
+    bv = as_ndarray(strip(b))
     dt = dtype_of(y)
     eq = (av == bv) * 0.5
     wa = (greater(av, bv) + eq).astype(dt)
@@ -725,7 +730,7 @@ WHERE = Primitive("where", _where_impl, _where_vjp, _where_jvp)
 def _plain_cond(c):
     if type(c) is np.ndarray and c.dtype.kind == "O":
         return np.asarray(asarray_plain(c)).astype(bool)
-    return np.asarray(strip(c)).astype(bool)
+    return as_ndarray(strip(c)).astype(bool)
 
 
 @register(np.where)
@@ -757,10 +762,10 @@ def clip(a, a_min=NoValue, a_max=NoValue, out=None, *, min=NoValue, max=NoValue,
     r = x
     if lo is not None:
         lo = operand_or_raise(lo)
-        r = apply(WHERE, (lo, r), {"cond": np.asarray(np.asarray(strip(x)) < np.asarray(strip(lo)))})
+        r = apply(WHERE, (lo, r), {"cond": np.asarray(as_ndarray(strip(x)) < as_ndarray(strip(lo)))})
     if hi is not None:
         hi = operand_or_raise(hi)
-        r = apply(WHERE, (hi, r), {"cond": np.asarray(np.asarray(strip(r)) > np.asarray(strip(hi)))})
+        r = apply(WHERE, (hi, r), {"cond": np.asarray(as_ndarray(strip(r)) > as_ndarray(strip(hi)))})
     return r
 
 
@@ -790,7 +795,7 @@ def astype(x, dtype, copy=True):
             raise complex_error(x)
         return registry.COMPLEX.function(np.astype, (x, dt), {})
     if dt.kind != "f":  # piecewise constant: a plain result (derivative zero)
-        return np.asarray(strip(x)).astype(dt)
+        return as_ndarray(strip(x)).astype(dt)
     if dt == dtype_of(x):
         return x
     return apply(ASTYPE, (x,), {"dtype": dt})
@@ -828,7 +833,7 @@ MODF = elementwise_primitive("modf", _modf_frac, (lambda v: 1.0,), edges=False)
 
 
 def _modf(x):
-    return apply(MODF, (x,)), np.trunc(np.asarray(strip(x)))
+    return apply(MODF, (x,)), np.trunc(as_ndarray(strip(x)))
 
 
 def _modf_scalar(x):
@@ -873,7 +878,7 @@ def _ldexp_scalar(x, n):
 
 
 def _frexp(x):
-    e = np.frexp(np.asarray(strip(x)))[1]
+    e = np.frexp(as_ndarray(strip(x)))[1]
     return _ldexp(x, -e), e
 
 
@@ -895,7 +900,7 @@ def _interp_terms(x, fp, xp, left, right):
     """The derivative of ``interp(x, xp, fp)``: its slope in ``x`` (0 outside ``[xp[0],
     xp[-1]]``) and its weights on ``fp`` (shape ``x.shape + fp.shape``), as numpy expressions
     of ``x`` and ``fp`` (they differentiate again)."""
-    xv = np.asarray(strip(x))
+    xv = as_ndarray(strip(x))
     n = xp.shape[0]
     if n == 1:
         w = ((xv == xp[0]) | ((xv < xp[0]) & (left is None)) | ((xv > xp[0]) & (right is None)))
@@ -973,7 +978,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
 @register(np.nan_to_num, note="1 where x is finite, 0 where it is replaced")
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     xo = operand_or_raise(x)
-    xv = np.asarray(strip(xo))
+    xv = as_ndarray(strip(xo))
     if xv.dtype.kind not in "fc":
         return xo
     info = np.finfo(xv.dtype)
@@ -996,11 +1001,11 @@ def piecewise(x, condlist, funclist, *args, **kw):
     from .array import getitem, update
 
     xo = operand_or_raise(x)
-    xv = np.asarray(strip(xo))
+    xv = as_ndarray(strip(xo))
     n2 = len(funclist)
     if np.isscalar(condlist) or (not isinstance(condlist[0], (list, np.ndarray)) and xv.ndim != 0):
         condlist = [condlist]
-    conds = np.asarray([np.asarray(strip(c), dtype=bool) for c in condlist], dtype=bool)
+    conds = np.asarray([as_ndarray(strip(c), dtype=bool) for c in condlist], dtype=bool)
     n = len(conds)
     if n == n2 - 1:
         conds = np.concatenate([conds, ~np.any(conds, axis=0, keepdims=True)], axis=0)
