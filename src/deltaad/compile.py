@@ -197,6 +197,8 @@ class Compiled:
                 raise
         finally:
             rec.closed = True
+            if arec is not None:
+                arec.close()
         if rec.failed is not None:
             with self._lock:
                 self._uncompiled[key] = rec.failed

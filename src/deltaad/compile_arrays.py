@@ -29,6 +29,7 @@ import struct
 import numpy as np
 
 from . import _replay_pure as _P
+from . import trace as _trace
 from .pytrees import tree_unflatten
 from .trace import is_dual, register_recorded_array_type
 
@@ -140,7 +141,7 @@ def _impl(fn):
 #   pos: the scalar recording's length when the step was recorded (replay order)
 #   out: the array slot it fills (-1: none); info: what its result must look like (None: a
 #   guard, whose expected outcome is ``info``... see GUARD)
-STEP, GUARD, LINK = 0, 1, 2
+STEP, GUARD, LINK, LIFT = 0, 1, 2, 3
 
 
 class ArrayRecording:
@@ -156,6 +157,12 @@ class ArrayRecording:
         self.links = 0          # scalar inputs fed from arrays
         self._rtype = recorder_type
         self.consts = []        # (constant array, its bytes when first used)
+        _trace.lifting = True
+        _BY_REC[id(rec)] = self
+
+    def close(self):
+        """The call ended (the scalar recording is closed too)."""
+        _BY_REC.pop(id(self.rec), None)
 
     # -- recording --
     def _pos(self):
@@ -282,6 +289,14 @@ class ArrayRecording:
         self.steps.append((GUARD, self._pos(), fn, (_A(x.slot),) + args, {}, -1, r))
         return r
 
+    def lift(self, x):
+        """A recorded array holding recorded float ``x`` (the Python float itself)."""
+        if x._rec is not self.rec:
+            raise _P._escaped()
+        out = self._wrap(x.v)
+        self.steps.append((LIFT, self._pos(), None, (_S(x.slot),), {}, out.slot, None))
+        return out
+
     def to_recorder(self, x):
         """A recorded float (of the scalar recording) with the value of size-1 array ``x``:
         the array's value stays recorded where the array mechanism makes a Python float."""
@@ -295,6 +310,25 @@ class ArrayRecording:
     # -- finishing --
     def program(self, outs, scalar_code, scalar_funcs, nfloat):
         return ArrayProgram(self, outs, scalar_code, scalar_funcs, nfloat)
+
+
+_BY_REC = {}  # id(scalar recording) -> its ArrayRecording, while the call runs
+
+
+def _recorded_call(x, f, args):
+    """``f(*args)`` as one step of the recording of ``x`` (a recorded array or float): for
+    the array mechanism's helpers that write into arrays of their own (same bits on replay,
+    which calls ``f`` again)."""
+    if type(x) is RecordedArray:
+        arec = x._rec
+    else:
+        arec = _BY_REC.get(id(x._rec))
+        if arec is None or arec.rec is not x._rec:
+            x._rec.fail("a recorded float met numpy outside a recording with arrays")
+    return arec.call(f, args, None)
+
+
+_trace.recorded_call = _recorded_call
 
 
 class RecordedArray:
@@ -326,6 +360,10 @@ class RecordedArray:
         if "out" in kwargs and kwargs["out"] is not None:
             self._rec.fail("numpy.%s(..., out=...) writes into an array in place" % func.__name__)
         return self._rec.call(func, args, kwargs, replay_fn=_impl(func))
+
+    def lift(self, x):
+        """Recorded float ``x`` (of the same call) as a recorded array holding it."""
+        return self._rec.lift(x)
 
     def as_ndarray(self, dtype=None):
         """``np.asarray(self, dtype)``, recorded (for the array mechanism)."""
@@ -537,6 +575,9 @@ class ArrayProgram:
                 if not _scalar_run(code, self.funcs, svals, floats, i, pos):
                     return None
                 i = pos
+            if kind == LIFT:
+                vals[out] = svals[ta[0].i]
+                continue
             try:
                 args = [_fill(t, vals, svals) for t in ta]
                 if tk:

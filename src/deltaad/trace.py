@@ -57,6 +57,9 @@ def register_recorder_type(cls, dispatch):
 # differentiation; ``recorded_arrays[type](x)`` is a recorded number with size-1 ``x``'s value
 # (where the array mechanism makes a float of an array).
 recorded_arrays = {}
+recorded_call = None  # recorded_call(x, f, args): f(*args) as one recorded step of x's recording
+lifting = False  # set once a recording with arrays was made: the array mechanism then looks
+# for recorded floats meeting recorded arrays (``deltaad.numpy.array._lift``)
 
 
 def register_recorded_array_type(cls, to_scalar):

@@ -93,7 +93,8 @@ def apply(prim, args, params=_EMPTY):
                 top = t
     if top is None:
         out = prim.impl(*args, **params)
-        if type(out) is not np.ndarray and type(out) is not float:
+        if type(out) is not np.ndarray and type(out) is not float and \
+                type(out) not in _trace.recorders:  # (deltaad.compile's recorded float)
             out = _as_ndarray(out)
         return out
     if top.closed:
@@ -130,8 +131,11 @@ def apply(prim, args, params=_EMPTY):
     if inner:
         out = apply(prim, vals, params)
     else:
+        if _trace.lifting:
+            vals = _lift(vals)
         out = prim.impl(*vals, **params) if params else prim.impl(*vals)
-        if type(out) is not np.ndarray and type(out) is not float:
+        if type(out) is not np.ndarray and type(out) is not float and \
+                type(out) not in _trace.recorders:  # (deltaad.compile's recorded float)
             out = _as_ndarray(out)
     if forward:
         if len(keep) == k:
@@ -176,6 +180,22 @@ def to_float(r):
     if f is not None:
         return f(r)
     return float(r)
+
+
+def _lift(vals):
+    """``vals`` with deltaad.compile's recorded floats made recorded arrays where one meets a
+    recorded array (numpy would ask the float first, which cannot record an array call)."""
+    ra = None
+    rs = False
+    for v in vals:
+        tv = type(v)
+        if tv in _trace.recorded_arrays:
+            ra = v
+        elif tv in _trace.recorders:
+            rs = True
+    if ra is None or not rs:
+        return vals
+    return [ra.lift(v) if type(v) in _trace.recorders else v for v in vals]
 
 
 def select(rule, keep, scalar):
@@ -343,6 +363,10 @@ def asarray(x):
         if registry.COMPLEX is not None and registry.COMPLEX.involved(x):
             return registry.COMPLEX.asarray(x)
         if not has_dual(x):
+            if _trace.lifting:  # deltaad.compile's recorded floats: packed by a recorded step
+                for e in x:
+                    if type(e) in _trace.recorders:
+                        return _trace.recorded_call(e, np.asarray, (x,))
             return np.asarray(x)
         if all(type(e) is Dual or type(e) is float or isinstance(e, (numbers.Real, np.generic)) and not isinstance(e, np.ndarray) for e in x):
             return pack_scalars(list(x))
@@ -353,6 +377,10 @@ def asarray(x):
 
 
 def _pack_impl(*vals):
+    if _trace.lifting:  # deltaad.compile's recorded floats: packed by a recorded step
+        for v in vals:
+            if type(v) in _trace.recorders:
+                return _trace.recorded_call(v, _pack_impl, vals)
     return np.array(vals, dtype=float)
 
 
@@ -646,6 +674,8 @@ def scatter(ct, shape, dtype, idx, unique):
     tc = type(ct)
     if tc is ArrayDual or tc is Dual:
         return apply(UPDATE, (np.zeros(shape, dtype=dtype), ct), {"idx": idx, "mode": "add", "unique": unique})
+    if tc in _trace.recorded_arrays or tc in _trace.recorders:  # deltaad.compile: one step
+        return _trace.recorded_call(ct, scatter, (ct, shape, dtype, idx, unique))
     z = np.zeros(shape, dtype=dtype)
     if unique:
         z[idx] = ct
