@@ -190,11 +190,22 @@ class Compiled:
             out = self.fun(*dargs, **dkwargs)
             if rec.failed is None:
                 prog, result = _finish(rec, out, arec)
-        except BaseException:
+        except BaseException as exc:
             # an error after something unrecordable (which the function may have caught) is
             # no verdict on the function: it runs uncompiled below
             if rec.failed is None:
-                raise
+                if arec is None or not isinstance(exc, Exception):
+                    raise
+                # with arrays: the function's own error, or a recorded array behaving
+                # otherwise than the ndarray it stands for? The uncompiled call says which.
+                rec.closed = True
+                arec.close()
+                out = self.fun(*args, **kwargs)  # raises the function's own error
+                why = "recording raised %s: %s" % (type(exc).__name__, exc)
+                with self._lock:
+                    self._uncompiled[key] = why
+                self._warn(why)
+                return out
         finally:
             rec.closed = True
             if arec is not None:

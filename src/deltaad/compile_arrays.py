@@ -679,7 +679,7 @@ def finish(rec, arec, leaves, out_def, replay):
         if tx is not RecordedArray and (tx is np.ndarray or isinstance(x, np.generic)):
             # a constant array: a fresh copy per replay, as each uncompiled call makes its own
             result.append(x)
-            x = arec.call(np.copy, (x,), None)
+            x = arec.call(np.copy, (np.copy(x),), None)  # (the caller may write to x)
             spec.append(len(outs))
             outs.append(("a", x.slot))
             continue

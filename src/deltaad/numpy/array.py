@@ -320,6 +320,8 @@ def operand(x):
         return float(x)
     if isinstance(x, numbers.Complex):
         raise complex_error(x)
+    if tx in _trace.recorders:  # deltaad.compile's recorded float
+        return x
     return None
 
 
