@@ -69,9 +69,11 @@ def compile(fun, *, static_argnums=(), max_recordings=8, check=False):
     a global that changes) happen when a call records, not when it replays; ``check=True``
     also runs ``fun`` uncompiled on every call and raises ``ReplayMismatch`` unless the
     results agree bit for bit. Arguments at ``static_argnums`` are part of the key (they must
-    be hashable). Inputs that are duals (``grad(compile(f))``) and numpy arrays run ``fun``
-    uncompiled (arrays with a ``CompileWarning``), as does a function that does something
-    recording cannot capture, such as numpy calls on its float inputs.
+    be hashable). Float ndarray inputs are recorded as numpy steps (their shapes, dtypes and
+    layouts part of the key; see :mod:`deltaad.compile_arrays`). Inputs that are duals
+    (``grad(compile(f))``) run ``fun`` uncompiled, as does, with one ``CompileWarning``, a
+    function that does something recording cannot capture, such as numpy calls on its float
+    inputs or in-place writes to arrays.
     """
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
