@@ -97,9 +97,7 @@ def test_replay_same_bits(f, tname):
     assert cg.nrecordings >= 1
 
 
-# the hessian of integer-array indexing: the inner sweep's np.add.at-style scatter into a
-# buffer (out=) is not recorded
-KNOWN_FALLBACKS = {("indexing", "hessian"): "out="}
+KNOWN_FALLBACKS = {}  # (program, transform) -> the warning's cause, for what falls back
 
 
 @settings(max_examples=25, deadline=None)

@@ -328,7 +328,16 @@ def _recorded_call(x, f, args):
     return arec.call(f, args, None)
 
 
+def _recorded_lift(x):
+    """Recorded float ``x`` as a recorded array holding it (where it meets arrays)."""
+    arec = _BY_REC.get(id(x._rec))
+    if arec is None or arec.rec is not x._rec:
+        x._rec.fail("a recorded float met numpy outside a recording with arrays")
+    return arec.lift(x)
+
+
 _trace.recorded_call = _recorded_call
+_trace.recorded_lift = _recorded_lift
 
 
 class RecordedArray:

@@ -58,6 +58,7 @@ def register_recorder_type(cls, dispatch):
 # (where the array mechanism makes a float of an array).
 recorded_arrays = {}
 recorded_call = None  # recorded_call(x, f, args): f(*args) as one recorded step of x's recording
+recorded_lift = None  # recorded_lift(x): recorded float x as a recorded array holding it
 lifting = False  # set once a recording with arrays was made: the array mechanism then looks
 # for recorded floats meeting recorded arrays (``deltaad.numpy.array._lift``)
 

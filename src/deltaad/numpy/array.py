@@ -183,19 +183,20 @@ def to_float(r):
 
 
 def _lift(vals):
-    """``vals`` with deltaad.compile's recorded floats made recorded arrays where one meets a
-    recorded array (numpy would ask the float first, which cannot record an array call)."""
-    ra = None
+    """``vals`` with deltaad.compile's recorded floats made recorded arrays (holding the
+    float) where one meets an array: numpy would ask the float first, which cannot record a
+    numpy call; the array step computes what numpy computes with the float."""
+    ra = False
     rs = False
     for v in vals:
         tv = type(v)
-        if tv in _trace.recorded_arrays:
-            ra = v
-        elif tv in _trace.recorders:
+        if tv in _trace.recorders:
             rs = True
-    if ra is None or not rs:
+        elif tv is np.ndarray or tv in _trace.recorded_arrays:
+            ra = True
+    if not (ra and rs):
         return vals
-    return [ra.lift(v) if type(v) in _trace.recorders else v for v in vals]
+    return [_trace.recorded_lift(v) if type(v) in _trace.recorders else v for v in vals]
 
 
 def select(rule, keep, scalar):
@@ -609,6 +610,10 @@ def getitem(x, idx, unique=None):
 
 
 def _update_impl(xv, vv, idx, mode, unique):
+    if _trace.lifting and (type(xv) in _trace.recorded_arrays or type(vv) in _trace.recorded_arrays
+                           or type(vv) in _trace.recorders):  # deltaad.compile: one step
+        return _trace.recorded_call(vv if type(xv) is np.ndarray else xv, _update_impl,
+                                    (xv, vv, idx, mode, unique))
     dt = xv.dtype if xv.dtype.kind == "f" else np.result_type(xv.dtype, np.asarray(vv).dtype, float)
     out = np.array(xv, dtype=dt, copy=True)
     if mode == "set":
