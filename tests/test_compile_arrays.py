@@ -252,3 +252,22 @@ def test_escaped_recorded_array_errors():
     d.compile(f)(POINTS[0])
     with pytest.raises(d.EscapedDualError):
         box[0] + 1.0
+
+
+def test_errstate_is_replayed():
+    def f(x):
+        with np.errstate(divide="raise"):
+            y = 1.0 / x
+        return np.sum(y * x)
+
+    g = d.value_and_grad(f)
+    cg = d.compile(g)
+    x = np.array([1.0, 2.0, 4.0])
+    assert tree_bits(cg(x)) == tree_bits(g(x))
+    assert tree_bits(cg(x * 3.0)) == tree_bits(g(x * 3.0))
+    assert cg.recordings_made == 1
+    with pytest.raises(FloatingPointError):  # the replayed division raises as numpy's would
+        cg(np.array([1.0, 0.0, 2.0]))
+    with np.errstate(all="ignore"):  # other error handling: recorded afresh under it
+        assert tree_bits(cg(x)) == tree_bits(g(x))
+    assert cg.recordings_made == 2  # (the call that raised kept no recording)

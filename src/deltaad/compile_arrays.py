@@ -131,6 +131,15 @@ def _attr(name):
     return f
 
 
+def _errstate(fn, err):
+    """``fn`` called under numpy's error handling ``err``."""
+    def f(*args, **kwargs):
+        with np.errstate(**err):
+            return fn(*args, **kwargs)
+    f.__name__ = getattr(fn, "__name__", "step")
+    return f
+
+
 def _impl(fn):
     """numpy's implementation behind an ``__array_function__`` dispatcher: what a call with
     plain arrays runs anyway (the replay skips the dispatch)."""
@@ -147,7 +156,7 @@ STEP, GUARD, LINK, LIFT = 0, 1, 2, 3
 class ArrayRecording:
     """The array steps of one recording, beside its scalar :class:`Recording`."""
 
-    __slots__ = ("rec", "steps", "nslots", "inputs", "links", "_rtype", "consts")
+    __slots__ = ("rec", "steps", "nslots", "inputs", "links", "_rtype", "consts", "err0")
 
     def __init__(self, rec, recorder_type):
         self.rec = rec          # the scalar recording (its ``closed``/``failed`` are the call's)
@@ -157,6 +166,7 @@ class ArrayRecording:
         self.links = 0          # scalar inputs fed from arrays
         self._rtype = recorder_type
         self.consts = []        # (constant array, its bytes when first used)
+        self.err0 = np.geterr()  # numpy's floating-point error handling: part of the key
         _trace.lifting = True
         _BY_REC[id(rec)] = self
 
@@ -242,6 +252,9 @@ class ArrayRecording:
         ta, va = self._template(tuple(args))
         tk, vk = self._template(kwargs) if kwargs else ({}, {})
         r = fn(*va, **vk)
+        err = np.geterr()
+        if err != self.err0:  # inside np.errstate (a rule's): the replay sets it alike
+            replay_fn = _errstate(replay_fn or fn, err)
         if type(ta) is _N:
             ta = ta.items
         else:
@@ -286,6 +299,9 @@ class ArrayRecording:
         if self.rec.closed:
             raise _P._escaped()
         r = fn(x.v, *args)
+        err = np.geterr()
+        if err != self.err0:
+            fn = _errstate(fn, err)
         self.steps.append((GUARD, self._pos(), fn, (_A(x.slot),) + args, {}, -1, r))
         return r
 
@@ -550,7 +566,7 @@ class ArrayProgram:
     """A finished recording with array steps: ``run(inputs)`` (floats and arrays, in leaf
     order) gives the output values, or None where a guard or a step's result differs."""
 
-    __slots__ = ("steps", "nslots", "inputs", "outs", "code", "funcs", "nfloat", "n")
+    __slots__ = ("steps", "nslots", "inputs", "outs", "code", "funcs", "nfloat", "n", "err0")
 
     def __init__(self, arec, outs, code, funcs, nfloat):
         self.steps = list(arec.steps)
@@ -561,12 +577,15 @@ class ArrayProgram:
         self.funcs = tuple(funcs)
         self.nfloat = nfloat
         self.n = len(self.code)
+        self.err0 = arec.err0
 
     @property
     def nsteps(self):
         return len(self.steps)
 
     def run(self, inputs):
+        if np.geterr() != self.err0:  # other error handling: numpy may raise or warn otherwise
+            return None
         vals = [None] * self.nslots
         floats = []
         apos = dict(self.inputs)
