@@ -271,3 +271,67 @@ def test_errstate_is_replayed():
     with np.errstate(all="ignore"):  # other error handling: recorded afresh under it
         assert tree_bits(cg(x)) == tree_bits(g(x))
     assert cg.recordings_made == 2  # (the call that raised kept no recording)
+
+
+# -- random array programs: sharing, branches on array values, scalars out of arrays ----------
+
+_M = np.array([[0.5, -0.25, 0.0], [0.125, 1.0, -0.5], [0.0, 0.75, 0.25]])
+
+_UNARY = [np.sin, np.tanh, lambda v: v * v, lambda v: -v, lambda v: np.cumsum(v),
+          lambda v: _M @ v, lambda v: v[::-1], lambda v: np.concatenate([v[1:], v[:1]]),
+          lambda v: v - np.mean(v), lambda v: v * np.sum(v * v),
+          lambda v: np.where(v > 0.1, v, 0.5 * v), lambda v: np.maximum(v, 0.0),
+          lambda v: v / (1.0 + np.abs(v)), lambda v: np.sort(v),
+          lambda v: np.linalg.solve(_M + 2.0 * np.eye(3), v), lambda v: v[np.argmax(v)] * v,
+          lambda v: np.clip(v, -0.5, 0.5), lambda v: np.prod(v) + v, lambda v: np.max(v) * v,
+          lambda v: np.linalg.norm(v) * v, lambda v: np.exp(-v * v),
+          lambda v: np.outer(v, v).sum(axis=1), lambda v: np.dot(v, _M),
+          lambda v: np.sqrt(v * v + 1.0), lambda v: _halve(v), lambda v: v.T @ _M.T,
+          lambda v: np.linalg.inv(_M + np.diag(v * v + 2.0)) @ v]
+
+
+def _halve(v):
+    while np.max(np.abs(v)) > 1.0:  # a trip count from values: guards
+        v = v * 0.5
+    return v
+_BINARY = [np.add, np.subtract, np.multiply, lambda a, b: a * b[0] + b * a[2],
+           lambda a, b: np.stack([a, b]).sum(axis=0), lambda a, b: np.outer(a, b) @ a,
+           lambda a, b: a if np.sum(a) > np.sum(b) else b * 2.0]
+
+_op = st.one_of(st.tuples(st.just(1), st.integers(0, len(_UNARY) - 1), st.integers(0, 30)),
+                st.tuples(st.just(2), st.integers(0, len(_BINARY) - 1), st.integers(0, 30),
+                          st.integers(0, 30)))
+
+
+def _program(ops):
+    def f(x):
+        pool = [x, x * 0.5 + 0.25]
+        for op in ops:
+            if op[0] == 1:
+                pool.append(_UNARY[op[1]](pool[op[2] % len(pool)]))
+            else:
+                pool.append(_BINARY[op[1]](pool[op[2] % len(pool)], pool[op[3] % len(pool)]))
+        return np.sum(pool[-1] * pool[-2]) + np.sum(pool[-1])
+    return f
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_op, min_size=1, max_size=8),
+       st.lists(st.lists(st.floats(-2, 2, allow_nan=False, width=32), min_size=3, max_size=3),
+                min_size=2, max_size=4),
+       st.sampled_from(["plain", "grad", "value_and_grad", "jvp", "hessian"]))
+def test_random_array_programs_same_bits(ops, pts, tname):
+    f = _program(ops)
+    g = TRANSFORMS[tname](f)
+    points = [(np.array(p, dtype=float),) for p in pts]
+    cg = d.compile(g)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        for x in points + points[:1]:
+            try:
+                want = g(*x)
+            except Exception as e:  # noqa: BLE001 - the compiled call must raise the same
+                with pytest.raises(type(e)):
+                    cg(*x)
+                continue
+            assert tree_bits(cg(*x)) == tree_bits(want)

@@ -147,7 +147,7 @@ def apply(prim, args, params=_EMPTY):
         t = prim.jvp(out, vals, tans, **params)
         if type(out) is np.ndarray and out.dtype.kind == "f" and \
                 isinstance(t, (np.ndarray, np.floating)) and t.dtype != out.dtype:
-            t = np.asarray(t, dtype=out.dtype)  # a tangent has its primal's dtype (float32 stays)
+            t = as_ndarray(t, dtype=out.dtype)  # a tangent has its primal's dtype (float32 stays)
         return wrap(out, top, -1, t)
     rule = prim.vjp(out, vals, on, **params) if params else prim.vjp(out, vals, on)
     if scalar is not None or len(keep) != k:
@@ -165,8 +165,11 @@ def apply(prim, args, params=_EMPTY):
 def as_ndarray(x, dtype=None):
     """``np.asarray(x, dtype)`` of a plain value; one that ``deltaad.compile`` records stays
     recorded (numpy cannot convert it without losing it)."""
-    if type(x) in _trace.recorded_arrays:
+    tx = type(x)
+    if tx in _trace.recorded_arrays:
         return x.as_ndarray(dtype)
+    if tx in _trace.recorders and _trace.lifting:
+        return _trace.recorded_lift(x).as_ndarray(dtype)
     return np.asarray(x, dtype=dtype)
 
 
@@ -275,7 +278,7 @@ def array_input(trace, value, tangent):
                 raise ValueError("jvp: a scalar tangent for a primal of shape %s" % (v.shape,))
             t = reshape_scalar(tangent)
         else:
-            t = np.asarray(tangent)
+            t = as_ndarray(tangent)
             if t.dtype.kind == "c":
                 raise TypeError(
                     "jvp: got a complex tangent for a real primal array; a real primal's "
@@ -547,7 +550,7 @@ def normalize_index(idx):
             out.append(int(k))
             continue
         if isinstance(k, (np.ndarray, list, tuple)):
-            a = np.asarray(k)
+            a = as_ndarray(k)
             if a.dtype.kind in "iu":
                 unique = False
             elif a.dtype.kind == "b":
@@ -568,7 +571,19 @@ def normalize_index(idx):
     return tuple(out), unique
 
 
+def _recorded_among(values):
+    """The first of ``values`` that deltaad.compile records (an array or a float), or None."""
+    for v in values:
+        if type(v) in _trace.recorded_arrays or type(v) in _trace.recorders:
+            return v
+    return None
+
+
 def _getitem_impl(v, idx, unique):
+    if type(v) is np.ndarray and _trace.lifting:
+        k = _recorded_among(idx)
+        if k is not None:  # deltaad.compile's recorded index into a plain array: one step
+            return _trace.recorded_call(k, _getitem_impl, (v, idx, unique))
     r = v[idx]
     if type(r) is not np.ndarray:
         if type(r) in _trace.recorded_arrays and isinstance(r, np.ndarray):
@@ -610,11 +625,11 @@ def getitem(x, idx, unique=None):
 
 
 def _update_impl(xv, vv, idx, mode, unique):
-    if _trace.lifting and (type(xv) in _trace.recorded_arrays or type(vv) in _trace.recorded_arrays
-                           or type(vv) in _trace.recorders):  # deltaad.compile: one step
-        return _trace.recorded_call(vv if type(xv) is np.ndarray else xv, _update_impl,
-                                    (xv, vv, idx, mode, unique))
-    dt = xv.dtype if xv.dtype.kind == "f" else np.result_type(xv.dtype, np.asarray(vv).dtype, float)
+    if _trace.lifting:
+        r = _recorded_among((xv, vv) + idx)
+        if r is not None:  # deltaad.compile: one recorded step
+            return _trace.recorded_call(r, _update_impl, (xv, vv, idx, mode, unique))
+    dt = xv.dtype if xv.dtype.kind == "f" else np.result_type(xv.dtype, as_ndarray(vv).dtype, float)
     out = np.array(xv, dtype=dt, copy=True)
     if mode == "set":
         out[idx] = vv
@@ -672,7 +687,7 @@ def update(x, v, idx, mode, unique=None):
     if type(x) is Dual:
         x = reshape_scalar(x)
     elif type(x) is not ArrayDual:
-        x = np.asarray(x)
+        x = as_ndarray(x)
     return apply(UPDATE, (x, v), {"idx": idx, "mode": mode, "unique": unique})
 
 

@@ -26,7 +26,7 @@ from .._errors import complex_error, escaped_error
 from ..trace import dtype_of, is_dual
 from ..trace import value as strip
 from . import registry
-from ..trace import recorded_arrays
+from ..trace import recorded_arrays, recorders
 from .array import as_ndarray
 from .array import (
     ArrayDual, Dual, Primitive, apply, asarray_plain, broadcast, operand_or_raise, reshape,
@@ -48,7 +48,7 @@ def _zero_mask(t):
         if not t.trace.is_forward:
             return False
         return _zero_mask(t.value) & _zero_mask(t.tangent)
-    return np.asarray(t) == 0
+    return as_ndarray(t) == 0
 
 
 def _nonfinite(d):
@@ -57,6 +57,8 @@ def _nonfinite(d):
     v = strip(d)
     if type(v) is float:
         return not math.isfinite(v)
+    if type(v) in recorders:  # deltaad.compile's float: a guard on finiteness, not on v
+        return (v - v) != 0.0  # (inf - inf and nan - nan are nan, x - x is 0 otherwise)
     s = as_ndarray(v).sum()
     if type(s) in recorded_arrays:  # deltaad.compile: the outcome is its guard, not the sum
         return bool(~np.isfinite(s))
@@ -157,8 +159,8 @@ def _rdiv(a, b):
 
 
 def _rdiv_plain(a, b):
-    a = np.asarray(a)
-    b = np.asarray(b)
+    a = as_ndarray(a)
+    b = as_ndarray(b)
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.true_divide(a, b)
     edge = np.where((a == 0) | np.isnan(a), np.nan, np.copysign(np.inf, a))
@@ -729,7 +731,7 @@ WHERE = Primitive("where", _where_impl, _where_vjp, _where_jvp)
 
 def _plain_cond(c):
     if type(c) is np.ndarray and c.dtype.kind == "O":
-        return np.asarray(asarray_plain(c)).astype(bool)
+        return as_ndarray(asarray_plain(c)).astype(bool)
     return as_ndarray(strip(c)).astype(bool)
 
 
@@ -762,10 +764,10 @@ def clip(a, a_min=NoValue, a_max=NoValue, out=None, *, min=NoValue, max=NoValue,
     r = x
     if lo is not None:
         lo = operand_or_raise(lo)
-        r = apply(WHERE, (lo, r), {"cond": np.asarray(as_ndarray(strip(x)) < as_ndarray(strip(lo)))})
+        r = apply(WHERE, (lo, r), {"cond": as_ndarray(as_ndarray(strip(x)) < as_ndarray(strip(lo)))})
     if hi is not None:
         hi = operand_or_raise(hi)
-        r = apply(WHERE, (hi, r), {"cond": np.asarray(as_ndarray(strip(r)) > as_ndarray(strip(hi)))})
+        r = apply(WHERE, (hi, r), {"cond": as_ndarray(as_ndarray(strip(r)) > as_ndarray(strip(hi)))})
     return r
 
 
@@ -789,7 +791,7 @@ def astype(x, dtype, copy=True):
     dt = np.dtype(dtype)
     tx = type(x)
     if tx is not ArrayDual and tx is not Dual:
-        return np.asarray(x).astype(dt)
+        return as_ndarray(x).astype(dt)
     if dt.kind == "c":
         if registry.COMPLEX is None:
             raise complex_error(x)
@@ -849,7 +851,7 @@ def _plain_int(name, n):
     if type(n) is ArrayDual or type(n) is Dual:
         raise TypeError("numpy.%s: the exponent is an integer and has no derivative; pass a "
                         "plain int (deltaad.value(n))" % name)
-    n = np.asarray(n)
+    n = as_ndarray(n)
     if n.dtype.kind == "f" and (n == np.floor(n)).all():  # a scalar operand arrives as a float
         n = n.astype(np.int64)
     return n
@@ -971,7 +973,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     fo = operand_or_raise(fp)
     if type(fo) is Dual:
         fo = reshape(fo, (1,))
-    return apply(INTERP, (xo, fo), {"xp": np.asarray(xp, dtype=float), "left": left,
+    return apply(INTERP, (xo, fo), {"xp": as_ndarray(xp, dtype=float), "left": left,
                                      "right": right})
 
 
@@ -1005,7 +1007,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
     n2 = len(funclist)
     if np.isscalar(condlist) or (not isinstance(condlist[0], (list, np.ndarray)) and xv.ndim != 0):
         condlist = [condlist]
-    conds = np.asarray([as_ndarray(strip(c), dtype=bool) for c in condlist], dtype=bool)
+    conds = as_ndarray([as_ndarray(strip(c), dtype=bool) for c in condlist], dtype=bool)
     n = len(conds)
     if n == n2 - 1:
         conds = np.concatenate([conds, ~np.any(conds, axis=0, keepdims=True)], axis=0)

@@ -410,7 +410,7 @@ def _zero_safe_multiply(a, b):
         r = np.multiply(a, b)
     if np.all(np.isfinite(r)):
         return r
-    return np.where((np.asarray(a) == 0) | (np.asarray(b) == 0), 0.0, r)
+    return np.where((as_ndarray(a) == 0) | (as_ndarray(b) == 0), 0.0, r)
 
 
 _ZERO_SAFE_MUL = elementwise_primitive("multiply (zero-safe)", _zero_safe_multiply,
@@ -699,7 +699,7 @@ def pinv(a, rcond=None, hermitian=False, **kwargs):
 
 
 def _lstsq_impl(a, b, part, rcond):
-    return np.asarray(np.linalg.lstsq(a, b, rcond=rcond)[part])
+    return as_ndarray(np.linalg.lstsq(a, b, rcond=rcond)[part])
 
 
 def _lstsq_pinv(a, rcond):
@@ -780,7 +780,7 @@ def matrix_power(a, n):
     """numpy's own sequence of products (binary powering), so the value has numpy's bits."""
     x = as_array(a)
     try:
-        n = int(np.asarray(n).__index__()) if not isinstance(n, int) else n
+        n = int(as_ndarray(n).__index__()) if not isinstance(n, int) else n
     except TypeError as e:
         raise TypeError("exponent must be an integer") from e
     shape = shape_of(x)

@@ -72,7 +72,7 @@ def _masked(name, initial, where):
     if where is not NoValue and where is not True:
         if is_dual(where):
             raise TypeError("numpy.%s(..., where=) takes a boolean mask, not a dual" % name)
-        mask = np.asarray(where, dtype=bool)
+        mask = as_ndarray(where, dtype=bool)
         kw["where"] = mask
     return (kw, mask) if kw else None
 
@@ -664,7 +664,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=NoValue):
     kd = keepdims is True
     if weights is None:
         avg = mean(x, axes, keepdims=kd)
-        scl = np.asarray(float(np.size(strip(x))) / max(np.size(strip(avg)), 1))
+        scl = as_ndarray(float(np.size(strip(x))) / max(np.size(strip(avg)), 1))
     else:
         w = operand_or_raise(weights)
         s = shape_of(x)
@@ -706,7 +706,7 @@ def _order_weights(xv, q, axes, method, ignore_nan):
     order = np.argsort(flat, axis=-1, kind="stable")  # nans last
     n = flat.shape[-1]
     count = np.sum(~np.isnan(flat), axis=-1) if ignore_nan else np.full(bshape, n)
-    qf = np.asarray(q, dtype=float).reshape(-1)
+    qf = as_ndarray(q, dtype=float).reshape(-1)
     w = np.zeros((qf.size,) + flat.shape)
     for i, qi in enumerate(qf):
         pos = qi * (count - 1.0)
@@ -760,7 +760,7 @@ def _quantile(name, f, a, q, axis, out, overwrite_input, method, keepdims, weigh
     nd = ndim(x)
     axes = tuple(range(nd)) if axis is None else normalize_axis_tuple(axis, nd)
     # the derivative needs the reduced axes; numpy's own call gets the axis the user gave
-    params = {"f": f, "q": None if q is None else np.asarray(q), "axes": axes,
+    params = {"f": f, "q": None if q is None else as_ndarray(q), "axes": axes,
               "keepdims": bool(keepdims), "method": method, "ignore_nan": ignore_nan,
               "scale": scale, "call_axes": axis}
     return apply(QUANTILE, (x,), params)
@@ -772,7 +772,7 @@ def _qcall_impl(v, f, q, axes, keepdims, method, ignore_nan, scale, call_axes):
 
 def _qcall_vjp(out, vals, on, f, q, axes, keepdims, method, ignore_nan, scale, call_axes):
     x = vals[0]
-    qq = 0.5 if q is None else np.asarray(q, dtype=float) / scale
+    qq = 0.5 if q is None else as_ndarray(q, dtype=float) / scale
     w = _order_weights(as_ndarray(strip(x)), qq, axes, method, ignore_nan).astype(_fdt(x))
     nq = np.ndim(qq)
     xs = shape_of(x)
@@ -788,7 +788,7 @@ def _qcall_vjp(out, vals, on, f, q, axes, keepdims, method, ignore_nan, scale, c
 
 def _qcall_jvp(out, vals, tans, f, q, axes, keepdims, method, ignore_nan, scale, call_axes):
     x = vals[0]
-    qq = 0.5 if q is None else np.asarray(q, dtype=float) / scale
+    qq = 0.5 if q is None else as_ndarray(q, dtype=float) / scale
     w = _order_weights(as_ndarray(strip(x)), qq, axes, method, ignore_nan).astype(_fdt(x))
     nq = np.ndim(qq)
     r = np.sum(w * tans[0], axis=tuple(nq + i for i in axes), keepdims=True)

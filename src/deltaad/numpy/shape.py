@@ -405,7 +405,7 @@ def roll(a, shift, axis=None):
         s = shape_of(x)
         return reshape(roll(ravel(x), shift, 0), s)
     nd = ndim(x)
-    shifts, axes = np.broadcast_arrays(np.asarray(shift), np.asarray(axis))
+    shifts, axes = np.broadcast_arrays(as_ndarray(shift), as_ndarray(axis))
     total = {}
     for sh, ax in zip(shifts.ravel().tolist(), axes.ravel().tolist()):
         ax = normalize_axis_index(ax, nd)
@@ -443,7 +443,7 @@ def repeat(a, repeats, axis=None):
     s = shape_of(x)
     ax = normalize_axis_index(axis, len(s))
     n = s[ax]
-    r = np.asarray(repeats)
+    r = as_ndarray(repeats)
     if r.ndim == 0 or r.size == 1:
         k = int(r.reshape(-1)[0]) if r.ndim else int(r)
         x = reshape(x, s[: ax + 1] + (1,) + s[ax + 1 :])
@@ -578,7 +578,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
         axis = 0
     s = shape_of(x)
     ax = normalize_axis_index(axis, len(s))
-    idx = np.asarray(indices)
+    idx = as_ndarray(indices)
     n = s[ax]
     if mode == "wrap":
         idx = idx % n
@@ -607,7 +607,7 @@ def choose(a, choices, out=None, mode="raise"):
     if is_dual(a):
         raise TypeError("numpy.choose: the index array a has no derivative; pass plain "
                         "integers (deltaad.value(a))")
-    idx = np.asarray(a)
+    idx = as_ndarray(a)
     n = len(choices)
     if mode == "wrap":
         idx = idx % n
@@ -681,7 +681,7 @@ def take_along_axis(arr, indices, axis=-1):
         x = ravel(x)
         axis = 0
     ax = normalize_axis_index(axis, ndim(x))
-    return getitem(x, _along_axis_index(np.asarray(indices), ax, shape_of(x)), False)
+    return getitem(x, _along_axis_index(as_ndarray(indices), ax, shape_of(x)), False)
 
 
 @register(np.sort, note="follows the stable sorting permutation")
@@ -807,7 +807,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
 
 def _gather_flat(x, src):
     """The entries of ``x`` (flattened) at the integer array ``src``."""
-    return getitem(ravel(x), np.asarray(src), False)
+    return getitem(ravel(x), as_ndarray(src), False)
 
 
 @register(np.delete)
@@ -899,7 +899,7 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
 @register(np.linspace, note="numpy's arithmetic: linear in start and stop")
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):
-    num = int(np.asarray(num).__index__()) if not isinstance(num, int) else num
+    num = int(as_ndarray(num).__index__()) if not isinstance(num, int) else num
     if num < 0:
         raise ValueError("Number of samples, %s, must be non-negative." % num)
     div = (num - 1) if endpoint else num
