@@ -256,7 +256,7 @@ class ArrayRecording:
         if err != self.err0:  # inside np.errstate (a rule's): the replay sets it alike
             replay_fn = _errstate(replay_fn or fn, err)
         if type(ta) is _N:
-            ta = ta.items
+            ta = tuple(ta.items)
         else:
             ta = tuple(ta)
         if type(tk) is _N:
@@ -566,7 +566,8 @@ class ArrayProgram:
     """A finished recording with array steps: ``run(inputs)`` (floats and arrays, in leaf
     order) gives the output values, or None where a guard or a step's result differs."""
 
-    __slots__ = ("steps", "nslots", "inputs", "outs", "code", "funcs", "nfloat", "n", "err0")
+    __slots__ = ("steps", "plan", "init", "nslots", "inputs", "outs", "code", "funcs", "nfloat",
+                 "n", "err0")
 
     def __init__(self, arec, outs, code, funcs, nfloat):
         self.steps = list(arec.steps)
@@ -578,6 +579,58 @@ class ArrayProgram:
         self.nfloat = nfloat
         self.n = len(self.code)
         self.err0 = arec.err0
+        self._plan()
+
+    def _plan(self):
+        """Each step as what its replay does: arguments that are array slots or constants
+        (the commonest) read from one list of values, the constants in slots of their own."""
+        init = [None] * self.nslots
+        plan = []
+        for kind, pos, fn, ta, tk, out, info in self.steps:
+            if kind == STEP and type(ta) is tuple and (not tk or type(tk) is dict) and all(
+                    type(t) is not _S and type(t) is not _N for t in ta):
+                idx = []
+                for t in ta:
+                    if type(t) is _A:
+                        idx.append(t.i)
+                    else:
+                        idx.append(len(init))
+                        init.append(t)
+                if tk:
+                    op, a, b = _PK, tuple(idx), tk
+                elif len(idx) == 1:
+                    op, a, b = _P1, idx[0], None
+                elif len(idx) == 2:
+                    op, a, b = _P2, idx[0], idx[1]
+                else:
+                    op, a, b = _PN, tuple(idx), None
+            else:
+                op, a, b = kind + _GENERAL, ta, tk
+            if kind == STEP and len(info) == 3:
+                check = (_CA, info[0], info[1], info[2])
+            elif kind == STEP and len(info) == 2:
+                check = (_CT, info[0], info[1], None)
+            elif kind == STEP:
+                check = (_CG, info[0], None, None)
+            else:
+                check = (None, None, None, info)
+            plan.append([op, pos, fn, a, b, out] + list(check))
+        # liveness: a value no later step reads is dropped after its last reader, so numpy
+        # reuses its memory (holding every intermediate array alive costs about as much as
+        # the numpy calls themselves on small arrays)
+        last = {}
+        for k, (kind, pos, fn, ta, tk, out, info) in enumerate(self.steps):
+            if out >= 0:
+                last.setdefault(out, k)
+            for j in _slots_of((ta, tk)):
+                last[j] = k
+        keep = set(j for kind, j in self.outs if kind == "a")
+        dead = [[] for _ in plan]
+        for j, k in last.items():
+            if j not in keep:
+                dead[k].append(j)
+        self.plan = [tuple(p + [tuple(dj)]) for p, dj in zip(plan, dead)]
+        self.init = init
 
     @property
     def nsteps(self):
@@ -586,51 +639,96 @@ class ArrayProgram:
     def run(self, inputs):
         if np.geterr() != self.err0:  # other error handling: numpy may raise or warn otherwise
             return None
-        vals = [None] * self.nslots
+        vals = list(self.init)
         floats = []
-        apos = dict(self.inputs)
-        for k, x in enumerate(inputs):
-            s = apos.get(k)
-            if s is None:
-                floats.append(x)
-            else:
-                vals[s] = x
+        if len(self.inputs) == len(inputs):
+            for k, s in self.inputs:
+                vals[s] = inputs[k]
+        else:
+            apos = dict(self.inputs)
+            for k, x in enumerate(inputs):
+                s = apos.get(k)
+                if s is None:
+                    floats.append(x)
+                else:
+                    vals[s] = x
         svals = [0.0] * self.n
         i = 0
         code = self.code
-        for kind, pos, fn, ta, tk, out, info in self.steps:
+        ndarray = np.ndarray
+        for op, pos, fn, a, b, out, ck, ctype, cshape, cdtype, dead in self.plan:
             if i < pos:
                 if not _scalar_run(code, self.funcs, svals, floats, i, pos):
                     return None
                 i = pos
-            if kind == LIFT:
-                vals[out] = svals[ta[0].i]
-                continue
             try:
-                args = [_fill(t, vals, svals) for t in ta]
-                if tk:
-                    r = fn(*args, **_fill(tk, vals, svals)) if type(tk) is _N else fn(*args, **tk)
+                if op == _P2:
+                    r = fn(vals[a], vals[b])
+                elif op == _P1:
+                    r = fn(vals[a])
+                elif op == _PN:
+                    r = fn(*[vals[j] for j in a])
+                elif op == _PK:
+                    r = fn(*[vals[j] for j in a], **b)
+                elif op == _GENERAL + LIFT:
+                    vals[out] = svals[a[0].i]
+                    for j in dead:
+                        vals[j] = None
+                    continue
                 else:
-                    r = fn(*args)
+                    args = [_fill(t, vals, svals) for t in a]
+                    if b:
+                        r = fn(*args, **(_fill(b, vals, svals) if type(b) is _N else b))
+                    else:
+                        r = fn(*args)
             except Exception:  # noqa: BLE001 - the uncompiled call raises here: record it
                 return None
-            if kind == STEP:
-                if type(r) is not info[0]:
-                    return None
-                if len(info) == 3:
-                    if r.shape != info[1] or r.dtype != info[2]:
-                        return None
-                elif len(info) == 2 and len(r) != info[1]:
+            if ck == _CA:  # an array: of the recorded shape and dtype
+                if type(r) is not ndarray or r.shape != cshape or (
+                        r.dtype is not cdtype and r.dtype != cdtype):
                     return None
                 vals[out] = r
-            elif kind == GUARD:
-                if not _same_value(r, info):
+            elif ck == _CG:
+                if type(r) is not ctype:
+                    return None
+                vals[out] = r
+            elif ck == _CT:
+                if type(r) is not ctype or len(r) != cshape:
+                    return None
+                vals[out] = r
+            elif op == _GENERAL + GUARD:
+                if not _same_value(r, cdtype):
                     return None
             else:  # LINK: the array's value as the scalar recording's next input
                 floats.append(r)
+            if dead:
+                for j in dead:
+                    vals[j] = None
         if i < self.n and not _scalar_run(code, self.funcs, svals, floats, i, self.n):
             return None
         return [vals[s] if k == "a" else svals[s] for k, s in self.outs]
+
+
+_P1, _P2, _PN, _PK = 10, 11, 12, 13  # plan: fn(v), fn(v, w), fn(*vs), fn(*vs, **constants)
+_GENERAL = 20                        # plan: _GENERAL + the step's kind
+_CA, _CT, _CG = 1, 2, 3              # checks: an array, a tuple of arrays, a numpy scalar
+
+
+def _slots_of(t):
+    """The array slots a step's argument template reads."""
+    tt = type(t)
+    if tt is _A:
+        return [t.i]
+    if tt is _N:
+        return _slots_of(t.items)
+    if tt is tuple or tt is list:
+        out = []
+        for e in t:
+            out += _slots_of(e)
+        return out
+    if tt is dict:
+        return _slots_of(list(t.values()))
+    return []
 
 
 def _scalar_run(code, funcs, vals, inputs, start, stop):
