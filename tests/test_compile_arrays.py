@@ -335,3 +335,41 @@ def test_random_array_programs_same_bits(ops, pts, tname):
                     cg(*x)
                 continue
             assert tree_bits(cg(*x)) == tree_bits(want)
+
+
+def test_threads_get_the_serial_results():
+    import threading
+
+    g = d.value_and_grad(matmul)
+    cg = d.compile(g)
+    xs = [np.array([0.1 * k, -0.2, 0.3 + k, 1.0]) for k in range(8)]
+    want = [tree_bits(g(x)) for x in xs]
+    got = [None] * 8
+
+    def work(k):
+        for _ in range(5):
+            got[k] = tree_bits(cg(xs[k]))
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert got == want
+
+
+def test_check_mode_compares_arrays():
+    cg = d.compile(d.grad(linalg), check=True)
+    for p in POINTS:
+        assert tree_bits(cg(p)) == tree_bits(d.grad(linalg)(p))
+
+
+def test_recording_that_raises_where_numpy_does_not_falls_back():
+    def f(x):
+        m = memoryview(x)  # a recorded array has no buffer: the recording raises TypeError
+        return np.sum(x) + m.nbytes
+
+    cg = d.compile(f)
+    with pytest.warns(CompileWarning, match="recording raised TypeError"):
+        assert tree_bits(cg(POINTS[0])) == tree_bits(f(POINTS[0]))
+    assert tree_bits(cg(POINTS[1])) == tree_bits(f(POINTS[1]))

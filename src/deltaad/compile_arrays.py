@@ -25,6 +25,7 @@ the function uncompiled, with one warning.
 import math
 import operator
 import struct
+import threading
 
 import numpy as np
 
@@ -167,12 +168,15 @@ class ArrayRecording:
         self._rtype = recorder_type
         self.consts = []        # (constant array, its bytes when first used)
         self.err0 = np.geterr()  # numpy's floating-point error handling: part of the key
-        _trace.lifting = True
-        _BY_REC[id(rec)] = self
+        with _OPEN_LOCK:
+            _BY_REC[id(rec)] = self
+            _trace.lifting = True
 
     def close(self):
         """The call ended (the scalar recording is closed too)."""
-        _BY_REC.pop(id(self.rec), None)
+        with _OPEN_LOCK:
+            if _BY_REC.pop(id(self.rec), None) is not None:
+                _trace.lifting = bool(_BY_REC)
 
     # -- recording --
     def _pos(self):
@@ -329,6 +333,7 @@ class ArrayRecording:
 
 
 _BY_REC = {}  # id(scalar recording) -> its ArrayRecording, while the call runs
+_OPEN_LOCK = threading.Lock()  # (``trace.lifting``: while any recording with arrays is open)
 
 
 def _recorded_call(x, f, args):

@@ -59,8 +59,8 @@ def register_recorder_type(cls, dispatch):
 recorded_arrays = {}
 recorded_call = None  # recorded_call(x, f, args): f(*args) as one recorded step of x's recording
 recorded_lift = None  # recorded_lift(x): recorded float x as a recorded array holding it
-lifting = False  # set once a recording with arrays was made: the array mechanism then looks
-# for recorded floats meeting recorded arrays (``deltaad.numpy.array._lift``)
+lifting = False  # while a recording with arrays is open (in any thread): the array mechanism
+# then looks for recorded floats meeting arrays (``deltaad.numpy.array._lift``)
 
 
 def register_recorded_array_type(cls, to_scalar):
