@@ -287,7 +287,17 @@ _UNARY = [np.sin, np.tanh, lambda v: v * v, lambda v: -v, lambda v: np.cumsum(v)
           lambda v: np.linalg.norm(v) * v, lambda v: np.exp(-v * v),
           lambda v: np.outer(v, v).sum(axis=1), lambda v: np.dot(v, _M),
           lambda v: np.sqrt(v * v + 1.0), lambda v: _halve(v), lambda v: v.T @ _M.T,
-          lambda v: np.linalg.inv(_M + np.diag(v * v + 2.0)) @ v]
+          lambda v: np.linalg.inv(_M + np.diag(v * v + 2.0)) @ v,
+          lambda v: np.sum(v[v > 0.0]) * v,  # a shape from values: checked per step
+          lambda v: np.mean(np.outer(v, v) + _M, axis=0), lambda v: np.max(np.outer(v, _M[0]), axis=1),
+          lambda v: np.linalg.det(_M + 3.0 * np.eye(3) + np.outer(v, v)) * v,
+          lambda v: np.linalg.cholesky(np.outer(v, v) + np.eye(3)) @ v,
+          lambda v: np.linalg.eigh(np.outer(v, v) + _M + _M.T)[0],
+          lambda v: np.var(v) + np.cumprod(v), lambda v: np.concatenate([np.diff(v), v[:1]]),
+          lambda v: np.roll(v, 1), lambda v: np.einsum("i,ij->j", v, _M),
+          lambda v: np.log1p(np.abs(v)), lambda v: np.arctan2(v, 1.0), lambda v: np.hypot(v, 0.5),
+          lambda v: np.power(np.abs(v) + 1.0, 1.5), lambda v: np.take(v, [2, 0, 1]),
+          lambda v: np.trace(np.outer(v, v)) * v, lambda v: np.flip(v) * np.linalg.norm(v, 1)]
 
 
 def _halve(v):
@@ -373,3 +383,22 @@ def test_recording_that_raises_where_numpy_does_not_falls_back():
     with pytest.warns(CompileWarning, match="recording raised TypeError"):
         assert tree_bits(cg(POINTS[0])) == tree_bits(f(POINTS[0]))
     assert tree_bits(cg(POINTS[1])) == tree_bits(f(POINTS[1]))
+
+
+def test_float_exponent_branches_of_the_power_rule_are_guarded():
+    def f(x, s):
+        return np.sum(x ** s)  # the rule special-cases s == 0, 1, 2: guards on s
+
+    g = d.grad(f)
+    x = np.array([0.0, 1.5, 2.0])
+    cg = run_both(g, [(x, 2.0), (x, 3.0), (x, 0.0), (x, 1.0), (x, 2.5), (x, 0.0)])
+    assert cg.recordings_made >= 4
+
+
+def test_mixed_float_power_and_where():
+    def f(x, s):
+        y = np.where(x > s, x * s, x ** 2)
+        return np.sum(y) * s
+
+    for g in (d.grad(f, argnums=(0, 1)), d.value_and_grad(f), d.jacrev(f, argnums=1)):
+        run_both(g, [(POINTS[0], 0.5), (POINTS[1], -0.25), (POINTS[2], 2.5)])

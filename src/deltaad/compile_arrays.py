@@ -515,14 +515,16 @@ class RecordedArray:
 
 
 def _binary(ufunc):
+    # as ndarray's operators: through the ufunc, where a dual operand takes over (numpy asks
+    # its __array_ufunc__ once ours declines)
     def f(self, other):
         if is_dual(other):
-            return NotImplemented
+            return ufunc(self, other)
         return self._rec.call(ufunc, (self, other), None, name=ufunc.__name__)
 
     def r(self, other):
         if is_dual(other):
-            return NotImplemented
+            return ufunc(other, self)
         return self._rec.call(ufunc, (other, self), None, name=ufunc.__name__)
     return f, r
 

@@ -451,6 +451,8 @@ def _cotangent(ct, out, k, n):
     if kind == "scalar":
         if tc is np.ndarray:
             return float(ct)
+        if tc in _recorded_arrays:  # deltaad.compile's: a recorded float, as float() gives
+            return _recorded_arrays[tc](ct)
         if tc is not float and tc is not Dual and tc not in _recorders:  # a 0-d array dual
             return ct[()]
     elif tc is float:

@@ -92,6 +92,8 @@ def apply(prim, args, params=_EMPTY):
             elif t is not top and t.level > top.level:
                 top = t
     if top is None:
+        if _trace.lifting:
+            args = _lift(args)
         out = prim.impl(*args, **params)
         if type(out) is not np.ndarray and type(out) is not float and \
                 type(out) not in _trace.recorders:  # (deltaad.compile's recorded float)
@@ -131,7 +133,7 @@ def apply(prim, args, params=_EMPTY):
     if inner:
         out = apply(prim, vals, params)
     else:
-        if _trace.lifting:
+        if _trace.lifting:  # (the rules below see a lifted float as a float: isinstance)
             vals = _lift(vals)
         out = prim.impl(*vals, **params) if params else prim.impl(*vals)
         if type(out) is not np.ndarray and type(out) is not float and \
@@ -145,7 +147,7 @@ def apply(prim, args, params=_EMPTY):
             for j, t in zip(keep, ids):
                 tans[j] = t
         t = prim.jvp(out, vals, tans, **params)
-        if type(out) is np.ndarray and out.dtype.kind == "f" and \
+        if (type(out) is np.ndarray or type(out) in _trace.recorded_arrays) and out.dtype.kind == "f" and \
                 isinstance(t, (np.ndarray, np.floating)) and t.dtype != out.dtype:
             t = as_ndarray(t, dtype=out.dtype)  # a tangent has its primal's dtype (float32 stays)
         return wrap(out, top, -1, t)
@@ -378,8 +380,8 @@ def asarray(x):
             return pack_scalars(list(x))
         return stack([asarray(e) for e in x])
     if isinstance(x, numbers.Real) or isinstance(x, np.generic):
-        return np.asarray(x)
-    return np.asarray(x)
+        return as_ndarray(x)
+    return as_ndarray(x)
 
 
 def _pack_impl(*vals):
@@ -805,7 +807,7 @@ def _sum_axes(g, axes):
     then adds rows one after another, as einsum does, but pays its loop setup per row: 4x
     slower for a (25, 1000, 10) array summed over axis 1). Summing the last axis keeps
     np.sum, whose pairwise summation along it is more accurate."""
-    nd = g.ndim if type(g) is np.ndarray else 0
+    nd = g.ndim if type(g) is np.ndarray or type(g) in _trace.recorded_arrays else 0
     if (1 <= nd <= len(_LETTERS) and nd - 1 not in axes and g.dtype.kind == "f"
             and 0 < g.shape[-1] <= 32):
         idx = _LETTERS[:nd]
@@ -823,7 +825,7 @@ def broadcast(t, shape):
 def zeros_of(v):
     """Plain zeros with the shape and dtype of value ``v`` (a zero tangent)."""
     s = strip(v)
-    if type(s) is float:
+    if type(s) is float or type(s) in _trace.recorders:
         return 0.0
     return np.zeros(np.shape(s), dtype=s.dtype if hasattr(s, "dtype") and s.dtype.kind == "f" else float)
 

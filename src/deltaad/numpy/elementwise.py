@@ -79,7 +79,7 @@ def _times(t, d, check=True):
 def _zero_where(mask, r):
     if mask is False or not np.any(mask):
         return r
-    if type(r) is float:
+    if type(r) is float or type(r) in recorders:
         return 0.0
     return np.where(mask, 0.0, r)
 
@@ -309,7 +309,8 @@ def _scalar_or_array(scalar_fn, array_fn, nargs):
     def impl(*args):
         if len(args) != nargs:
             raise TypeError("%s takes %d arguments" % (array_fn.__name__, nargs))
-        if all(type(a) is Dual or type(a) is float or type(a) is int for a in args):
+        if all(type(a) is Dual or type(a) is float or type(a) is int or type(a) in recorders
+               for a in args):
             return scalar_fn(*args)
         return array_fn(*[operand_or_raise(a) for a in args])
 
@@ -530,7 +531,8 @@ def _binary(name, impl, partials):
 def _pow_partials(a, b, y, on):
     da = db = None
     if on[0]:
-        if type(b) is float or type(b) is int or isinstance(b, np.generic):
+        if type(b) is float or type(b) is int or isinstance(b, (float, np.generic)) or \
+                type(b) in recorders:  # (isinstance: deltaad.compile's recorded floats too)
             if b == 2:
                 da = 2.0 * a
             elif b == 1:
@@ -539,7 +541,7 @@ def _pow_partials(a, b, y, on):
                 da = 0.0  # a**0 is 1 everywhere: not 0 * inf at a == 0 (as the scalar rule)
             else:
                 da = b * np.power(a, b - 1.0)
-        elif type(b) is np.ndarray and (b == 0).any():
+        elif (type(b) is np.ndarray or type(b) in recorded_arrays) and (b == 0).any():
             # the same for the zero entries of a constant exponent; the safe exponent keeps the
             # unselected branch finite, so a second derivative does not meet 0 * inf either
             zero = b == 0
