@@ -325,7 +325,7 @@ def _program(ops):
     return f
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(_op, min_size=1, max_size=8),
        st.lists(st.lists(st.floats(-2, 2, allow_nan=False, width=32), min_size=3, max_size=3),
                 min_size=2, max_size=4),

@@ -35,6 +35,15 @@ from .pytrees import tree_unflatten
 from .trace import is_dual, register_recorded_array_type
 
 _BITS = struct.Struct("<d")
+
+try:  # numpy's error-handling state: a context variable whose value changes with np.errstate
+    from numpy._core._multiarray_umath import _extobj_contextvar as _ERR
+except ImportError:  # (another numpy: ask np.geterr each time)
+    _ERR = None
+
+
+def _err_token():
+    return _ERR.get() if _ERR is not None else None
 _new = object.__new__
 
 
@@ -157,7 +166,8 @@ STEP, GUARD, LINK, LIFT = 0, 1, 2, 3
 class ArrayRecording:
     """The array steps of one recording, beside its scalar :class:`Recording`."""
 
-    __slots__ = ("rec", "steps", "nslots", "inputs", "links", "_rtype", "consts", "err0")
+    __slots__ = ("rec", "steps", "nslots", "inputs", "links", "_rtype", "consts", "err0",
+                 "_tok0")
 
     def __init__(self, rec, recorder_type):
         self.rec = rec          # the scalar recording (its ``closed``/``failed`` are the call's)
@@ -168,6 +178,7 @@ class ArrayRecording:
         self._rtype = recorder_type
         self.consts = []        # (constant array, its bytes when first used)
         self.err0 = np.geterr()  # numpy's floating-point error handling: part of the key
+        self._tok0 = _err_token()
         with _OPEN_LOCK:
             _BY_REC[id(rec)] = self
             _trace.lifting = True
@@ -190,6 +201,7 @@ class ArrayRecording:
         r = _new(RecordedArray)
         r._rec = self
         r.slot = self.nslots
+        r.ref = _A(r.slot)
         r.v = v
         self.nslots += 1
         return r
@@ -253,16 +265,27 @@ class ArrayRecording:
         """Record ``fn(*args, **kwargs)`` and return its result (recorded arrays for arrays)."""
         if self.rec.closed:
             raise _P._escaped()
-        ta, va = self._template(tuple(args))
+        ta = []
+        va = []
+        for x in args:  # (the commonest arguments inline; containers by _template)
+            tx = type(x)
+            if tx is RecordedArray and x._rec is self:
+                ta.append(x.ref)
+                va.append(x.v)
+            elif tx is float or tx is int or tx is bool or x is None or tx is str:
+                ta.append(x)
+                va.append(x)
+            else:
+                t, v = self._template(x)
+                ta.append(t)
+                va.append(v)
+        ta = tuple(ta)
         tk, vk = self._template(kwargs) if kwargs else ({}, {})
         r = fn(*va, **vk)
-        err = np.geterr()
-        if err != self.err0:  # inside np.errstate (a rule's): the replay sets it alike
-            replay_fn = _errstate(replay_fn or fn, err)
-        if type(ta) is _N:
-            ta = tuple(ta.items)
-        else:
-            ta = tuple(ta)
+        if _ERR is None or _ERR.get() is not self._tok0:
+            err = np.geterr()
+            if err != self.err0:  # inside np.errstate (a rule's): the replay sets it alike
+                replay_fn = _errstate(replay_fn or fn, err)
         if type(tk) is _N:
             tk = _N(dict, tk.items)
         return self._result(replay_fn or fn, ta, tk, r, name or getattr(fn, "__name__", fn))
@@ -303,9 +326,10 @@ class ArrayRecording:
         if self.rec.closed:
             raise _P._escaped()
         r = fn(x.v, *args)
-        err = np.geterr()
-        if err != self.err0:
-            fn = _errstate(fn, err)
+        if _ERR is None or _ERR.get() is not self._tok0:
+            err = np.geterr()
+            if err != self.err0:
+                fn = _errstate(fn, err)
         self.steps.append((GUARD, self._pos(), fn, (_A(x.slot),) + args, {}, -1, r))
         return r
 
@@ -365,7 +389,7 @@ class RecordedArray:
     """An ndarray (or numpy scalar) being recorded: its slot and its value in this call. It
     behaves as its value does under numpy; every computation on it is recorded."""
 
-    __slots__ = ("_rec", "slot", "v", "__weakref__")
+    __slots__ = ("_rec", "slot", "v", "ref", "__weakref__")
     __hash__ = None
 
     # -- numpy protocols --
@@ -629,8 +653,16 @@ class ArrayProgram:
         for k, (kind, pos, fn, ta, tk, out, info) in enumerate(self.steps):
             if out >= 0:
                 last.setdefault(out, k)
-            for j in _slots_of((ta, tk)):
-                last[j] = k
+            for t in ta:
+                tt = type(t)
+                if tt is _A:
+                    last[t.i] = k
+                elif tt is _N or tt is tuple or tt is list or tt is dict:
+                    for j in _slots_of(t):
+                        last[j] = k
+            if tk:
+                for j in _slots_of(tk):
+                    last[j] = k
         keep = set(j for kind, j in self.outs if kind == "a")
         dead = [[] for _ in plan]
         for j, k in last.items():
