@@ -122,7 +122,7 @@ class Compiled:
                 floats.append(x)
             elif tx is int or tx is bool or tx is str or x is None:
                 sig.append((tx, x))
-            elif _arrays.is_input(x):  # recorded as an array: its shape and dtype are the key's
+            elif _arrays.is_input(x):  # recorded as an array: its shape, dtype, layout keyed
                 sig.append(_arrays.key_of(x))
                 floats.append(x)
             elif is_dual(x) or tx is Recorder:

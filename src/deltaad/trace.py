@@ -248,8 +248,6 @@ def leaf_kind(x):
         return "complex" if tx in _complex_types else "array"
     if tx in recorders:
         return "scalar"
-    if tx in recorded_arrays:
-        return leaf_kind(x.v)
     return None
 
 
