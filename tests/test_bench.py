@@ -488,3 +488,11 @@ def test_plots_one_png_per_program(tmp_path):
         with open(path, "rb") as fh:
             assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
         assert os.path.getsize(path) > 20_000  # three panels with lines, not an empty canvas
+
+
+def test_compiled_arrays_bench_runs(capsys):
+    from bench import compiled_arrays
+
+    compiled_arrays.main(["--reps", "1", "smallops"])
+    out = capsys.readouterr().out
+    assert "smallops" in out and "replay" in out

@@ -15,7 +15,10 @@ import os as _os
 import threading
 import warnings
 
+import numpy as np
+
 from . import _replay_pure
+from . import compile_arrays as _arrays
 from ._backend import B
 from ._backend import name as _backend_name
 from .pytrees import tree_flatten, tree_unflatten
@@ -66,9 +69,11 @@ def compile(fun, *, static_argnums=(), max_recordings=8, check=False):
     a global that changes) happen when a call records, not when it replays; ``check=True``
     also runs ``fun`` uncompiled on every call and raises ``ReplayMismatch`` unless the
     results agree bit for bit. Arguments at ``static_argnums`` are part of the key (they must
-    be hashable). Inputs that are duals (``grad(compile(f))``) and numpy arrays run ``fun``
-    uncompiled (arrays with a ``CompileWarning``), as does a function that does something
-    recording cannot capture, such as numpy calls on its float inputs.
+    be hashable). Float ndarray inputs are recorded as numpy steps (their shapes, dtypes and
+    layouts part of the key; see :mod:`deltaad.compile_arrays`). Inputs that are duals
+    (``grad(compile(f))``) run ``fun`` uncompiled, as does, with one ``CompileWarning``, a
+    function that does something recording cannot capture, such as numpy calls on its float
+    inputs or in-place writes to arrays.
     """
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
@@ -117,6 +122,9 @@ class Compiled:
                 floats.append(x)
             elif tx is int or tx is bool or tx is str or x is None:
                 sig.append((tx, x))
+            elif _arrays.is_input(x):  # recorded as an array: its shape, dtype, layout keyed
+                sig.append(_arrays.key_of(x))
+                floats.append(x)
             elif is_dual(x) or tx is Recorder:
                 return None, "an input is a dual or a recorded number", False
             else:
@@ -171,22 +179,39 @@ class Compiled:
 
     def _record(self, key, treedef, floats, args, kwargs):
         rec = Recording()
-        ins = iter([rec.input(v) for v in floats])
+        arec = None
+        if any(type(v) is not float for v in floats):  # arrays: numpy steps beside the floats
+            arec = _arrays.ArrayRecording(rec, Recorder)
+        ins = iter([rec.input(v) if type(v) is float else arec.input(v, k)
+                    for k, v in enumerate(floats)])
         leaves, tdef = tree_flatten((self._dynamic(args), kwargs))
-        leaves = [next(ins) if type(x) is float else x for x in leaves]
+        leaves = [next(ins) if type(x) is float or _arrays.is_input(x) else x for x in leaves]
         dargs, dkwargs = tree_unflatten(tdef, leaves)
         dargs = self._restore_static(dargs, args)
         try:
             out = self.fun(*dargs, **dkwargs)
             if rec.failed is None:
-                prog, result = _finish(rec, out)
-        except BaseException:
+                prog, result = _finish(rec, out, arec)
+        except BaseException as exc:
             # an error after something unrecordable (which the function may have caught) is
             # no verdict on the function: it runs uncompiled below
             if rec.failed is None:
-                raise
+                if arec is None or not isinstance(exc, Exception):
+                    raise
+                # with arrays: the function's own error, or a recorded array behaving
+                # otherwise than the ndarray it stands for? The uncompiled call says which.
+                rec.closed = True
+                arec.close()
+                out = self.fun(*args, **kwargs)  # raises the function's own error
+                why = "recording raised %s: %s" % (type(exc).__name__, exc)
+                with self._lock:
+                    self._uncompiled[key] = why
+                self._warn(why)
+                return out
         finally:
             rec.closed = True
+            if arec is not None:
+                arec.close()
         if rec.failed is not None:
             with self._lock:
                 self._uncompiled[key] = rec.failed
@@ -261,10 +286,12 @@ def _flat_key(args):
     return ("flat", tuple(sig)), floats
 
 
-def _finish(rec, out):
+def _finish(rec, out, arec=None):
     """The Program of a finished recording whose function returned ``out``, and the result
     of this call (the recorded values)."""
     leaves, out_def = tree_flatten(out)
+    if arec is not None:
+        return _arrays.finish(rec, arec, leaves, out_def, _Replay)
     slots = []
     spec = []
     result = []
@@ -343,6 +370,9 @@ def _same(a, b):
             return False
         if type(x) is float:
             if _replay_pure._BITS.pack(x) != _replay_pure._BITS.pack(y):
+                return False
+        elif isinstance(x, (np.ndarray, np.generic)):
+            if not _arrays.same_bits(x, y):
                 return False
         elif x != y:
             return False

@@ -53,6 +53,23 @@ def register_recorder_type(cls, dispatch):
     return cls
 
 
+# Recorded array types (``deltaad.compile``'s arrays): below every dual, array leaves to a
+# differentiation; ``recorded_arrays[type](x)`` is a recorded number with size-1 ``x``'s value
+# (where the array mechanism makes a float of an array).
+recorded_arrays = {}
+recorded_call = None  # recorded_call(x, f, args): f(*args) as one recorded step of x's recording
+recorded_lift = None  # recorded_lift(x): recorded float x as a recorded array holding it
+lifting = False  # while a recording with arrays is open (in any thread): the array mechanism
+# then looks for recorded floats meeting arrays (``deltaad.numpy.array._lift``)
+
+
+def register_recorded_array_type(cls, to_scalar):
+    """Declare ``cls`` a recorded array type; ``to_scalar(x)`` gives a recorded number with
+    the value of ``x`` (of size 1)."""
+    recorded_arrays[cls] = to_scalar
+    return cls
+
+
 def _stack():
     stack = getattr(_local, "stack", None)
     if stack is None:

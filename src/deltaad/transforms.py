@@ -25,6 +25,7 @@ from .trace import dtype_of as _dtype_of
 from .trace import is_dual, traced
 from .trace import leaf_kind as _leaf_kind
 from .trace import on_trace as _on_trace
+from .trace import recorded_arrays as _recorded_arrays
 from .trace import recorders as _recorders
 
 Dual = B.Dual
@@ -456,6 +457,8 @@ def _cotangent(ct, out, k, n):
     if kind == "scalar":
         if tc is np.ndarray:
             return float(ct)
+        if tc in _recorded_arrays:  # deltaad.compile's: a recorded float, as float() gives
+            return _recorded_arrays[tc](ct)
         if tc is not float and tc is not Dual and tc not in _recorders:  # a 0-d array dual
             return ct[()]
     elif tc is float:
@@ -678,7 +681,8 @@ def _value_and_grad(self, args, kwargs):
         )
     g = pb(1.0 if type(out) is Dual or not isinstance(out, np.ndarray) and not is_dual(out) else np.ones(()))
     g = g[0] if single else g
-    if type(out) is np.ndarray:  # np.sum(x) of an array dual: numpy's scalar, as numpy gives
+    if type(out) is np.ndarray or type(out) in _recorded_arrays:  # np.sum(x) of an array
+        # dual: numpy's scalar, as numpy gives
         out = out[()]
     return ((out, aux), g) if has_aux else (out, g)
 
@@ -842,6 +846,8 @@ def _matrix(rows, dtype=_FLOAT64):
         arr = asarray(rows)
         return arr if arr.dtype == dtype else arr.astype(dtype)
     if rows and rows[0]:
+        if any(type(e) in _recorded_arrays for row in rows for e in row):  # deltaad.compile's
+            return np.stack([np.stack(row) for row in rows]).astype(dtype, copy=False)
         return np.array(rows, dtype=dtype)
     return np.zeros((len(rows), 0), dtype=dtype)
 

@@ -4,7 +4,7 @@ an integer ``dtype=`` would drop the derivative)."""
 
 import numpy as np
 
-from .array import ArrayDual, Dual, operand_or_raise, reshape_scalar, shape_of
+from .array import ArrayDual, Dual, as_ndarray, operand_or_raise, reshape_scalar, shape_of
 
 try:
     from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
@@ -43,7 +43,7 @@ def as_array(x):
         return x
     if t is Dual:
         return reshape_scalar(x)
-    return np.asarray(x)
+    return as_ndarray(x)
 
 
 def axes_of(axis, nd):

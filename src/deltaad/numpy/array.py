@@ -92,9 +92,12 @@ def apply(prim, args, params=_EMPTY):
             elif t is not top and t.level > top.level:
                 top = t
     if top is None:
+        if _trace.lifting:
+            args = _lift(args)
         out = prim.impl(*args, **params)
-        if type(out) is not np.ndarray and type(out) is not float:
-            out = np.asarray(out)
+        if type(out) is not np.ndarray and type(out) is not float and \
+                type(out) not in _trace.recorders:  # (deltaad.compile's recorded float)
+            out = _as_ndarray(out)
         return out
     if top.closed:
         raise escaped_error(top.level)
@@ -130,9 +133,12 @@ def apply(prim, args, params=_EMPTY):
     if inner:
         out = apply(prim, vals, params)
     else:
+        if _trace.lifting:  # (the rules below see a lifted float as a float: isinstance)
+            vals = _lift(vals)
         out = prim.impl(*vals, **params) if params else prim.impl(*vals)
-        if type(out) is not np.ndarray and type(out) is not float:
-            out = np.asarray(out)
+        if type(out) is not np.ndarray and type(out) is not float and \
+                type(out) not in _trace.recorders:  # (deltaad.compile's recorded float)
+            out = _as_ndarray(out)
     if forward:
         if len(keep) == k:
             tans = ids
@@ -141,9 +147,9 @@ def apply(prim, args, params=_EMPTY):
             for j, t in zip(keep, ids):
                 tans[j] = t
         t = prim.jvp(out, vals, tans, **params)
-        if type(out) is np.ndarray and out.dtype.kind == "f" and \
+        if (type(out) is np.ndarray or type(out) in _trace.recorded_arrays) and out.dtype.kind == "f" and \
                 isinstance(t, (np.ndarray, np.floating)) and t.dtype != out.dtype:
-            t = np.asarray(t, dtype=out.dtype)  # a tangent has its primal's dtype (float32 stays)
+            t = as_ndarray(t, dtype=out.dtype)  # a tangent has its primal's dtype (float32 stays)
         return wrap(out, top, -1, t)
     rule = prim.vjp(out, vals, on, **params) if params else prim.vjp(out, vals, on)
     if scalar is not None or len(keep) != k:
@@ -156,6 +162,46 @@ def apply(prim, args, params=_EMPTY):
         r.tangent = None
         return r
     return wrap(out, top, top.push_linear(ids, rule), None)
+
+
+def as_ndarray(x, dtype=None):
+    """``np.asarray(x, dtype)`` of a plain value; one that ``deltaad.compile`` records stays
+    recorded (numpy cannot convert it without losing it)."""
+    tx = type(x)
+    if tx in _trace.recorded_arrays:
+        return x.as_ndarray(dtype)
+    if tx in _trace.recorders and _trace.lifting:
+        return _trace.recorded_lift(x).as_ndarray(dtype)
+    return np.asarray(x, dtype=dtype)
+
+
+_as_ndarray = as_ndarray
+
+
+def to_float(r):
+    """``float(r)`` of a plain size-1 value; one that ``deltaad.compile`` records gives a
+    recorded number."""
+    f = _trace.recorded_arrays.get(type(r))
+    if f is not None:
+        return f(r)
+    return float(r)
+
+
+def _lift(vals):
+    """``vals`` with deltaad.compile's recorded floats made recorded arrays (holding the
+    float) where one meets an array: numpy would ask the float first, which cannot record a
+    numpy call; the array step computes what numpy computes with the float."""
+    ra = False
+    rs = False
+    for v in vals:
+        tv = type(v)
+        if tv in _trace.recorders:
+            rs = True
+        elif tv is np.ndarray or tv in _trace.recorded_arrays:
+            ra = True
+    if not (ra and rs):
+        return vals
+    return [_trace.recorded_lift(v) if type(v) in _trace.recorders else v for v in vals]
 
 
 def select(rule, keep, scalar):
@@ -197,7 +243,7 @@ def to_scalar(c):
         if c.ndim != 0:
             c = np.sum(c)
         return getitem(c, ())
-    return float(np.sum(c)) if np.ndim(c) else float(c)
+    return to_float(np.sum(c)) if np.ndim(c) else to_float(c)
 
 
 def wrap(out, trace, i, t):
@@ -213,7 +259,7 @@ def wrap(out, trace, i, t):
         if tt is Dual:
             t = reshape_scalar(t)
         elif tt is not np.ndarray and tt is not ArrayDual:
-            t = np.asarray(t)
+            t = as_ndarray(t)
     return ArrayDual(out, trace, i, t)
 
 
@@ -234,7 +280,7 @@ def array_input(trace, value, tangent):
                 raise ValueError("jvp: a scalar tangent for a primal of shape %s" % (v.shape,))
             t = reshape_scalar(tangent)
         else:
-            t = np.asarray(tangent)
+            t = as_ndarray(tangent)
             if t.dtype.kind == "c":
                 raise TypeError(
                     "jvp: got a complex tangent for a real primal array; a real primal's "
@@ -280,6 +326,8 @@ def operand(x):
         return float(x)
     if isinstance(x, numbers.Complex):
         raise complex_error(x)
+    if tx in _trace.recorders:  # deltaad.compile's recorded float
+        return x
     return None
 
 
@@ -323,16 +371,24 @@ def asarray(x):
         if registry.COMPLEX is not None and registry.COMPLEX.involved(x):
             return registry.COMPLEX.asarray(x)
         if not has_dual(x):
+            if _trace.lifting:  # deltaad.compile's recorded floats: packed by a recorded step
+                for e in x:
+                    if type(e) in _trace.recorders:
+                        return _trace.recorded_call(e, np.asarray, (x,))
             return np.asarray(x)
         if all(type(e) is Dual or type(e) is float or isinstance(e, (numbers.Real, np.generic)) and not isinstance(e, np.ndarray) for e in x):
             return pack_scalars(list(x))
         return stack([asarray(e) for e in x])
     if isinstance(x, numbers.Real) or isinstance(x, np.generic):
-        return np.asarray(x)
-    return np.asarray(x)
+        return as_ndarray(x)
+    return as_ndarray(x)
 
 
 def _pack_impl(*vals):
+    if _trace.lifting:  # deltaad.compile's recorded floats: packed by a recorded step
+        for v in vals:
+            if type(v) in _trace.recorders:
+                return _trace.recorded_call(v, _pack_impl, vals)
     return np.array(vals, dtype=float)
 
 
@@ -496,7 +552,7 @@ def normalize_index(idx):
             out.append(int(k))
             continue
         if isinstance(k, (np.ndarray, list, tuple)):
-            a = np.asarray(k)
+            a = as_ndarray(k)
             if a.dtype.kind in "iu":
                 unique = False
             elif a.dtype.kind == "b":
@@ -517,10 +573,24 @@ def normalize_index(idx):
     return tuple(out), unique
 
 
+def _recorded_among(values):
+    """The first of ``values`` that deltaad.compile records (an array or a float), or None."""
+    for v in values:
+        if type(v) in _trace.recorded_arrays or type(v) in _trace.recorders:
+            return v
+    return None
+
+
 def _getitem_impl(v, idx, unique):
+    if type(v) is np.ndarray and _trace.lifting:
+        k = _recorded_among(idx)
+        if k is not None:  # deltaad.compile's recorded index into a plain array: one step
+            return _trace.recorded_call(k, _getitem_impl, (v, idx, unique))
     r = v[idx]
     if type(r) is not np.ndarray:
-        return float(r)
+        if type(r) in _trace.recorded_arrays and isinstance(r, np.ndarray):
+            return r  # (deltaad.compile's recorded array)
+        return to_float(r)
     return r
 
 
@@ -553,14 +623,15 @@ def getitem(x, idx, unique=None):
         if idx == ():
             return x
         return apply(GETITEM, (reshape_scalar(x),), {"idx": idx, "unique": unique})
-    r = np.asarray(x)[idx]
-    if type(r) is not np.ndarray:
-        return float(r)
-    return r
+    return _getitem_impl(as_ndarray(x), idx, unique)
 
 
 def _update_impl(xv, vv, idx, mode, unique):
-    dt = xv.dtype if xv.dtype.kind == "f" else np.result_type(xv.dtype, np.asarray(vv).dtype, float)
+    if _trace.lifting:
+        r = _recorded_among((xv, vv) + idx)
+        if r is not None:  # deltaad.compile: one recorded step
+            return _trace.recorded_call(r, _update_impl, (xv, vv, idx, mode, unique))
+    dt = xv.dtype if xv.dtype.kind == "f" else np.result_type(xv.dtype, as_ndarray(vv).dtype, float)
     out = np.array(xv, dtype=dt, copy=True)
     if mode == "set":
         out[idx] = vv
@@ -618,7 +689,7 @@ def update(x, v, idx, mode, unique=None):
     if type(x) is Dual:
         x = reshape_scalar(x)
     elif type(x) is not ArrayDual:
-        x = np.asarray(x)
+        x = as_ndarray(x)
     return apply(UPDATE, (x, v), {"idx": idx, "mode": mode, "unique": unique})
 
 
@@ -627,6 +698,8 @@ def scatter(ct, shape, dtype, idx, unique):
     tc = type(ct)
     if tc is ArrayDual or tc is Dual:
         return apply(UPDATE, (np.zeros(shape, dtype=dtype), ct), {"idx": idx, "mode": "add", "unique": unique})
+    if tc in _trace.recorded_arrays or tc in _trace.recorders:  # deltaad.compile: one step
+        return _trace.recorded_call(ct, scatter, (ct, shape, dtype, idx, unique))
     z = np.zeros(shape, dtype=dtype)
     if unique:
         z[idx] = ct
@@ -734,7 +807,7 @@ def _sum_axes(g, axes):
     then adds rows one after another, as einsum does, but pays its loop setup per row: 4x
     slower for a (25, 1000, 10) array summed over axis 1). Summing the last axis keeps
     np.sum, whose pairwise summation along it is more accurate."""
-    nd = g.ndim if type(g) is np.ndarray else 0
+    nd = g.ndim if type(g) is np.ndarray or type(g) in _trace.recorded_arrays else 0
     if (1 <= nd <= len(_LETTERS) and nd - 1 not in axes and g.dtype.kind == "f"
             and 0 < g.shape[-1] <= 32):
         idx = _LETTERS[:nd]
@@ -752,7 +825,7 @@ def broadcast(t, shape):
 def zeros_of(v):
     """Plain zeros with the shape and dtype of value ``v`` (a zero tangent)."""
     s = strip(v)
-    if type(s) is float:
+    if type(s) is float or type(s) in _trace.recorders:
         return 0.0
     return np.zeros(np.shape(s), dtype=s.dtype if hasattr(s, "dtype") and s.dtype.kind == "f" else float)
 

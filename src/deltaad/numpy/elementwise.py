@@ -26,6 +26,8 @@ from .._errors import complex_error, escaped_error
 from ..trace import dtype_of, is_dual
 from ..trace import value as strip
 from . import registry
+from ..trace import recorded_arrays, recorders
+from .array import as_ndarray
 from .array import (
     ArrayDual, Dual, Primitive, apply, asarray_plain, broadcast, operand_or_raise, reshape,
     shape_of, unbroadcast,
@@ -46,7 +48,7 @@ def _zero_mask(t):
         if not t.trace.is_forward:
             return False
         return _zero_mask(t.value) & _zero_mask(t.tangent)
-    return np.asarray(t) == 0
+    return as_ndarray(t) == 0
 
 
 def _nonfinite(d):
@@ -55,7 +57,12 @@ def _nonfinite(d):
     v = strip(d)
     if type(v) is float:
         return not math.isfinite(v)
-    return not math.isfinite(np.asarray(v).sum())
+    if type(v) in recorders:  # deltaad.compile's float: a guard on finiteness, not on v
+        return (v - v) != 0.0  # (inf - inf and nan - nan are nan, x - x is 0 otherwise)
+    s = as_ndarray(v).sum()
+    if type(s) in recorded_arrays:  # deltaad.compile: the outcome is its guard, not the sum
+        return bool(~np.isfinite(s))
+    return not math.isfinite(s)
 
 
 def _times(t, d, check=True):
@@ -72,7 +79,7 @@ def _times(t, d, check=True):
 def _zero_where(mask, r):
     if mask is False or not np.any(mask):
         return r
-    if type(r) is float:
+    if type(r) is float or type(r) in recorders:
         return 0.0
     return np.where(mask, 0.0, r)
 
@@ -142,7 +149,7 @@ def elementwise_primitive(name, impl, partials, with_out=False, edges=True):
 def _rdiv(a, b):
     """``ns.rdiv`` on arrays: ``a / b``, and where ``b`` is 0 the sign of ``a`` times inf (nan
     where ``a`` is 0 or nan), exactly as the scalar namespace's ``rdiv``."""
-    bv = np.asarray(strip(b))
+    bv = as_ndarray(strip(b))
     zero = bv == 0
     if not zero.any():
         return a / b
@@ -152,8 +159,8 @@ def _rdiv(a, b):
 
 
 def _rdiv_plain(a, b):
-    a = np.asarray(a)
-    b = np.asarray(b)
+    a = as_ndarray(a)
+    b = as_ndarray(b)
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.true_divide(a, b)
     edge = np.where((a == 0) | np.isnan(a), np.nan, np.copysign(np.inf, a))
@@ -166,7 +173,7 @@ _RDIV = elementwise_primitive(
 
 
 def _sign(x):
-    return np.sign(np.asarray(strip(x)))
+    return np.sign(as_ndarray(strip(x)))
 
 
 def _where(c, a, b):
@@ -175,7 +182,7 @@ def _where(c, a, b):
 
 # The namespace the table's derivative expressions are evaluated over on arrays (the scalar
 # one is each backend's ``NS``): numpy's functions dispatch back to deltaad on array duals.
-NS = SimpleNamespace(rdiv=_rdiv, sign=_sign, value=lambda x: np.asarray(strip(x)), where=_where)
+NS = SimpleNamespace(rdiv=_rdiv, sign=_sign, value=lambda x: as_ndarray(strip(x)), where=_where)
 
 
 def _unary_fn(prim):
@@ -302,7 +309,8 @@ def _scalar_or_array(scalar_fn, array_fn, nargs):
     def impl(*args):
         if len(args) != nargs:
             raise TypeError("%s takes %d arguments" % (array_fn.__name__, nargs))
-        if all(type(a) is Dual or type(a) is float or type(a) is int for a in args):
+        if all(type(a) is Dual or type(a) is float or type(a) is int or type(a) in recorders
+               for a in args):
             return scalar_fn(*args)
         return array_fn(*[operand_or_raise(a) for a in args])
 
@@ -523,7 +531,8 @@ def _binary(name, impl, partials):
 def _pow_partials(a, b, y, on):
     da = db = None
     if on[0]:
-        if type(b) is float or type(b) is int or isinstance(b, np.generic):
+        if type(b) is float or type(b) is int or isinstance(b, (float, np.generic)) or \
+                type(b) in recorders:  # (isinstance: deltaad.compile's recorded floats too)
             if b == 2:
                 da = 2.0 * a
             elif b == 1:
@@ -532,7 +541,7 @@ def _pow_partials(a, b, y, on):
                 da = 0.0  # a**0 is 1 everywhere: not 0 * inf at a == 0 (as the scalar rule)
             else:
                 da = b * np.power(a, b - 1.0)
-        elif type(b) is np.ndarray and (b == 0).any():
+        elif (type(b) is np.ndarray or type(b) in recorded_arrays) and (b == 0).any():
             # the same for the zero entries of a constant exponent; the safe exponent keeps the
             # unselected branch finite, so a second derivative does not meet 0 * inf either
             zero = b == 0
@@ -540,7 +549,7 @@ def _pow_partials(a, b, y, on):
         else:
             da = b * np.power(a, b - 1.0)
     if on[1]:
-        av = np.asarray(strip(a))
+        av = as_ndarray(strip(a))
         pos = av > 0
         safe = np.where(pos, a, 1.0)
         db = np.where(pos, np.log(safe) * y, np.where(av == 0, 0.0, np.nan))
@@ -556,8 +565,8 @@ FLOAT_POWER = _binary("float_power", np.float_power, _pow_partials)
 
 
 def _choice_weights(a, b, y, on, greater, ignore_nan):
-    av = np.asarray(strip(a))
-    bv = np.asarray(strip(b))
+    av = as_ndarray(strip(a))
+    bv = as_ndarray(strip(b))
     dt = dtype_of(y)
     eq = (av == bv) * 0.5
     wa = (greater(av, bv) + eq).astype(dt)
@@ -724,8 +733,8 @@ WHERE = Primitive("where", _where_impl, _where_vjp, _where_jvp)
 
 def _plain_cond(c):
     if type(c) is np.ndarray and c.dtype.kind == "O":
-        return np.asarray(asarray_plain(c)).astype(bool)
-    return np.asarray(strip(c)).astype(bool)
+        return as_ndarray(asarray_plain(c)).astype(bool)
+    return as_ndarray(strip(c)).astype(bool)
 
 
 @register(np.where)
@@ -757,10 +766,10 @@ def clip(a, a_min=NoValue, a_max=NoValue, out=None, *, min=NoValue, max=NoValue,
     r = x
     if lo is not None:
         lo = operand_or_raise(lo)
-        r = apply(WHERE, (lo, r), {"cond": np.asarray(np.asarray(strip(x)) < np.asarray(strip(lo)))})
+        r = apply(WHERE, (lo, r), {"cond": as_ndarray(as_ndarray(strip(x)) < as_ndarray(strip(lo)))})
     if hi is not None:
         hi = operand_or_raise(hi)
-        r = apply(WHERE, (hi, r), {"cond": np.asarray(np.asarray(strip(r)) > np.asarray(strip(hi)))})
+        r = apply(WHERE, (hi, r), {"cond": as_ndarray(as_ndarray(strip(r)) > as_ndarray(strip(hi)))})
     return r
 
 
@@ -784,13 +793,13 @@ def astype(x, dtype, copy=True):
     dt = np.dtype(dtype)
     tx = type(x)
     if tx is not ArrayDual and tx is not Dual:
-        return np.asarray(x).astype(dt)
+        return as_ndarray(x).astype(dt)
     if dt.kind == "c":
         if registry.COMPLEX is None:
             raise complex_error(x)
         return registry.COMPLEX.function(np.astype, (x, dt), {})
     if dt.kind != "f":  # piecewise constant: a plain result (derivative zero)
-        return np.asarray(strip(x)).astype(dt)
+        return as_ndarray(strip(x)).astype(dt)
     if dt == dtype_of(x):
         return x
     return apply(ASTYPE, (x,), {"dtype": dt})
@@ -828,7 +837,7 @@ MODF = elementwise_primitive("modf", _modf_frac, (lambda v: 1.0,), edges=False)
 
 
 def _modf(x):
-    return apply(MODF, (x,)), np.trunc(np.asarray(strip(x)))
+    return apply(MODF, (x,)), np.trunc(as_ndarray(strip(x)))
 
 
 def _modf_scalar(x):
@@ -844,7 +853,7 @@ def _plain_int(name, n):
     if type(n) is ArrayDual or type(n) is Dual:
         raise TypeError("numpy.%s: the exponent is an integer and has no derivative; pass a "
                         "plain int (deltaad.value(n))" % name)
-    n = np.asarray(n)
+    n = as_ndarray(n)
     if n.dtype.kind == "f" and (n == np.floor(n)).all():  # a scalar operand arrives as a float
         n = n.astype(np.int64)
     return n
@@ -873,7 +882,7 @@ def _ldexp_scalar(x, n):
 
 
 def _frexp(x):
-    e = np.frexp(np.asarray(strip(x)))[1]
+    e = np.frexp(as_ndarray(strip(x)))[1]
     return _ldexp(x, -e), e
 
 
@@ -895,7 +904,7 @@ def _interp_terms(x, fp, xp, left, right):
     """The derivative of ``interp(x, xp, fp)``: its slope in ``x`` (0 outside ``[xp[0],
     xp[-1]]``) and its weights on ``fp`` (shape ``x.shape + fp.shape``), as numpy expressions
     of ``x`` and ``fp`` (they differentiate again)."""
-    xv = np.asarray(strip(x))
+    xv = as_ndarray(strip(x))
     n = xp.shape[0]
     if n == 1:
         w = ((xv == xp[0]) | ((xv < xp[0]) & (left is None)) | ((xv > xp[0]) & (right is None)))
@@ -966,14 +975,14 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     fo = operand_or_raise(fp)
     if type(fo) is Dual:
         fo = reshape(fo, (1,))
-    return apply(INTERP, (xo, fo), {"xp": np.asarray(xp, dtype=float), "left": left,
+    return apply(INTERP, (xo, fo), {"xp": as_ndarray(xp, dtype=float), "left": left,
                                      "right": right})
 
 
 @register(np.nan_to_num, note="1 where x is finite, 0 where it is replaced")
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     xo = operand_or_raise(x)
-    xv = np.asarray(strip(xo))
+    xv = as_ndarray(strip(xo))
     if xv.dtype.kind not in "fc":
         return xo
     info = np.finfo(xv.dtype)
@@ -996,11 +1005,11 @@ def piecewise(x, condlist, funclist, *args, **kw):
     from .array import getitem, update
 
     xo = operand_or_raise(x)
-    xv = np.asarray(strip(xo))
+    xv = as_ndarray(strip(xo))
     n2 = len(funclist)
     if np.isscalar(condlist) or (not isinstance(condlist[0], (list, np.ndarray)) and xv.ndim != 0):
         condlist = [condlist]
-    conds = np.asarray([np.asarray(strip(c), dtype=bool) for c in condlist], dtype=bool)
+    conds = as_ndarray([as_ndarray(strip(c), dtype=bool) for c in condlist], dtype=bool)
     n = len(conds)
     if n == n2 - 1:
         conds = np.concatenate([conds, ~np.any(conds, axis=0, keepdims=True)], axis=0)

@@ -41,7 +41,7 @@ from ..trace import value as strip
 from .args import (
     as_array, expand_shape, ndim, no_out, normalize_axis_tuple, np_fn, swap, unsupported,
 )
-from .array import Primitive, apply, broadcast, getitem, reshape, shape_of, unbroadcast
+from .array import as_ndarray, Primitive, apply, broadcast, getitem, reshape, shape_of, unbroadcast
 from .define import defconst, jvp_primitive, register
 from .elementwise import absolute, elementwise_primitive, power, where
 from .products import matmul
@@ -182,7 +182,7 @@ _SlogdetResult = type(np.linalg.slogdet(np.eye(1)))
 @register(np.linalg.slogdet)
 def slogdet(a):
     x = as_array(a)
-    sign = np.linalg.slogdet(np.asarray(strip(x)))[0]
+    sign = np.linalg.slogdet(as_ndarray(strip(x)))[0]
     logdet = apply(LOGDET, (x,))
     try:
         return _SlogdetResult(sign, logdet)
@@ -235,7 +235,7 @@ def _norm2_impl(v, axis, keepdims):
 
 def _norm2_weights(x, out, axis, keepdims):
     o = out if keepdims else reshape(out, expand_shape(shape_of(x), axis))
-    zero = np.asarray(strip(o)) == 0
+    zero = as_ndarray(strip(o)) == 0
     return np.where(zero, 0.0, x / np.where(zero, 1.0, o))
 
 
@@ -270,13 +270,13 @@ def _vector_norm(x, ord, ax, keepdims):
     if ord == -np.inf:
         return amin(absolute(x), axis=ax, keepdims=keepdims)
     if ord == 0:
-        return np.sum(np.asarray(strip(x)) != 0, axis=ax, keepdims=keepdims).astype(float)
+        return np.sum(as_ndarray(strip(x)) != 0, axis=ax, keepdims=keepdims).astype(float)
     if ord == 1:
         return sum_(absolute(x), axis=ax, keepdims=keepdims)
     if isinstance(ord, str):
         raise ValueError("Invalid norm order '%s' for vectors" % ord)
     s = sum_(power(absolute(x), float(ord)), axis=ax, keepdims=keepdims)
-    zero = np.asarray(strip(s)) == 0
+    zero = as_ndarray(strip(s)) == 0
     if not zero.any():
         return power(s, 1.0 / ord)
     # At the zero vector the norm is 0 with gradient 0 (the documented choice), not
@@ -410,7 +410,7 @@ def _zero_safe_multiply(a, b):
         r = np.multiply(a, b)
     if np.all(np.isfinite(r)):
         return r
-    return np.where((np.asarray(a) == 0) | (np.asarray(b) == 0), 0.0, r)
+    return np.where((as_ndarray(a) == 0) | (as_ndarray(b) == 0), 0.0, r)
 
 
 _ZERO_SAFE_MUL = elementwise_primitive("multiply (zero-safe)", _zero_safe_multiply,
@@ -699,7 +699,7 @@ def pinv(a, rcond=None, hermitian=False, **kwargs):
 
 
 def _lstsq_impl(a, b, part, rcond):
-    return np.asarray(np.linalg.lstsq(a, b, rcond=rcond)[part])
+    return as_ndarray(np.linalg.lstsq(a, b, rcond=rcond)[part])
 
 
 def _lstsq_pinv(a, rcond):
@@ -746,7 +746,7 @@ LSTSQ = jvp_primitive("linalg.lstsq", _lstsq_impl, _lstsq_jvp)
 def lstsq(a, b, rcond=None):
     a = as_array(a)
     b = as_array(b)
-    av, bv = np.asarray(strip(a)), np.asarray(strip(b))
+    av, bv = as_ndarray(strip(a)), as_ndarray(strip(b))
     rank = np.linalg.lstsq(av, bv, rcond=rcond)[2]
     parts = [apply(LSTSQ, (a, b), {"part": k, "rcond": rcond}) for k in (0, 1, 3)]
     return parts[0], parts[1], rank, parts[2]
@@ -768,8 +768,8 @@ def cond(x, p=None):
     else:
         with np.errstate(all="ignore"):
             r = norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
-    rv = np.asarray(strip(r))
-    nan = np.isnan(rv) & ~np.isnan(np.asarray(strip(x))).any(axis=(-2, -1))
+    rv = as_ndarray(strip(r))
+    nan = np.isnan(rv) & ~np.isnan(as_ndarray(strip(x))).any(axis=(-2, -1))
     if nan.any():  # numpy turns nan into inf unless x had a nan: a constant there
         r = where(nan, np.inf, r)
     return r
@@ -780,7 +780,7 @@ def matrix_power(a, n):
     """numpy's own sequence of products (binary powering), so the value has numpy's bits."""
     x = as_array(a)
     try:
-        n = int(np.asarray(n).__index__()) if not isinstance(n, int) else n
+        n = int(as_ndarray(n).__index__()) if not isinstance(n, int) else n
     except TypeError as e:
         raise TypeError("exponent must be an integer") from e
     shape = shape_of(x)

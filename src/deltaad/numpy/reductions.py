@@ -24,7 +24,7 @@ from .args import (
     NoValue, axes_of, cast, check_novalue, expand_shape, float_dtype, ndim, no_out, np_fn,
     normalize_axis_index, normalize_axis_tuple, unsupported,
 )
-from .array import Primitive, apply, broadcast, operand_or_raise, reshape, shape_of
+from .array import as_ndarray, Primitive, apply, broadcast, operand_or_raise, reshape, shape_of
 from .define import numpy_valued, register
 from .elementwise import astype
 from .shape import diagonal, ravel, transpose
@@ -72,7 +72,7 @@ def _masked(name, initial, where):
     if where is not NoValue and where is not True:
         if is_dual(where):
             raise TypeError("numpy.%s(..., where=) takes a boolean mask, not a dual" % name)
-        mask = np.asarray(where, dtype=bool)
+        mask = as_ndarray(where, dtype=bool)
         kw["where"] = mask
     return (kw, mask) if kw else None
 
@@ -171,8 +171,8 @@ def _choose_impl(v, axis, keepdims, f, kw):
 def _choose_weights(x, out, axis, keepdims, where):
     """The cotangent's even split among the tied extrema (of the entries ``where`` admits):
     0 everywhere in a slice whose extremum is ``initial`` alone."""
-    xv = np.asarray(strip(x))
-    ov = np.asarray(strip(out))
+    xv = as_ndarray(strip(x))
+    ov = as_ndarray(strip(out))
     if not keepdims:
         ov = ov.reshape(expand_shape(xv.shape, axis))
     mask = (xv == ov) | (np.isnan(xv) & np.isnan(ov))
@@ -240,7 +240,7 @@ def _moment_weights(x, out, axis, ddof, keepdims, std):
     if not std:
         return c * (2.0 / k)
     o = out if keepdims else reshape(out, expand_shape(shape_of(x), axis))
-    zero = np.asarray(strip(o)) == 0
+    zero = as_ndarray(strip(o)) == 0
     return np.where(zero, 0.0, c / (k * np.where(zero, 1.0, o)))
 
 
@@ -341,7 +341,7 @@ def _cumprod_others(x, axis):
 
 def _cumprod_vjp(out, vals, on, axis):
     x = vals[0]
-    if np.any(np.asarray(strip(x)) == 0):
+    if np.any(as_ndarray(strip(x)) == 0):
         def rule(ct):
             p = _cumprod_others(x, axis)
             g = np.sum(p * np.expand_dims(np.moveaxis(ct, axis, -1), -2), axis=-1)
@@ -358,7 +358,7 @@ def _cumprod_vjp(out, vals, on, axis):
 def _cumprod_jvp(out, vals, tans, axis):
     x = vals[0]
     t = tans[0]
-    if np.any(np.asarray(strip(x)) == 0):
+    if np.any(as_ndarray(strip(x)) == 0):
         p = _cumprod_others(x, axis)
         g = np.sum(p * np.expand_dims(np.moveaxis(t, axis, -1), -1), axis=-2)
         return np.moveaxis(g, -1, axis)
@@ -462,7 +462,7 @@ def logsumexp(a, axis=None, keepdims=False):
     x = operand_or_raise(a)
     s = shape_of(x)
     axes = axes_of(axis, len(s))
-    xv = np.asarray(strip(x))
+    xv = as_ndarray(strip(x))
     m = np.max(xv, axis=axes, keepdims=True) if xv.size else np.zeros(expand_shape(s, axes))
     m = np.where(np.isfinite(m), m, 0.0)
     r = np.log(apply(SUM, (np.exp(x - m),), {"axis": axes, "keepdims": True})) + m
@@ -503,7 +503,7 @@ registry.METHODS[(np.multiply, "accumulate")] = lambda a, axis=0: cumprod(a, axi
 
 
 def _nan_mask(x):
-    return ~np.isnan(np.asarray(strip(x)))
+    return ~np.isnan(as_ndarray(strip(x)))
 
 
 def _reduce_weights_vjp(weights):
@@ -542,8 +542,8 @@ def _fdt(x):
 
 
 def _nanchoose_weights(x, out, axis, keepdims, f):
-    xv = np.asarray(strip(x))
-    ov = np.asarray(strip(out))
+    xv = as_ndarray(strip(x))
+    ov = as_ndarray(strip(out))
     if not keepdims:
         ov = ov.reshape(expand_shape(xv.shape, axis))
     mask = xv == ov  # nan entries are never chosen; a slice of nans: no weight anywhere
@@ -566,7 +566,7 @@ def _nanmoment_weights(x, out, axis, keepdims, ddof, std):
     if not std:
         return np.where(k > 0, c * (2.0 / kp), np.nan)
     o = out if keepdims else reshape(out, expand_shape(shape_of(x), axis))
-    zero = np.asarray(strip(o)) == 0
+    zero = as_ndarray(strip(o)) == 0
     return np.where(k > 0, np.where(zero, 0.0, c / (kp * np.where(zero, 1.0, o))), np.nan)
 
 
@@ -664,7 +664,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=NoValue):
     kd = keepdims is True
     if weights is None:
         avg = mean(x, axes, keepdims=kd)
-        scl = np.asarray(float(np.size(strip(x))) / max(np.size(strip(avg)), 1))
+        scl = as_ndarray(float(np.size(strip(x))) / max(np.size(strip(avg)), 1))
     else:
         w = operand_or_raise(weights)
         s = shape_of(x)
@@ -677,7 +677,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=NoValue):
             w = reshape(transpose(w, [int(i) for i in np.argsort(axes)]),
                         tuple(n if i in axes else 1 for i, n in enumerate(s)))
         scl = sum_(w, axes, kd)
-        if np.any(np.asarray(strip(scl)) == 0.0):
+        if np.any(as_ndarray(strip(scl)) == 0.0):
             raise ZeroDivisionError("Weights sum to zero, can't be normalized")
         avg = sum_(x * w, axes, kd) / scl
     if returned:
@@ -706,7 +706,7 @@ def _order_weights(xv, q, axes, method, ignore_nan):
     order = np.argsort(flat, axis=-1, kind="stable")  # nans last
     n = flat.shape[-1]
     count = np.sum(~np.isnan(flat), axis=-1) if ignore_nan else np.full(bshape, n)
-    qf = np.asarray(q, dtype=float).reshape(-1)
+    qf = as_ndarray(q, dtype=float).reshape(-1)
     w = np.zeros((qf.size,) + flat.shape)
     for i, qi in enumerate(qf):
         pos = qi * (count - 1.0)
@@ -760,7 +760,7 @@ def _quantile(name, f, a, q, axis, out, overwrite_input, method, keepdims, weigh
     nd = ndim(x)
     axes = tuple(range(nd)) if axis is None else normalize_axis_tuple(axis, nd)
     # the derivative needs the reduced axes; numpy's own call gets the axis the user gave
-    params = {"f": f, "q": None if q is None else np.asarray(q), "axes": axes,
+    params = {"f": f, "q": None if q is None else as_ndarray(q), "axes": axes,
               "keepdims": bool(keepdims), "method": method, "ignore_nan": ignore_nan,
               "scale": scale, "call_axes": axis}
     return apply(QUANTILE, (x,), params)
@@ -772,8 +772,8 @@ def _qcall_impl(v, f, q, axes, keepdims, method, ignore_nan, scale, call_axes):
 
 def _qcall_vjp(out, vals, on, f, q, axes, keepdims, method, ignore_nan, scale, call_axes):
     x = vals[0]
-    qq = 0.5 if q is None else np.asarray(q, dtype=float) / scale
-    w = _order_weights(np.asarray(strip(x)), qq, axes, method, ignore_nan).astype(_fdt(x))
+    qq = 0.5 if q is None else as_ndarray(q, dtype=float) / scale
+    w = _order_weights(as_ndarray(strip(x)), qq, axes, method, ignore_nan).astype(_fdt(x))
     nq = np.ndim(qq)
     xs = shape_of(x)
     ks = tuple(np.shape(qq)) + expand_shape(xs, axes)
@@ -788,8 +788,8 @@ def _qcall_vjp(out, vals, on, f, q, axes, keepdims, method, ignore_nan, scale, c
 
 def _qcall_jvp(out, vals, tans, f, q, axes, keepdims, method, ignore_nan, scale, call_axes):
     x = vals[0]
-    qq = 0.5 if q is None else np.asarray(q, dtype=float) / scale
-    w = _order_weights(np.asarray(strip(x)), qq, axes, method, ignore_nan).astype(_fdt(x))
+    qq = 0.5 if q is None else as_ndarray(q, dtype=float) / scale
+    w = _order_weights(as_ndarray(strip(x)), qq, axes, method, ignore_nan).astype(_fdt(x))
     nq = np.ndim(qq)
     r = np.sum(w * tans[0], axis=tuple(nq + i for i in axes), keepdims=True)
     return reshape(r, shape_of(out))
@@ -857,7 +857,7 @@ def nancumprod(a, axis=None, dtype=None, out=None):
 def _replace_nan(x, v):
     from .elementwise import where
 
-    nan = np.isnan(np.asarray(strip(x)))
+    nan = np.isnan(as_ndarray(strip(x)))
     return where(nan, v, x) if nan.any() else x
 
 

@@ -16,6 +16,7 @@ from .args import (
     NoValue, as_array, axes_of, cast, float_dtype, ndim, no_out, np_fn, normalize_axis_index,
     normalize_axis_tuple, unsupported,
 )
+from .array import as_ndarray
 from .array import (
     Dual, Primitive, has_dual, apply, getitem, operand_or_raise,
     pack_scalars, reshape, shape_of, unbroadcast, update, zeros_of,
@@ -110,7 +111,7 @@ def _index_order(x, order, name):
         return order
     if order is None:
         return "C"
-    v = np.asarray(strip(x))
+    v = as_ndarray(strip(x))
     f_only = v.flags.f_contiguous and not v.flags.c_contiguous
     if order == "A":
         return "F" if f_only else "C"
@@ -404,7 +405,7 @@ def roll(a, shift, axis=None):
         s = shape_of(x)
         return reshape(roll(ravel(x), shift, 0), s)
     nd = ndim(x)
-    shifts, axes = np.broadcast_arrays(np.asarray(shift), np.asarray(axis))
+    shifts, axes = np.broadcast_arrays(as_ndarray(shift), as_ndarray(axis))
     total = {}
     for sh, ax in zip(shifts.ravel().tolist(), axes.ravel().tolist()):
         ax = normalize_axis_index(ax, nd)
@@ -442,7 +443,7 @@ def repeat(a, repeats, axis=None):
     s = shape_of(x)
     ax = normalize_axis_index(axis, len(s))
     n = s[ax]
-    r = np.asarray(repeats)
+    r = as_ndarray(repeats)
     if r.ndim == 0 or r.size == 1:
         k = int(r.reshape(-1)[0]) if r.ndim else int(r)
         x = reshape(x, s[: ax + 1] + (1,) + s[ax + 1 :])
@@ -577,7 +578,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
         axis = 0
     s = shape_of(x)
     ax = normalize_axis_index(axis, len(s))
-    idx = np.asarray(indices)
+    idx = as_ndarray(indices)
     n = s[ax]
     if mode == "wrap":
         idx = idx % n
@@ -592,12 +593,12 @@ def take(a, indices, axis=None, out=None, mode="raise"):
 def compress(condition, a, axis=None, out=None):
     """The entries along ``axis`` where the (plain) ``condition`` is true: a selection."""
     no_out("compress", out)
-    return take(a, np.nonzero(np.ravel(np.asarray(strip(condition))))[0], axis)
+    return take(a, np.nonzero(np.ravel(as_ndarray(strip(condition))))[0], axis)
 
 
 @register(np.extract)
 def extract(condition, arr):
-    return take(arr, np.nonzero(np.ravel(np.asarray(strip(condition))))[0])
+    return take(arr, np.nonzero(np.ravel(as_ndarray(strip(condition))))[0])
 
 
 @register(np.choose, note="a selection: each entry's derivative goes to the choice it took")
@@ -606,7 +607,7 @@ def choose(a, choices, out=None, mode="raise"):
     if is_dual(a):
         raise TypeError("numpy.choose: the index array a has no derivative; pass plain "
                         "integers (deltaad.value(a))")
-    idx = np.asarray(a)
+    idx = as_ndarray(a)
     n = len(choices)
     if mode == "wrap":
         idx = idx % n
@@ -631,14 +632,14 @@ def resize(a, new_shape):
     total = int(np.prod(shape, dtype=np.int64))
     n = shape_of(x)[0]
     if total == 0 or n == 0:
-        return np.zeros(shape, dtype=np.asarray(strip(x)).dtype)
+        return np.zeros(shape, dtype=as_ndarray(strip(x)).dtype)
     return reshape(take(x, np.arange(total) % n), shape)
 
 
 @register(np.trim_zeros, note="a slice: the zeros' positions are taken from the values")
 def trim_zeros(filt, trim="fb", axis=None):
     x = as_array(filt)
-    v = np.asarray(strip(x))
+    v = as_ndarray(strip(x))
     if axis is not None or v.ndim != 1:
         return getitem(x, tuple(_trim_slices(v, trim, axis)), False)
     return getitem(x, _trim_slices(v, trim, None)[0], False)
@@ -680,7 +681,7 @@ def take_along_axis(arr, indices, axis=-1):
         x = ravel(x)
         axis = 0
     ax = normalize_axis_index(axis, ndim(x))
-    return getitem(x, _along_axis_index(np.asarray(indices), ax, shape_of(x)), False)
+    return getitem(x, _along_axis_index(as_ndarray(indices), ax, shape_of(x)), False)
 
 
 @register(np.sort, note="follows the stable sorting permutation")
@@ -694,7 +695,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     if ndim(x) == 0:
         raise getattr(np, "exceptions", np).AxisError("axis -1 is out of bounds for array of dimension 0")
     ax = normalize_axis_index(axis, ndim(x))
-    perm = np.argsort(np.asarray(strip(x)), axis=ax, kind="stable")
+    perm = np.argsort(as_ndarray(strip(x)), axis=ax, kind="stable")
     return getitem(x, _along_axis_index(perm, ax, shape_of(x)), True)
 
 
@@ -806,7 +807,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
 
 def _gather_flat(x, src):
     """The entries of ``x`` (flattened) at the integer array ``src``."""
-    return getitem(ravel(x), np.asarray(src), False)
+    return getitem(ravel(x), as_ndarray(src), False)
 
 
 @register(np.delete)
@@ -817,7 +818,7 @@ def delete(arr, obj, axis=None):
         axis = 0
     ax = normalize_axis_index(axis, ndim(x))
     n = shape_of(x)[ax]
-    keep = np.delete(np.arange(n), np.asarray(strip(obj)) if is_dual(obj) else obj)
+    keep = np.delete(np.arange(n), as_ndarray(strip(obj)) if is_dual(obj) else obj)
     return getitem(x, (slice(None),) * ax + (keep,), True)
 
 
@@ -881,7 +882,7 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
         x = ravel(x)
         axis = -1
     ax = normalize_axis_index(axis, ndim(x))
-    xv = np.asarray(strip(x))
+    xv = as_ndarray(strip(x))
     out = np.partition(xv, kth, axis=ax, kind=kind)
     # where numpy put each value: the stable order of the output matches that of the input
     src = np.argsort(xv, axis=ax, kind="stable")
@@ -898,7 +899,7 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
 @register(np.linspace, note="numpy's arithmetic: linear in start and stop")
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):
-    num = int(np.asarray(num).__index__()) if not isinstance(num, int) else num
+    num = int(as_ndarray(num).__index__()) if not isinstance(num, int) else num
     if num < 0:
         raise ValueError("Number of samples, %s, must be non-negative." % num)
     div = (num - 1) if endpoint else num
@@ -911,7 +912,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     y = np.arange(0, num, dtype=dt).reshape((-1,) + (1,) * ndim(delta))
     if div > 0:
         step = delta / div
-        if np.any(np.asarray(strip(step)) == 0):
+        if np.any(as_ndarray(strip(step)) == 0):
             y = (y / div) * delta
         else:
             y = y * step
