@@ -37,6 +37,14 @@ CONTINUOUS = {
 }
 QUANTILES = {"ppf": "_ppf", "isf": "_isf"}  # isf(q) = ppf(1 - q): bounds swap
 DISCRETE = {"pmf": "_pmf", "logpmf": "_logpmf"}
+# cdf-like methods of discrete distributions: (private method, value below the support, above
+# it, clipped to [0, 1] as scipy does)
+DISCRETE_CUMULATIVE = {
+    "cdf": ("_cdf", 0.0, 1.0, True),
+    "sf": ("_sf", 1.0, 0.0, True),
+    "logcdf": ("_logcdf", -_INF, 0.0, False),
+    "logsf": ("_logsf", 0.0, -_INF, False),
+}
 
 
 def _any_dual(args, kwds):
@@ -148,8 +156,11 @@ def _quantile(method):
 
 
 def _discrete(method):
-    private = DISCRETE[method]
-    below = 0.0 if method == "pmf" else -_INF
+    if method in DISCRETE_CUMULATIVE:
+        private, below, above, clip = DISCRETE_CUMULATIVE[method]
+    else:
+        private, above, clip = DISCRETE[method], None, method == "pmf"
+        below = 0.0 if method == "pmf" else -_INF
 
     def evaluate(dist, k, *args, **kwds):
         args, loc, _ = dist._parse_args(*args, **kwds)
@@ -166,13 +177,17 @@ def _discrete(method):
             n = k.size
             a, b = dist._get_support(*vargs)
             cond0 = _bool(dist._argcheck(*vargs))
-            cond = cond0 & (k >= a) & (k <= b) & _bool(dist._nonzero(k, *vargs))
-            base = np.full(n, below)
+            if above is None:  # pmf, logpmf: at the support's points
+                cond = cond0 & (k >= a) & (k <= b) & _bool(dist._nonzero(k, *vargs))
+                base = np.full(n, below)
+            else:  # as scipy: below the support, at or above its end, inside
+                cond = cond0 & (k >= a) & (k < b) & np.isfinite(k)
+                base = np.where(k >= b, above, below) * np.ones(n)
             base[~cond0 | np.isnan(k)] = dist.badvalue
             idx = np.flatnonzero(cond)
             k, *args = _take([k, *args], idx, n)
             r = getattr(dist, private)(k, *args)
-            if method == "pmf":
+            if clip:
                 r = np.clip(r, 0, 1)
         return _assemble(n, shape, base, [(idx, r)])
 
@@ -207,7 +222,7 @@ def install(module):
     for name in QUANTILES:
         _patch(cont, name, _quantile(name))
     if disc is not None and hasattr(disc, "_nonzero"):
-        for name in DISCRETE:
+        for name in tuple(DISCRETE) + tuple(DISCRETE_CUMULATIVE):
             _patch(disc, name, _discrete(name))
 
 
@@ -259,6 +274,6 @@ def install_apply_where(module):
 
 
 MODULE = "scipy.stats._distn_infrastructure"
-METHODS = tuple(CONTINUOUS) + tuple(QUANTILES) + tuple(DISCRETE)
+METHODS = tuple(CONTINUOUS) + tuple(QUANTILES) + tuple(DISCRETE) + tuple(DISCRETE_CUMULATIVE)
 registry.watch(MODULE, install)
 registry.watch("scipy._lib.array_api_extra", install_apply_where)
