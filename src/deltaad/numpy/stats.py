@@ -16,6 +16,8 @@ private method itself cannot run on duals (one written with ``scipy._lib._util._
 which also places into float arrays) raises the usual error naming the call.
 """
 
+import sys
+
 import numpy as np
 
 from ..trace import value as strip
@@ -273,7 +275,54 @@ def install_apply_where(module):
         module.apply_where = _apply_where(f)
 
 
+def _lazyselect(original):
+    """scipy's ``_lazyselect(condlist, choicelist, arrays, default)`` (``np.select`` computing
+    each choice only where its condition holds) places the choices into a float array. On
+    duals: each function on the elements where its condition holds, assembled functionally (a
+    later condition overriding an earlier one, as ``np.place`` in turn does)."""
+
+    def lazyselect(condlist, choicelist, arrays, default=0):
+        if not holds_dual(list(arrays)) and not holds_dual(default):
+            return original(condlist, choicelist, arrays, default)
+        operands = [asarray(a) for a in arrays]
+        conds = [np.asarray(strip(c), dtype=bool) for c in condlist]
+        with np.errstate(all="ignore"):
+            flat, shape = _flat(operands + conds)
+            operands, conds = flat[:len(operands)], flat[len(operands):]
+            n = int(np.prod(shape))
+            pieces = []
+            for func, cond in zip(choicelist, conds):
+                idx = np.flatnonzero(cond)
+                if len(idx):
+                    pieces.append((idx, func(*_take(operands, idx, n))))
+            base = np.full(n, strip(default), dtype=float) if not holds_dual(default) else \
+                np.broadcast_to(asarray(default), (n,))
+            return _assemble(n, shape, base, pieces) if shape else \
+                asarray(_assemble(n, shape, base, pieces))
+
+    lazyselect.__doc__ = original.__doc__
+    lazyselect.deltaad_original = original
+    return lazyselect
+
+
+def _install_lazyselect(module):
+    f = getattr(module, "_lazyselect", None)
+    if f is not None and not hasattr(f, "deltaad_original"):
+        module._lazyselect = _lazyselect(f)
+
+
+def _rebind_lazyselect(module):
+    """A module that bound ``_lazyselect`` before deltaad was imported gets the new one."""
+    util = sys.modules.get("scipy._lib._util")
+    f = getattr(module, "_lazyselect", None)
+    new = getattr(util, "_lazyselect", None) if util is not None else None
+    if f is not None and new is not None and getattr(new, "deltaad_original", None) is f:
+        module._lazyselect = new
+
+
 MODULE = "scipy.stats._distn_infrastructure"
 METHODS = tuple(CONTINUOUS) + tuple(QUANTILES) + tuple(DISCRETE) + tuple(DISCRETE_CUMULATIVE)
 registry.watch(MODULE, install)
 registry.watch("scipy._lib.array_api_extra", install_apply_where)
+registry.watch("scipy._lib._util", _install_lazyselect)
+registry.watch("scipy.stats._continuous_distns", _rebind_lazyselect)
