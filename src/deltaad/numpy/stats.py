@@ -95,6 +95,22 @@ def _assemble(n, shape, base, pieces):
     return out
 
 
+def _private(dist, private, method, *args):
+    """``dist.<private>(*args)`` on duals; numpy's own error from inside scipy's code (an object
+    loop that has no method for a dual, say) becomes one naming the call the user wrote."""
+    try:
+        return getattr(dist, private)(*args)
+    except TypeError as exc:
+        if "deltaad" in str(exc) or "scipy.special" in str(exc):
+            raise  # already names the operation and the fix
+        raise NotImplementedError(
+            "deltaad: scipy.stats.%s.%s on dual numbers is not supported: scipy's private "
+            "method %s computes with numpy code that cannot run on duals (%s: %s). Call it on "
+            "plain values, or write the distribution's formula with numpy functions"
+            % (dist.name, method, private, type(exc).__name__, str(exc).split("\n")[0])) \
+            from exc
+
+
 def _continuous(method):
     private, support, below, above, scaled = CONTINUOUS[method]
 
@@ -115,7 +131,7 @@ def _continuous(method):
             base[~cond0 | np.isnan(yv)] = dist.badvalue
             idx = np.flatnonzero(cond)
             y, scale, *args = _take([y, scale, *args], idx, n)
-            r = getattr(dist, private)(y, *args)
+            r = _private(dist, private, method, y, *args)
             if scaled == "divide":
                 r = r / scale
             elif scaled == "log":
@@ -148,7 +164,7 @@ def _quantile(method):
                     continue
                 sc, lc, qc, *ac = _take([scale, loc, q, *args], idx, n)
                 if bound is None:
-                    pieces.append((idx, getattr(dist, private)(qc, *ac) * sc + lc))
+                    pieces.append((idx, _private(dist, private, method, qc, *ac) * sc + lc))
                 else:
                     bc = np.broadcast_to(bound, (n,))[idx]
                     pieces.append((idx, bc * sc + lc))
@@ -188,7 +204,7 @@ def _discrete(method):
             base[~cond0 | np.isnan(k)] = dist.badvalue
             idx = np.flatnonzero(cond)
             k, *args = _take([k, *args], idx, n)
-            r = getattr(dist, private)(k, *args)
+            r = _private(dist, private, method, k, *args)
             if clip:
                 r = np.clip(r, 0, 1)
         return _assemble(n, shape, base, [(idx, r)])
