@@ -172,3 +172,62 @@ def test_putmask_and_place_with_an_empty_mask_are_no_ops():
     assert ad.grad(f)(2.0) == 3.0
     with pytest.raises(TypeError, match=r"numpy\.putmask\(a, mask, values\) writes into a"):
         ad.grad(lambda v: np.putmask(np.array([1.0, 2.0]) * v, np.array([True, False]), 0.0))(1.0)
+
+
+def _private_cases():
+    from scipy.special import _ufuncs as u
+    return {
+        "_beta_pdf x": (lambda v: u._beta_pdf(v, 2.5, 3.5), 0.3),
+        "_beta_pdf a": (lambda v: u._beta_pdf(0.3, v, 3.5), 2.5),
+        "_beta_pdf b": (lambda v: u._beta_pdf(0.3, 2.5, v), 3.5),
+        "_beta_ppf p": (lambda v: u._beta_ppf(v, 2.5, 3.5), 0.4),
+        "_binom_pmf p": (lambda v: u._binom_pmf(2.0, 10.0, v), 0.3),
+        "_binom_cdf p": (lambda v: u._binom_cdf(3.0, 10.0, v), 0.3),
+        "_binom_sf p": (lambda v: u._binom_sf(3.0, 10.0, v), 0.3),
+        "_nbinom_pmf n": (lambda v: u._nbinom_pmf(3.0, v, 0.4), 5.0),
+        "_nbinom_pmf p": (lambda v: u._nbinom_pmf(3.0, 5.0, v), 0.4),
+        "_nbinom_cdf p": (lambda v: u._nbinom_cdf(3.0, 5.0, v), 0.4),
+        "_nbinom_sf p": (lambda v: u._nbinom_sf(3.0, 5.0, v), 0.4),
+        "_skewnorm_cdf x": (lambda v: u._skewnorm_cdf(v, 0.2, 1.3, 1.5), 0.3),
+        "_skewnorm_cdf loc": (lambda v: u._skewnorm_cdf(0.3, v, 1.3, 1.5), 0.2),
+        "_skewnorm_cdf scale": (lambda v: u._skewnorm_cdf(0.3, 0.2, v, 1.5), 1.3),
+        "_skewnorm_cdf a": (lambda v: u._skewnorm_cdf(0.3, 0.2, 1.3, v), 1.5),
+        "_skewnorm_ppf q": (lambda v: u._skewnorm_ppf(v, 0.2, 1.3, 1.5), 0.4),
+        "_skewnorm_ppf scale": (lambda v: u._skewnorm_ppf(0.4, 0.2, v, 1.5), 1.3),
+        "_skewnorm_ppf a": (lambda v: u._skewnorm_ppf(0.4, 0.2, 1.3, v), 1.5),
+        "_skewnorm_isf q": (lambda v: u._skewnorm_isf(v, 0.2, 1.3, 1.5), 0.4),
+        "_skewnorm_isf a": (lambda v: u._skewnorm_isf(0.4, 0.2, 1.3, v), 1.5),
+        "_cauchy_ppf q": (lambda v: u._cauchy_ppf(v, 0.2, 1.3), 0.4),
+        "_cauchy_isf scale": (lambda v: u._cauchy_isf(0.3, 0.2, v), 1.3),
+        "_invgauss_ppf q": (lambda v: u._invgauss_ppf(v, 0.8, 1.3), 0.4),
+        "_invgauss_ppf mu": (lambda v: u._invgauss_ppf(0.4, v, 1.3), 0.8),
+        "_invgauss_ppf s": (lambda v: u._invgauss_ppf(0.4, 0.8, v), 1.3),
+        "_invgauss_isf q": (lambda v: u._invgauss_isf(v, 0.8, 1.3), 0.4),
+        "_invgauss_isf mu": (lambda v: u._invgauss_isf(0.4, v, 1.3), 0.8),
+    }
+
+
+PRIVATE = ["_beta_pdf x", "_beta_pdf a", "_beta_pdf b", "_beta_ppf p", "_binom_pmf p",
+           "_binom_cdf p", "_binom_sf p", "_nbinom_pmf n", "_nbinom_pmf p", "_nbinom_cdf p",
+           "_nbinom_sf p", "_skewnorm_cdf x", "_skewnorm_cdf loc", "_skewnorm_cdf scale",
+           "_skewnorm_cdf a", "_skewnorm_ppf q", "_skewnorm_ppf scale", "_skewnorm_ppf a",
+           "_skewnorm_isf q", "_skewnorm_isf a", "_cauchy_ppf q", "_cauchy_isf scale",
+           "_invgauss_ppf q", "_invgauss_ppf mu", "_invgauss_ppf s", "_invgauss_isf q",
+           "_invgauss_isf mu"]
+
+
+@pytest.mark.parametrize("case", PRIVATE)
+def test_private_ufunc_rules_to_second_order(case):
+    """Each argument of each private ufunc rule: scipy's value to the bit, the first derivative
+    against central differences and forward mode, the second (the partials differentiate
+    again) against second differences."""
+    f, x0 = _private_cases()[case]
+    v, g = ad.value_and_grad(f)(x0)
+    assert v == f(x0)
+    fd = (f(x0 + 1e-6) - f(x0 - 1e-6)) / 2e-6
+    assert abs(g - fd) <= 1e-5 * max(1.0, abs(fd)), (g, fd)
+    _, t = ad.jvp(f, (x0,), (1.0,))
+    assert abs(float(t) - g) <= 1e-12 * max(1.0, abs(g))
+    h = 1e-4
+    fd2 = (f(x0 + h) - 2 * f(x0) + f(x0 - h)) / h ** 2
+    assert abs(float(ad.hessian(f)(x0)) - fd2) <= 1e-3 * max(1.0, abs(fd2)), fd2
