@@ -231,3 +231,24 @@ def test_private_ufunc_rules_to_second_order(case):
     h = 1e-4
     fd2 = (f(x0 + h) - 2 * f(x0) + f(x0 - h)) / h ** 2
     assert abs(float(ad.hessian(f)(x0)) - fd2) <= 1e-3 * max(1.0, abs(fd2)), fd2
+
+
+def test_an_assignment_selecting_nothing_is_a_no_op():
+    """scipy guards rare corrections with ``y[mask] = ...`` (skewnorm's left tail): into an
+    array dual, a mask selecting nothing stores nothing and is allowed; any other assignment
+    still raises."""
+    def f(v):
+        y = np.array([1.0, 2.0]) * v
+        y[np.array([False, False])] = 7.0
+        y[np.array([], dtype=int)] = v
+        return np.sum(y)
+
+    assert ad.grad(f)(2.0) == 3.0
+
+    def g(v):
+        y = np.array([1.0, 2.0]) * v
+        y[np.array([True, False])] = 7.0
+        return np.sum(y)
+
+    with pytest.raises(TypeError, match="immutable"):
+        ad.grad(g)(2.0)
