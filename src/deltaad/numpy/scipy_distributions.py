@@ -273,7 +273,6 @@ def _rules(name, partials):
     def factory(ufunc):
         prim = elementwise_primitive(_MODULE + name, ufunc, partials, with_out=True)
 
-
         def rule(*args, **kwargs):
             if kwargs or len(args) != len(partials):
                 raise TypeError("deltaad: %s%s on dual numbers takes its %d arguments only"
