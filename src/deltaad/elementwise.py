@@ -788,6 +788,158 @@ unary("rgamma", _scipy_float("rgamma"), _scipy_array("rgamma"),
       chosen="at 0, -1, -2, ... (zeros of rgamma, poles of digamma) none is computed: nan or "
              "an error on floats; the limit there is (-1)^n n!")
 
+
+# The distributions' functions of scipy.special (scipy.stats's chi2, f, t and poisson are written
+# with them), and scipy's companions of betainc and of numpy's functions. Their derivatives in
+# the variable are densities; the degrees of freedom and counts are static parameters, like
+# gammainc's a (their derivatives there have no closed form).
+DF = Order("v", integer=False, domain=Domain(0.0))
+DFS = Order("dfn, dfd", integer=False, domain=Domain(0.0))
+COUNT = Order("k", integer=False, domain=Domain(0.0, INF, True))
+AB = Order("a, b", integer=False, domain=Domain(0.0))
+
+
+def _static(f, *args):
+    """``f(*args)`` on static parameters: an array for arrays of them, else a float (one value
+    for every path, scalar or array)."""
+    r = f(*args)
+    return r if isinstance(r, np.ndarray) and r.ndim else float(r)
+
+
+def _chi2_density(ns, v, x):
+    """d/dx of ``chdtr(v, x) = gammainc(v / 2, x / 2)``."""
+    return 0.5 * _gamma_density(ns, 0.5 * v, 0.5 * x)
+
+
+def _f_log_norm(n, m):
+    """log of the F density's constant ``n^(n/2) m^(m/2) / B(n/2, m/2)``."""
+    a, b = 0.5 * np.asarray(n, dtype=float), 0.5 * np.asarray(m, dtype=float)
+    with np.errstate(all="ignore"):
+        return a * np.log(n) + b * np.log(m) - special("betaln")(a, b)
+
+
+def _f_density(ns, n, m, x):
+    """d/dx of ``fdtr(n, m, x)``, the F density ``c x^(n/2 - 1) (m + n x)^(-(n + m)/2)``, in
+    logarithms (``1 - w`` of the beta form would cancel for large x); at ``x = 0`` its limit
+    (+inf for n < 2), 0 at ``x = +inf``, nan below 0."""
+    lc = _static(_f_log_norm, n, m)
+    a, ab = 0.5 * n, 0.5 * (n + m)
+    xv = ns.value(x)
+    ok = (xv > 0.0) & (xv < INF)
+    u = ns.where(ok, x, 1.0)
+    d = ns.exp(lc + (a - 1.0) * ns.log(u) - ab * ns.log(m + n * u))
+    edge = math.exp(lc - ab * math.log(m)) if type(lc) is float else np.exp(lc - ab * np.log(m))
+    at_zero = ns.where(a < 1.0, INF, ns.where(a == 1.0, edge, 0.0))
+    return ns.where(ok, d, ns.where(xv == 0.0, at_zero, ns.where(xv == INF, 0.0, NAN)))
+
+
+def _t_log_norm(v):
+    """log of the t density's constant ``Gamma((v+1)/2) / (sqrt(v pi) Gamma(v/2))`` (the
+    normal's at ``v = inf``)."""
+    gammaln = special("gammaln")
+    with np.errstate(all="ignore"):
+        va = np.asarray(v, dtype=float)
+        finite = np.where(np.isinf(va), 1.0, va)
+        c = gammaln(0.5 * (finite + 1.0)) - gammaln(0.5 * finite) - 0.5 * np.log(finite * math.pi)
+        return np.where(np.isinf(va), -0.5 * math.log(2.0 * math.pi), c)
+
+
+def _t_density(ns, v, t):
+    """d/dt of ``stdtr(v, t)``: ``c (1 + t^2 / v)^(-(v + 1) / 2)``; the normal density for
+    ``v = inf``."""
+    lc = _static(_t_log_norm, v)
+    inf = np.isinf(v) if isinstance(v, np.ndarray) else v == INF
+    vf = np.where(inf, 1.0, v) if isinstance(v, np.ndarray) else (1.0 if inf else v)
+    tt = t * t
+    return ns.where(inf, ns.exp(lc - 0.5 * tt),
+                    ns.exp(lc - (0.5 * (vf + 1.0)) * ns.log1p(tt / vf)))
+
+
+def _poisson_shape(k):
+    """``floor(k) + 1``: ``pdtr(k, m)`` is ``gammaincc(floor(k) + 1, m)``."""
+    if isinstance(k, np.ndarray):
+        return np.floor(k) + 1.0
+    return float(math.floor(k)) + 1.0 if math.isfinite(k) else k + 1.0
+
+
+def _powm1_partials(ns, x, p, y):
+    """d/dx ``p x^p / x`` (also for negative x, where scipy's value is real: integer p), and
+    at 0 its limit; d/dp ``x^p log(x)`` for x > 0 (0 at x = 0 for p > 0), nan for x < 0."""
+    xv, pv = ns.value(x), ns.value(p)
+    nonzero = xv != 0.0
+    at_zero = ns.where(pv > 1.0, 0.0, ns.where(pv == 1.0, 1.0, ns.where(pv > 0.0, INF, NAN)))
+    dx = ns.where(nonzero, p * (y + 1.0) / ns.where(nonzero, x, 1.0), at_zero)
+    dp = _guard_pos(ns, x, lambda u: (y + 1.0) * ns.log(u), ns.where(pv > 0.0, 0.0, -INF))
+    return dx, dp
+
+
+def _poch_partials(ns, z, m, y):
+    s = ns.digamma(z + m)
+    return y * (s - ns.digamma(z)), y * s
+
+
+unary("chdtr", _scipy_float("chdtr"), _scipy_array("chdtr"),
+      lambda ns, v, x, y: _chi2_density(ns, v, x), ufuncs=_sp("chdtr"), order=DF,
+      domain=Domain(0.0, INF, True), edges=True, needs=SCIPY,
+      chosen=NO_ORDER + "; at x = 0 the one-sided derivative (+inf for v < 2)")
+unary("chdtrc", _scipy_float("chdtrc"), _scipy_array("chdtrc"),
+      lambda ns, v, x, y: -_chi2_density(ns, v, x), ufuncs=_sp("chdtrc"), order=DF,
+      domain=Domain(0.0, INF, True), edges=True, needs=SCIPY,
+      chosen=NO_ORDER + "; at x = 0 the one-sided derivative (-inf for v < 2)")
+unary("chdtri", _scipy_float("chdtri"), _scipy_array("chdtri"),
+      lambda ns, v, p, y: -ns.rdiv(1.0, _chi2_density(ns, v, y)), ufuncs=_sp("chdtri"),
+      order=DF, domain=Domain(0.0, 1.0), edges=True, chosen=NO_ORDER, needs=SCIPY)
+unary("fdtr", _scipy_float("fdtr"), _scipy_array("fdtr"),
+      lambda ns, n, m, x, y: _f_density(ns, n, m, x), ufuncs=_sp("fdtr"), order=DFS, orders=2,
+      domain=Domain(0.0, INF, True), edges=True, needs=SCIPY,
+      chosen=NO_ORDER.replace("argument", "two arguments") +
+      "; at x = 0 the one-sided derivative (+inf for dfn < 2)")
+unary("fdtrc", _scipy_float("fdtrc"), _scipy_array("fdtrc"),
+      lambda ns, n, m, x, y: -_f_density(ns, n, m, x), ufuncs=_sp("fdtrc"), order=DFS,
+      orders=2, domain=Domain(0.0, INF, True), edges=True, needs=SCIPY,
+      chosen=NO_ORDER.replace("argument", "two arguments") +
+      "; at x = 0 the one-sided derivative (-inf for dfn < 2)")
+unary("fdtri", _scipy_float("fdtri"), _scipy_array("fdtri"),
+      lambda ns, n, m, p, y: ns.rdiv(1.0, _f_density(ns, n, m, y)), ufuncs=_sp("fdtri"),
+      order=DFS, orders=2, domain=Domain(0.0, 1.0), edges=True, needs=SCIPY,
+      chosen=NO_ORDER.replace("argument", "two arguments"))
+unary("stdtr", _scipy_float("stdtr"), _scipy_array("stdtr"),
+      lambda ns, v, t, y: _t_density(ns, v, t), ufuncs=_sp("stdtr"), order=DF, chosen=NO_ORDER,
+      needs=SCIPY)
+unary("stdtrit", _scipy_float("stdtrit"), _scipy_array("stdtrit"),
+      lambda ns, v, p, y: ns.rdiv(1.0, _t_density(ns, v, y)), ufuncs=_sp("stdtrit"),
+      order=DF, domain=Domain(0.0, 1.0), edges=True, chosen=NO_ORDER, needs=SCIPY)
+unary("pdtr", _scipy_float("pdtr"), _scipy_array("pdtr"),
+      lambda ns, k, m, y: -_gamma_density(ns, _poisson_shape(k), m), ufuncs=_sp("pdtr"),
+      order=COUNT, domain=Domain(0.0, INF, True), edges=True, needs=SCIPY,
+      chosen="no derivative in the count k (floored, as scipy: static); in the mean m "
+             "-m^k e^-m / k!")
+unary("pdtrc", _scipy_float("pdtrc"), _scipy_array("pdtrc"),
+      lambda ns, k, m, y: _gamma_density(ns, _poisson_shape(k), m), ufuncs=_sp("pdtrc"),
+      order=COUNT, domain=Domain(0.0, INF, True), edges=True, needs=SCIPY,
+      chosen="no derivative in the count k (floored, as scipy: static); in the mean m "
+             "m^k e^-m / k!")
+unary("betaincc", _scipy_float("betaincc"), _scipy_array("betaincc"),
+      lambda ns, a, b, x, y: -_beta_density(ns, a, b, x), ufuncs=_sp("betaincc"), order=AB,
+      orders=2, domain=Domain(0.0, 1.0, True, True), edges=True, needs=SCIPY,
+      chosen=NO_ORDER.replace("argument", "two arguments") +
+      "; at x = 0 and 1 the one-sided derivatives (-inf for a < 1, resp. b < 1)")
+unary("betainccinv", _scipy_float("betainccinv"), _scipy_array("betainccinv"),
+      lambda ns, a, b, q, y: -ns.rdiv(1.0, _beta_density(ns, a, b, y)),
+      ufuncs=_sp("betainccinv"), order=AB, orders=2, domain=Domain(0.0, 1.0), edges=True,
+      needs=SCIPY, chosen=NO_ORDER.replace("argument", "two arguments"))
+unary("cosm1", _scipy_float("cosm1"), _scipy_array("cosm1"), lambda ns, x, y: -ns.sin(x),
+      ufuncs=_sp("cosm1"), needs=SCIPY)
+unary("ndtri_exp", _scipy_float("ndtri_exp"), _scipy_array("ndtri_exp"),
+      lambda ns, x, y: SQRT_2PI * ns.exp(x + 0.5 * (y * y)), ufuncs=_sp("ndtri_exp"),
+      domain=Domain(-INF, 0.0), edges=True, needs=SCIPY)
+binary("powm1", _scipy_float("powm1", True), _scipy_array("powm1"), _powm1_partials,
+       ufuncs=_sp("powm1"), edges=True, needs=SCIPY,
+       chosen="at x = 0 the limits of p x^(p-1) (+inf for 0 < p < 1) and of x^p log(x) (0 "
+              "for p > 0); d/dp nan for x < 0")
+binary("poch", _scipy_float("poch", True), _scipy_array("poch"), _poch_partials,
+       ufuncs=_sp("poch"), chosen=POLES, needs=SCIPY)
+
 # scipy.special's versions of numpy's functions: the same entries, scipy's own values
 for _name in ("log1p", "expm1", "exp2", "cbrt", "erf", "erfc"):
     _e = next(e for e in TABLE if e.name == _name)

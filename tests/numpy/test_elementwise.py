@@ -258,6 +258,12 @@ if _special is not None:
         "gammaincc": ((2.5,), (0.1, 4)), "gammaincinv": ((_ORDERS,), (0.1, 0.9)),
         "gammainccinv": ((1.5,), (0.1, 0.9)), "expn": ((np.array([0, 1, 3]),), (0.2, 3)),
         "betainc": ((_ORDERS, 1.5), (0.1, 0.9)), "betaincinv": ((2.0, _ORDERS), (0.1, 0.9)),
+        "chdtr": ((_ORDERS,), (0.1, 4)), "chdtrc": ((2.5,), (0.1, 4)),
+        "chdtri": ((_ORDERS,), (0.1, 0.9)), "fdtr": ((_ORDERS, 3.5), (0.1, 4)),
+        "fdtrc": ((2.5, _ORDERS), (0.1, 4)), "fdtri": ((4.5, 6.5), (0.1, 0.9)),
+        "stdtr": ((_ORDERS,), (-3, 3)), "stdtrit": ((4.5,), (0.1, 0.9)),
+        "pdtr": ((np.array([0.0, 1.0, 3.5]),), (0.2, 4)), "pdtrc": ((2.0,), (0.2, 4)),
+        "betaincc": ((_ORDERS, 1.5), (0.1, 0.9)), "betainccinv": ((2.0, _ORDERS), (0.1, 0.9)),
     }
     def _orders_like(k, x):  # an array of orders takes x's shape
         return [np.resize(o, np.shape(x)) if isinstance(o, np.ndarray) else o for o in k]
@@ -266,10 +272,12 @@ if _special is not None:
         op("scipy.special.%s(orders, x)" % _n)(
             _unary(lambda x, f=getattr(_special, _n), k=_k: f(*_orders_like(k, x), x), _lo, _hi))
     for _n, (_lo, _hi) in (("exp1", (0.2, 3)), ("expi", (0.2, 3)), ("erfcx", (-2, 3)),
-                           ("dawsn", (-3, 3)), ("spence", (0.1, 3)), ("rgamma", (0.2, 3))):
+                           ("dawsn", (-3, 3)), ("spence", (0.1, 3)), ("rgamma", (0.2, 3)),
+                           ("cosm1", (-3, 3)), ("ndtri_exp", (-3, -0.1))):
         op("scipy.special." + _n)(_unary(getattr(_special, _n), _lo, _hi))
     for _n, _ra, _rb in (("beta", (0.3, 2), (0.3, 2)), ("betaln", (0.3, 2), (0.3, 2)),
-                         ("xlogy", (-2, 2), (0.2, 2)), ("xlog1py", (-2, 2), (-0.6, 2))):
+                         ("xlogy", (-2, 2), (0.2, 2)), ("xlog1py", (-2, 2), (-0.6, 2)),
+                         ("powm1", (0.3, 2), (-2, 2)), ("poch", (0.5, 3), (-0.4, 2))):
         op("scipy.special." + _n)(_binary(getattr(_special, _n), _ra, _rb))
 
 

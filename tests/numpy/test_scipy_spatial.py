@@ -36,6 +36,14 @@ def _away_from_kinks(x, gap=0.05):
     return bool(np.all(d[:, 0] > gap) and (d.shape[1] < 2 or np.all(d[:, -1] - d[:, -2] > gap)))
 
 
+def _far_from_degenerate(x, metric, least=0.5):
+    """Every row (centred, for ``correlation``) of norm at least ``least``: the angle between
+    rows is ill-conditioned near a zero vector, beyond what finite differences resolve."""
+    if metric == "correlation":
+        x = x - x.mean(axis=1, keepdims=True)
+    return bool(np.all(np.linalg.norm(x, axis=1) >= least))
+
+
 def _kwargs(draw, metric, n):
     kw = {}
     if metric == "minkowski":
@@ -53,7 +61,9 @@ def _distances(second):
         n = draw(st.integers(2, 4))
         ma, mb = draw(st.integers(1, 4)), draw(st.integers(1, 4))
         a, b = _points(rng, ma, n), _points(rng, mb, n)
-        while metric in KINKED + ["minkowski"] and not _away_from_kinks(np.concatenate([a, b])):
+        while (metric in KINKED + ["minkowski"] and not _away_from_kinks(np.concatenate([a, b]))
+               or metric in ("cosine", "correlation")
+               and not _far_from_degenerate(np.concatenate([a, b]), metric)):
             a, b = _points(rng, ma, n), _points(rng, mb, n)  # finite differences step 2e-3
         kw = _kwargs(draw, metric, n)
         which = draw(st.sampled_from(["cdist", "pdist", "squareform"]))

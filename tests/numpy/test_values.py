@@ -401,6 +401,29 @@ def _scipy_calls(add, rng, u, pos, wc, spd):
                    [u(3, 2), u(2, 2)]))
     add(sd.squareform, (lambda a: sd.squareform(sd.pdist(a)), [u(4, 2)]),
         (sd.squareform, [u(6)]))
+    # scipy's private distribution ufuncs (scipy.stats calls them), in their differentiable
+    # arguments; the binomial counts are plain
+    su = sp._ufuncs
+    p01 = lambda *s: rng.uniform(0.1, 0.9, s)  # noqa: E731
+    k = np.array([0.0, 2.0, 3.0])
+    add(su._beta_pdf, (su._beta_pdf, [p01(3), pos(3) + 1.0, pos(3) + 1.0]),
+        (su._beta_pdf, [float(p01()), 2.5, 3.5]))
+    add(su._beta_ppf, (lambda q: su._beta_ppf(q, 2.5, 3.5), [p01(3)]))
+    for f in (su._binom_pmf, su._binom_cdf, su._binom_sf):
+        add(f, (lambda q, f=f: f(k, 10.0, q), [p01(3)]), (lambda q, f=f: f(3.0, 10.0, q), [float(p01())]))
+    for f in (su._nbinom_cdf, su._nbinom_sf):
+        add(f, (lambda q, f=f: f(k, 5.0, q), [p01(3)]))
+    add(su._nbinom_pmf, (lambda n, q: su._nbinom_pmf(k, n, q), [pos(3) + 1.0, p01(3)]))
+    for f in (su._skewnorm_cdf, su._skewnorm_ppf, su._skewnorm_isf):
+        add(f, (f, [p01(3), u(3), pos(3), u(3)]), (f, [float(p01()), 0.2, 1.3, 1.5]))
+    for f in (su._cauchy_ppf, su._cauchy_isf):
+        add(f, (f, [p01(3), u(3), pos(3)]))
+    for f in (su._invgauss_ppf, su._invgauss_isf):
+        add(f, (f, [p01(3), pos(3), pos(3)]))
+    # numpy.place and numpy.putmask with a mask selecting nothing (a no-op on duals)
+    none = np.zeros(3, dtype=bool)
+    add(np.putmask, (lambda a: (np.putmask(a, none, 0.0), a)[1], [u(3)]))
+    add(np.place, (lambda a: (np.place(a, none, [0.0]), a)[1], [u(3)]))
 
 
 def _scipy(name):

@@ -80,6 +80,14 @@ def shape_of(v):
 _EMPTY = {}
 
 
+def _selects_nothing(shape, idx):
+    """Whether ``x[idx]`` of an array of ``shape`` selects no element (an all-False mask)."""
+    try:
+        return np.broadcast_to(np.empty((), bool), shape)[strip(idx)].size == 0
+    except (IndexError, TypeError, ValueError):
+        return False
+
+
 def apply(prim, args, params=_EMPTY):
     """Apply ``prim`` to ``args`` (any mix of duals of any levels and constants)."""
     top = None
@@ -978,6 +986,8 @@ class ArrayDual:
         return r
 
     def __setitem__(self, idx, v):
+        if _selects_nothing(shape_of(self), idx):  # x[empty mask] = v stores nothing (scipy
+            return                                  # guards a correction so): no derivative lost
         raise TypeError(
             "deltaad array duals are immutable under differentiation: instead of x[i] = v write "
             "x = x.at[i].set(v) (or x.at[i].add(v)), JAX's functional update, which is "

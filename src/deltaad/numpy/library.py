@@ -406,3 +406,29 @@ for _name, _impl in (("matvec", _matvec), ("vecmat", _vecmat)):
     _uf = np_fn(_name)
     if _uf is not None:
         registry.register_ufunc(_uf, numpy_valued(_uf, _impl))
+
+
+# --------------------------------------------------------------------------------------------
+# numpy.putmask and numpy.place write into their first argument in place: an array dual is
+# immutable and a float array cannot hold a derivative. Where the mask selects nothing (scipy
+# guards rare corrections so) nothing is written and the call is a no-op; otherwise an error
+# naming the function and the functional spelling.
+
+
+def _in_place(name, fix):
+    def impl(a, mask, values):
+        m = np.asarray(strip(mask), dtype=bool)
+        if not np.broadcast_to(m, np.shape(strip(a))).any() if m.ndim else not m:
+            return None
+        raise TypeError("numpy.%s(a, mask, values) writes into a in place, which would drop "
+                        "the derivative of a dual (or change an immutable array dual); write "
+                        "%s instead" % (name, fix))
+
+    impl.__name__ = name
+    return impl
+
+
+registry.register(np.putmask, note="a no-op where the mask selects nothing; else an error")(
+    _in_place("putmask", "a = np.where(mask, values, a)"))
+registry.register(np.place, note="a no-op where the mask selects nothing; else an error")(
+    _in_place("place", "a = deltaad.at(a)[mask].set(values)"))

@@ -107,11 +107,17 @@ def late_constant(ufunc):
     return True
 
 
+def late_name(ufunc):
+    """The key of a ufunc's late rule: its qualified name, ``scipy.special._ufuncs.<name>`` for
+    scipy's private ufuncs (which its Python functions and scipy.stats call)."""
+    return qualified_name(ufunc).partition(" (")[0]
+
+
 def ufunc_rule(ufunc):
     """The rule for ``ufunc``, registering a late one if its module has been imported."""
     rule = UFUNCS.get(ufunc)
     if rule is None:
-        late = _late(qualified_name(ufunc), ufunc)
+        late = _late(late_name(ufunc), ufunc)
         if late is None:
             return None
         register_ufunc(ufunc, *late)

@@ -16,6 +16,8 @@ private method itself cannot run on duals (one written with ``scipy._lib._util._
 which also places into float arrays) raises the usual error naming the call.
 """
 
+import sys
+
 import numpy as np
 
 from ..trace import value as strip
@@ -37,6 +39,14 @@ CONTINUOUS = {
 }
 QUANTILES = {"ppf": "_ppf", "isf": "_isf"}  # isf(q) = ppf(1 - q): bounds swap
 DISCRETE = {"pmf": "_pmf", "logpmf": "_logpmf"}
+# cdf-like methods of discrete distributions: (private method, value below the support, above
+# it, clipped to [0, 1] as scipy does)
+DISCRETE_CUMULATIVE = {
+    "cdf": ("_cdf", 0.0, 1.0, True),
+    "sf": ("_sf", 1.0, 0.0, True),
+    "logcdf": ("_logcdf", -_INF, 0.0, False),
+    "logsf": ("_logsf", 0.0, -_INF, False),
+}
 
 
 def _any_dual(args, kwds):
@@ -85,6 +95,22 @@ def _assemble(n, shape, base, pieces):
     return out
 
 
+def _private(dist, private, method, *args):
+    """``dist.<private>(*args)`` on duals; numpy's own error from inside scipy's code (an object
+    loop that has no method for a dual, say) becomes one naming the call the user wrote."""
+    try:
+        return getattr(dist, private)(*args)
+    except TypeError as exc:
+        if "deltaad" in str(exc) or "scipy.special" in str(exc):
+            raise  # already names the operation and the fix
+        raise NotImplementedError(
+            "deltaad: scipy.stats.%s.%s on dual numbers is not supported: scipy's private "
+            "method %s computes with numpy code that cannot run on duals (%s: %s). Call it on "
+            "plain values, or write the distribution's formula with numpy functions"
+            % (dist.name, method, private, type(exc).__name__, str(exc).split("\n")[0])) \
+            from exc
+
+
 def _continuous(method):
     private, support, below, above, scaled = CONTINUOUS[method]
 
@@ -105,7 +131,7 @@ def _continuous(method):
             base[~cond0 | np.isnan(yv)] = dist.badvalue
             idx = np.flatnonzero(cond)
             y, scale, *args = _take([y, scale, *args], idx, n)
-            r = getattr(dist, private)(y, *args)
+            r = _private(dist, private, method, y, *args)
             if scaled == "divide":
                 r = r / scale
             elif scaled == "log":
@@ -138,7 +164,7 @@ def _quantile(method):
                     continue
                 sc, lc, qc, *ac = _take([scale, loc, q, *args], idx, n)
                 if bound is None:
-                    pieces.append((idx, getattr(dist, private)(qc, *ac) * sc + lc))
+                    pieces.append((idx, _private(dist, private, method, qc, *ac) * sc + lc))
                 else:
                     bc = np.broadcast_to(bound, (n,))[idx]
                     pieces.append((idx, bc * sc + lc))
@@ -148,8 +174,11 @@ def _quantile(method):
 
 
 def _discrete(method):
-    private = DISCRETE[method]
-    below = 0.0 if method == "pmf" else -_INF
+    if method in DISCRETE_CUMULATIVE:
+        private, below, above, clip = DISCRETE_CUMULATIVE[method]
+    else:
+        private, above, clip = DISCRETE[method], None, method == "pmf"
+        below = 0.0 if method == "pmf" else -_INF
 
     def evaluate(dist, k, *args, **kwds):
         args, loc, _ = dist._parse_args(*args, **kwds)
@@ -166,13 +195,17 @@ def _discrete(method):
             n = k.size
             a, b = dist._get_support(*vargs)
             cond0 = _bool(dist._argcheck(*vargs))
-            cond = cond0 & (k >= a) & (k <= b) & _bool(dist._nonzero(k, *vargs))
-            base = np.full(n, below)
+            if above is None:  # pmf, logpmf: at the support's points
+                cond = cond0 & (k >= a) & (k <= b) & _bool(dist._nonzero(k, *vargs))
+                base = np.full(n, below)
+            else:  # as scipy: below the support, at or above its end, inside
+                cond = cond0 & (k >= a) & (k < b) & np.isfinite(k)
+                base = np.where(k >= b, above, below) * np.ones(n)
             base[~cond0 | np.isnan(k)] = dist.badvalue
             idx = np.flatnonzero(cond)
             k, *args = _take([k, *args], idx, n)
-            r = getattr(dist, private)(k, *args)
-            if method == "pmf":
+            r = _private(dist, private, method, k, *args)
+            if clip:
                 r = np.clip(r, 0, 1)
         return _assemble(n, shape, base, [(idx, r)])
 
@@ -207,7 +240,7 @@ def install(module):
     for name in QUANTILES:
         _patch(cont, name, _quantile(name))
     if disc is not None and hasattr(disc, "_nonzero"):
-        for name in DISCRETE:
+        for name in tuple(DISCRETE) + tuple(DISCRETE_CUMULATIVE):
             _patch(disc, name, _discrete(name))
 
 
@@ -258,7 +291,54 @@ def install_apply_where(module):
         module.apply_where = _apply_where(f)
 
 
+def _lazyselect(original):
+    """scipy's ``_lazyselect(condlist, choicelist, arrays, default)`` (``np.select`` computing
+    each choice only where its condition holds) places the choices into a float array. On
+    duals: each function on the elements where its condition holds, assembled functionally (a
+    later condition overriding an earlier one, as ``np.place`` in turn does)."""
+
+    def lazyselect(condlist, choicelist, arrays, default=0):
+        if not holds_dual(list(arrays)) and not holds_dual(default):
+            return original(condlist, choicelist, arrays, default)
+        operands = [asarray(a) for a in arrays]
+        conds = [np.asarray(strip(c), dtype=bool) for c in condlist]
+        with np.errstate(all="ignore"):
+            flat, shape = _flat(operands + conds)
+            operands, conds = flat[:len(operands)], flat[len(operands):]
+            n = int(np.prod(shape))
+            pieces = []
+            for func, cond in zip(choicelist, conds):
+                idx = np.flatnonzero(cond)
+                if len(idx):
+                    pieces.append((idx, func(*_take(operands, idx, n))))
+            base = np.full(n, strip(default), dtype=float) if not holds_dual(default) else \
+                np.broadcast_to(asarray(default), (n,))
+            return _assemble(n, shape, base, pieces) if shape else \
+                asarray(_assemble(n, shape, base, pieces))
+
+    lazyselect.__doc__ = original.__doc__
+    lazyselect.deltaad_original = original
+    return lazyselect
+
+
+def _install_lazyselect(module):
+    f = getattr(module, "_lazyselect", None)
+    if f is not None and not hasattr(f, "deltaad_original"):
+        module._lazyselect = _lazyselect(f)
+
+
+def _rebind_lazyselect(module):
+    """A module that bound ``_lazyselect`` before deltaad was imported gets the new one."""
+    util = sys.modules.get("scipy._lib._util")
+    f = getattr(module, "_lazyselect", None)
+    new = getattr(util, "_lazyselect", None) if util is not None else None
+    if f is not None and new is not None and getattr(new, "deltaad_original", None) is f:
+        module._lazyselect = new
+
+
 MODULE = "scipy.stats._distn_infrastructure"
-METHODS = tuple(CONTINUOUS) + tuple(QUANTILES) + tuple(DISCRETE)
+METHODS = tuple(CONTINUOUS) + tuple(QUANTILES) + tuple(DISCRETE) + tuple(DISCRETE_CUMULATIVE)
 registry.watch(MODULE, install)
 registry.watch("scipy._lib.array_api_extra", install_apply_where)
+registry.watch("scipy._lib._util", _install_lazyselect)
+registry.watch("scipy.stats._continuous_distns", _rebind_lazyselect)
