@@ -28,7 +28,8 @@ cimport numpy as cnp
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.ref cimport Py_INCREF, Py_DECREF
-from cpython.pycapsule cimport PyCapsule_New
+from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer
+from cpython.long cimport PyLong_AsSsize_t
 from libc.math cimport isfinite, fabs
 
 cdef extern from "<fenv.h>" nogil:
@@ -94,7 +95,10 @@ cdef dict _CODES = {}          # ufunc -> code
 cdef list _FNS = [None] * NCODES    # code -> the registry's function the fast path stands for
 cdef list _PRIMS = [None] * NCODES  # code -> its Primitive (for the lazy Python rule)
 cdef object _python_rule = None     # array.python_rule(prim, out, vals, on, keep)
-cdef object _PUSH = None           # Tape.push_linear, unbound (no lookup per call)
+# the core's push of a binding (``_core.array_push_capsule``): Tape.push_linear without its
+# Python call and its parents' conversion (the parents' ids are passed as C integers too)
+ctypedef object (*push_t)(object, object, Py_ssize_t, Py_ssize_t, object)
+cdef push_t _PUSH = NULL
 # where the array dual's slots live in its instances (read and written without a lookup)
 cdef Py_ssize_t OFF_VALUE = 0, OFF_TRACE = 0, OFF_ID = 0, OFF_TANGENT = 0
 cdef object _NOTHING = object()     # "not taken here"
@@ -118,9 +122,9 @@ cdef int _find_loop(cnp.ufunc u, int code) except -1:
     raise RuntimeError("numpy.%s has no float64 loop" % u.__name__)
 
 
-def setup(array_dual, tape, ufuncs, registry_ufuncs, functions, prims, python_rule):
-    """Bind the fast path to the Python side: the array dual's class, the core's tape class,
-    the ufuncs by code (``ufuncs[code]``), the registry's ufunc table, the functions the fast
+def setup(array_dual, tape, push, ufuncs, registry_ufuncs, functions, prims, python_rule):
+    """Bind the fast path to the Python side: the array dual's class, the core's tape class
+    and its push (``_core.array_push_capsule()``), the ufuncs by code (``ufuncs[code]``), the registry's ufunc table, the functions the fast
     path stands for (``functions[code]``; None for the helpers), their primitives, and the
     builder of the Python rule."""
     global ArrayDual, Tape, _UFUNCS, _python_rule, _ready, _FPE
@@ -139,7 +143,7 @@ def setup(array_dual, tape, ufuncs, registry_ufuncs, functions, prims, python_ru
     ArrayDual = array_dual
     Tape = tape
     global _PUSH, OFF_VALUE, OFF_TRACE, OFF_ID, OFF_TANGENT
-    _PUSH = tape.push_linear
+    _PUSH = <push_t>PyCapsule_GetPointer(push, "deltaad._core.push_array")
     offsets = []
     for name in ("value", "trace", "id", "tangent"):
         descr = array_dual.__dict__[name]
@@ -390,9 +394,11 @@ cdef inline void _put(PyObject* o, Py_ssize_t off, object v) noexcept:
     (<PyObject**>((<char*>o) + off))[0] = <PyObject*>v
 
 
-cdef object _dual(cnp.ndarray value, object trace, object parents, ArrayRule rule):
-    """The array dual of ``value`` with a binding of ``rule`` on ``trace``."""
-    i = _PUSH(trace, parents, rule)
+cdef object _dual(cnp.ndarray value, object trace, object parents, Py_ssize_t p1,
+                  Py_ssize_t p2, ArrayRule rule):
+    """The array dual of ``value`` with a binding of ``rule`` on ``trace`` whose parents are
+    ``parents``, the ids ``p1`` and ``p2`` (-1: none)."""
+    i = _PUSH(trace, parents, p1, p2, rule)
     cdef PyObject* p = PyType_GenericAlloc(<PyTypeObject*>ArrayDual, 0)  # its tp_alloc
     if p == NULL:
         raise MemoryError()
@@ -482,7 +488,7 @@ cdef object _unary(int code, object x):
         return _NOTHING
     if code != NEG:
         rule.d = d
-    return _dual(y, trace, (<object>pi,), rule)
+    return _dual(y, trace, (<object>pi,), PyLong_AsSsize_t(<object>pi), -1, rule)
 
 
 cdef inline int _scalar(object s, double* out) except -1:
@@ -609,12 +615,11 @@ cdef object _binary(int code, object a, object b):
     if fetestexcept(_FPE):
         return _NOTHING
     if oa and ob:
-        parents = (<object>ia, <object>ib)
-    elif oa:
-        parents = (<object>ia,)
-    else:
-        parents = (<object>ib,)
-    return _dual(y, trace, parents, rule)
+        return _dual(y, trace, (<object>ia, <object>ib), PyLong_AsSsize_t(<object>ia),
+                     PyLong_AsSsize_t(<object>ib), rule)
+    if oa:
+        return _dual(y, trace, (<object>ia,), PyLong_AsSsize_t(<object>ia), -1, rule)
+    return _dual(y, trace, (<object>ib,), PyLong_AsSsize_t(<object>ib), -1, rule)
 
 
 cdef object _add_arrays(object a, object b):
@@ -628,6 +633,42 @@ cdef object _add_arrays(object a, object b):
     if fetestexcept(_FPE):
         return None
     return r
+
+
+cdef int _pull(object rule, tuple parents, list adj, object ct) except -1:
+    """The general sweep's pullback of a fast binding: its rule's cotangents of ``ct`` summed
+    into the adjoints ``adj`` of its parents, as the sweep sums them (in the parents' order, an
+    absent adjoint taking the cotangent itself, else ``old + cotangent``). 0 (nothing done) for
+    another rule or a cotangent the loops do not take: the sweep then calls the rule."""
+    if type(rule) is not ArrayRule:
+        return 0
+    cdef ArrayRule r = <ArrayRule>rule
+    if not (type(ct) is cnp.ndarray and _plain(ct) and _same_shape(<cnp.ndarray>ct, r.out)):
+        return 0
+    cdef cnp.ndarray c = <cnp.ndarray>ct
+    feclearexcept(_FPE)
+    cdef tuple cts = r._run(c, cnp.PyArray_SIZE(c))
+    if fetestexcept(_FPE):
+        return 0
+    cdef Py_ssize_t k, p
+    cdef Py_ssize_t m = len(cts)
+    if m != len(parents):
+        raise RuntimeError("deltaad array fast path: %d cotangents for %d parents" % (m, len(parents)))
+    for k in range(m):
+        p = parents[k]
+        x = cts[k]
+        old = adj[p]
+        if old is None:
+            adj[p] = x
+            continue
+        s = _add_arrays(old, x)
+        adj[p] = old + x if s is None else s
+    return 1
+
+
+def pull_capsule():
+    """The general sweep's pullback of the fast path's rules (``_core.set_array_hooks``)."""
+    return PyCapsule_New(<void*>_pull, "deltaad._arrays.pull", NULL)
 
 
 def add_capsule():

@@ -59,10 +59,11 @@ def _install():
         fn = registry.UFUNCS[u]
         fns.append(fn)
         prims.append(NEGATIVE if u is np.negative else fn.primitive)
-    _arrays.setup(array.ArrayDual, B.Tape, UFUNCS, registry.UFUNCS, fns, prims, python_rule)
+    _arrays.setup(array.ArrayDual, B.Tape, B.array_push_capsule(), UFUNCS, registry.UFUNCS, fns, prims, python_rule)
     _arrays.bind_methods(array.ArrayDual, {m: getattr(array.ArrayDual, m) for m in _METHODS},
                          UFUNCS)
     B.set_array_add(_arrays.add_capsule())  # the sweep's sum of array adjoints
+    B.set_array_hooks(_arrays.pull_capsule())  # the sweep's pullback of the fast bindings
 
 
 if _arrays is not None:
