@@ -27,9 +27,12 @@ cimport cython
 cimport numpy as cnp
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
-from cpython.ref cimport Py_INCREF, Py_DECREF
+from cpython.ref cimport Py_INCREF, Py_DECREF, Py_REFCNT
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer
 from cpython.long cimport PyLong_AsSsize_t
+from cpython.list cimport PyList_GET_ITEM
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
+from libc.string cimport memcpy
 from libc.math cimport isfinite, fabs
 
 cdef extern from "<fenv.h>" nogil:
@@ -90,7 +93,7 @@ cdef bint enabled = True  # switched off by tests to compare with the Python pat
 
 cdef object ArrayDual = None
 cdef object Tape = None
-cdef object _UFUNCS = None     # registry.UFUNCS: the fast path only while a code's rule is ours
+cdef dict _UFUNCS = None       # registry.UFUNCS: the fast path only while a code's rule is ours
 cdef dict _CODES = {}          # ufunc -> code
 cdef list _FNS = [None] * NCODES    # code -> the registry's function the fast path stands for
 cdef list _PRIMS = [None] * NCODES  # code -> its Primitive (for the lazy Python rule)
@@ -270,6 +273,16 @@ cdef inline bint _any_zero(cnp.ndarray a, intp n) noexcept:
     return False
 
 
+cdef inline bint _normal(cnp.ndarray a, intp n) noexcept:
+    """No entry is subnormal (where sin signals an underflow and cos does not)."""
+    cdef double* p = <double*>cnp.PyArray_BYTES(a)
+    cdef intp k
+    for k in range(n):
+        if p[k] != 0.0 and fabs(p[k]) < 2.2250738585072014e-308:
+            return False
+    return True
+
+
 cdef inline bint _finite_sum(cnp.ndarray a, intp n) noexcept:
     """True when numpy's ``a.sum()`` is surely finite: every entry finite and the sum of their
     magnitudes far from overflow (in any order of addition). Else the Python path decides."""
@@ -296,6 +309,8 @@ cdef enum:
     R_MUL2        # (ct * b, ct * a)
     R_SQUARE      # g = ct * a; (g, g)
     R_DIV         # g = ct / b; (g, -(g * y)) for the kept parents
+    R_SIN         # (ct * cos(a),): the partial made when the sweep needs it
+    R_COS         # (ct * -(sin(a)),)
 
 
 @cython.final
@@ -314,7 +329,7 @@ cdef class ArrayRule:
     cdef object e       # R_MUL2: a (or None with es); R_DIV: y
     cdef double es
     cdef cnp.ndarray out
-    cdef tuple vals
+    cdef object va, vb  # the operands (vb None for a unary operation; R_SIN, R_COS: a is va)
     cdef object py      # the Python rule, once made
 
     def __call__(self, ct):
@@ -329,12 +344,14 @@ cdef class ArrayRule:
             if not fetestexcept(_FPE):
                 return r
         if self.py is None:
-            if len(self.vals) == 2:
+            if self.vb is not None:
                 on = (bool(self.oa), bool(self.ob))
+                vals = [self.va, self.vb]
             else:
                 on = (bool(self.oa),)
+                vals = [self.va]
             keep = tuple([k for k in range(len(on)) if on[k]])
-            self.py = _python_rule(_PRIMS[self.code], self.out, list(self.vals), list(on), keep)
+            self.py = _python_rule(_PRIMS[self.code], self.out, vals, list(on), keep)
         return self.py(ct)
 
     cdef object _run(self, cnp.ndarray c, intp n):
@@ -344,6 +361,8 @@ cdef class ArrayRule:
             if self.d is None:
                 return (_as(MUL, c, self.ds, n),)
             return (_aa(MUL, c, <cnp.ndarray>self.d, n),)
+        if kind == R_SIN or kind == R_COS:
+            return (self._lazy(c, n),)
         if kind == R_NEG:
             return (_u(NEG, c, n),)
         if kind == R_ADD:
@@ -372,14 +391,48 @@ cdef class ArrayRule:
         return (_u(NEG, _aa(MUL, g, <cnp.ndarray>self.e, n), n),)
 
 
-cdef inline ArrayRule _rule(int kind, int code, bint oa, bint ob, cnp.ndarray out, tuple vals):
+    cdef cnp.ndarray _lazy(self, cnp.ndarray c, intp n):
+        """``ct * d`` with the partial ``d`` of sin (``cos(a)``) or cos (``-(sin(a))``)
+        computed now, by the loops the Python path runs when it records (the same bits), in a
+        scratch buffer instead of an array kept on the tape."""
+        cdef double small[64]
+        cdef double* buf = small
+        cdef Opnd oa, ob
+        cdef char* args[2]
+        cdef intp steps[2]
+        cdef int code = COS if self.kind == R_SIN else SIN
+        if n > 64:
+            buf = <double*>PyMem_Malloc(n * sizeof(double))
+            if buf == NULL:
+                raise MemoryError()
+        try:
+            args[0] = cnp.PyArray_BYTES(<cnp.ndarray>self.va)
+            args[1] = <char*>buf
+            steps[0] = 8
+            steps[1] = 8
+            LOOPS[code].f(args, &n, steps, LOOPS[code].data)
+            if code == SIN:  # negated in place, as numpy's negative
+                args[0] = <char*>buf
+                LOOPS[NEG].f(args, &n, steps, LOOPS[NEG].data)
+            _arr(&oa, c)
+            ob.p = <char*>buf
+            ob.step = 8
+            return _loop2(MUL, &oa, &ob, c, n)
+        finally:
+            if buf != small:
+                PyMem_Free(buf)
+
+
+cdef inline ArrayRule _rule(int kind, int code, bint oa, bint ob, cnp.ndarray out, object va,
+                            object vb):
     cdef ArrayRule r = ArrayRule.__new__(ArrayRule)
     r.kind = kind
     r.code = code
     r.oa = oa
     r.ob = ob
     r.out = out
-    r.vals = vals
+    r.va = va
+    r.vb = vb
     return r
 
 
@@ -425,7 +478,7 @@ cdef object _unary(int code, object x):
     if pt == NULL or pv == NULL or pi == NULL:
         return _NOTHING
     trace = <object>pt
-    if type(trace) is not Tape or trace.closed:
+    if type(trace) is not Tape:  # (a closed tape: the push raises, as the Python path does)
         return _NOTHING
     v = <object>pv
     if not _plain(v):
@@ -436,11 +489,13 @@ cdef object _unary(int code, object x):
     cdef ArrayRule rule
     feclearexcept(_FPE)
     y = _u(code, a, n)
-    rule = _rule(R_SCALE, code, True, False, y, (v,))
+    rule = _rule(R_SCALE, code, True, False, y, v, None)
     if code == NEG:
         rule.kind = R_NEG
-    elif code == SIN:
-        d = _u(COS, a, n)
+    elif code == SIN:  # the partial cos(a) made by the sweep (its loop raises as sin's)
+        rule.kind = R_SIN
+    elif code == COS and _normal(a, n):  # -(sin(a)) by the sweep (raises as cos for these)
+        rule.kind = R_COS
     elif code == COS:
         d = _u(NEG, _u(SIN, a, n), n)
     elif code == TAN:
@@ -486,7 +541,7 @@ cdef object _unary(int code, object x):
         return _NOTHING
     if fetestexcept(_FPE):
         return _NOTHING
-    if code != NEG:
+    if rule.kind == R_SCALE:
         rule.d = d
     return _dual(y, trace, (<object>pi,), PyLong_AsSsize_t(<object>pi), -1, rule)
 
@@ -535,7 +590,7 @@ cdef object _binary(int code, object a, object b):
             return _NOTHING
         vb = <object>pv
         ob = True
-    if trace is None or type(trace) is not Tape or trace.closed:
+    if trace is None or type(trace) is not Tape:  # closed: the push raises
         return _NOTHING
     if _plain(va):
         like = <cnp.ndarray>va
@@ -564,26 +619,25 @@ cdef object _binary(int code, object a, object b):
         _arr(&pb, <cnp.ndarray>vb)
     cdef cnp.ndarray y, d
     cdef ArrayRule rule
-    cdef tuple vals = (va, vb)
     if code == POW:
         if not (oa and kb):  # a constant exponent only
             return _NOTHING
     feclearexcept(_FPE)
     y = _loop2(code, &pa, &pb, like, n)
     if code == ADD:
-        rule = _rule(R_ADD, code, oa, ob, y, vals)
+        rule = _rule(R_ADD, code, oa, ob, y, va, vb)
     elif code == SUB:
-        rule = _rule(R_SUB, code, oa, ob, y, vals)
+        rule = _rule(R_SUB, code, oa, ob, y, va, vb)
     elif code == MUL:
         if oa and ob and va is vb:
-            rule = _rule(R_SQUARE, code, oa, ob, y, vals)
+            rule = _rule(R_SQUARE, code, oa, ob, y, va, vb)
             rule.e = va
         elif oa and ob:
-            rule = _rule(R_MUL2, code, oa, ob, y, vals)
+            rule = _rule(R_MUL2, code, oa, ob, y, va, vb)
             rule.d = vb
             rule.e = va
         else:  # one dual: its cotangent ct * (the other operand)
-            rule = _rule(R_SCALE, code, oa, ob, y, vals)
+            rule = _rule(R_SCALE, code, oa, ob, y, va, vb)
             if oa:
                 if kb:
                     rule.ds = sb
@@ -594,14 +648,14 @@ cdef object _binary(int code, object a, object b):
             else:
                 rule.d = va
     elif code == DIV:
-        rule = _rule(R_DIV, code, oa, ob, y, vals)
+        rule = _rule(R_DIV, code, oa, ob, y, va, vb)
         if kb:
             rule.ds = sb
         else:
             rule.d = vb
         rule.e = y
     elif code == POW:
-        rule = _rule(R_SCALE, code, True, False, y, vals)
+        rule = _rule(R_SCALE, code, True, False, y, va, vb)
         if sb == 2.0:
             rule.d = _sa(MUL, 2.0, <cnp.ndarray>va, n)
         elif sb == 1.0:
@@ -654,16 +708,52 @@ cdef int _pull(object rule, tuple parents, list adj, object ct) except -1:
     cdef Py_ssize_t m = len(cts)
     if m != len(parents):
         raise RuntimeError("deltaad array fast path: %d cotangents for %d parents" % (m, len(parents)))
+    cdef PyObject* po
     for k in range(m):
         p = parents[k]
         x = cts[k]
-        old = adj[p]
-        if old is None:
+        po = PyList_GET_ITEM(adj, p)  # borrowed: p < this binding's id < len(adj)
+        if po == <PyObject*>None:
             adj[p] = x
             continue
+        if Py_REFCNT(<object>po) == 1 and _add_into(<object>po, x):
+            continue  # the sweep's own sum, seen by no one else: summed in place
+        old = adj[p]
         s = _add_arrays(old, x)
         adj[p] = old + x if s is None else s
     return 1
+
+
+cdef bint _add_into(object old, object x) except -1:
+    """``old += x`` when both are float64 arrays of one shape, ``old`` owning its (writeable)
+    memory: the bits of ``old + x`` (numpy's add loop on the same operands), without a new
+    array. False (nothing done) otherwise, or when the loop signals an exception."""
+    if not enabled or type(x) is not cnp.ndarray:
+        return False
+    if not (_plain(old) and _plain(x) and _same_shape(<cnp.ndarray>old, <cnp.ndarray>x)):
+        return False
+    cdef cnp.ndarray a = <cnp.ndarray>old
+    if (cnp.PyArray_BASE(a) != NULL or not cnp.PyArray_CHKFLAGS(a, cnp.NPY_ARRAY_OWNDATA)
+            or not cnp.PyArray_ISWRITEABLE(a)):
+        return False
+    cdef double save[64]
+    cdef intp n = cnp.PyArray_SIZE(a)
+    cdef Opnd oa, ob
+    cdef char* args[3]
+    cdef intp steps[3]
+    if n > 64:  # keeping a copy to restore on an exception costs what a new array costs
+        return False
+    memcpy(save, cnp.PyArray_BYTES(a), n * sizeof(double))
+    args[0] = cnp.PyArray_BYTES(a)
+    args[1] = cnp.PyArray_BYTES(<cnp.ndarray>x)
+    args[2] = args[0]
+    steps[0] = steps[1] = steps[2] = 8
+    feclearexcept(_FPE)
+    LOOPS[ADD].f(args, &n, steps, LOOPS[ADD].data)
+    if fetestexcept(_FPE):
+        memcpy(cnp.PyArray_BYTES(a), save, n * sizeof(double))
+        return False
+    return True
 
 
 def pull_capsule():
