@@ -336,8 +336,9 @@ cdef class ArrayRule:
         cdef cnp.ndarray c
         cdef intp n
         cdef object r
-        if type(ct) is cnp.ndarray and _plain(ct) and _same_shape(<cnp.ndarray>ct, self.out):
-            c = <cnp.ndarray>ct
+        p = _cotangent(ct, self.out)
+        if p is not None:
+            c = <cnp.ndarray>p
             n = cnp.PyArray_SIZE(c)
             feclearexcept(_FPE)
             r = self._run(c, n)
@@ -421,6 +422,24 @@ cdef class ArrayRule:
         finally:
             if buf != small:
                 PyMem_Free(buf)
+
+
+cdef object _cotangent(object ct, cnp.ndarray out):
+    """A cotangent the loops take for the output ``out``: ``ct`` itself when it is a plain
+    float64 array of ``out``'s shape, a C-ordered copy of a strided one (as a reduction's rule
+    spreads its cotangent by ``np.broadcast_to``: elementwise loops give the same bits on
+    either), or None."""
+    if type(ct) is not cnp.ndarray:
+        return None
+    cdef cnp.ndarray a = <cnp.ndarray>ct
+    if not _same_shape(a, out):
+        return None
+    if _plain(a):
+        return a
+    if (cnp.PyArray_TYPE(a) != cnp.NPY_DOUBLE or not cnp.PyArray_ISNOTSWAPPED(a)
+            or cnp.PyArray_SIZE(a) == 0):
+        return None
+    return cnp.PyArray_NewCopy(a, cnp.NPY_CORDER)
 
 
 cdef inline ArrayRule _rule(int kind, int code, bint oa, bint ob, cnp.ndarray out, object va,
@@ -697,9 +716,10 @@ cdef int _pull(object rule, tuple parents, list adj, object ct) except -1:
     if type(rule) is not ArrayRule:
         return 0
     cdef ArrayRule r = <ArrayRule>rule
-    if not (type(ct) is cnp.ndarray and _plain(ct) and _same_shape(<cnp.ndarray>ct, r.out)):
+    cp = _cotangent(ct, r.out)
+    if cp is None:
         return 0
-    cdef cnp.ndarray c = <cnp.ndarray>ct
+    cdef cnp.ndarray c = <cnp.ndarray>cp
     feclearexcept(_FPE)
     cdef tuple cts = r._run(c, cnp.PyArray_SIZE(c))
     if fetestexcept(_FPE):
