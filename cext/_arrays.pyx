@@ -21,6 +21,18 @@ the Python path is taken instead, from the start, and does exactly that). Everyt
 forward levels, nesting, float32, broadcasting, a user's rule registered over numpy's, a
 cotangent that is not such an array -- goes the Python way (the rule then builds the Python
 closure lazily from the same operands: the partials are recomputed, bit for bit the same).
+A cotangent that is a strided float64 array (a reduction's ``np.broadcast_to``) is copied to
+C order first (elementwise loops give the same bits on either).
+
+Besides the loops: a 1-D array dual times a constant float64 matrix (``x @ M``, ``M @ x``)
+calls numpy's ``matmul`` on the values, and its rule the same numpy calls the Python rule
+makes (reshape, matmul by the swapped matrix, reshape), so BLAS or not, the bits are those.
+
+Per operation the binding is pushed through the core's C entry (``_core.array_push_capsule``)
+and pulled back by the general sweep through ours (``pull_capsule``): no Python call, no tuple
+of cotangents zipped with the parents. sin's and cos's partials are made by the sweep, in a
+scratch buffer, instead of being kept on the tape; and the sweep's own adjoint sums (arrays
+no one else holds) are added in place.
 """
 
 cimport cython
@@ -79,6 +91,7 @@ cdef enum:
     LOG1P
     RECIP
     SIGN
+    MATMUL  # not a loop of ours: numpy's matmul called on the values (see _matmul)
     NCODES
 
 cdef int _FPE = 0  # set in setup: the floating-point exceptions that send us the Python way
@@ -127,15 +140,18 @@ cdef int _find_loop(cnp.ufunc u, int code) except -1:
 
 def setup(array_dual, tape, push, ufuncs, registry_ufuncs, functions, prims, python_rule):
     """Bind the fast path to the Python side: the array dual's class, the core's tape class
-    and its push (``_core.array_push_capsule()``), the ufuncs by code (``ufuncs[code]``), the registry's ufunc table, the functions the fast
-    path stands for (``functions[code]``; None for the helpers), their primitives, and the
-    builder of the Python rule."""
+    and its push (``_core.array_push_capsule()``), the ufuncs by code (``ufuncs[code]``), the
+    registry's ufunc table, the functions the fast path stands for (``functions[code]``; None
+    for the helpers), their primitives, and the builder of the Python rule."""
     global ArrayDual, Tape, _UFUNCS, _python_rule, _ready, _FPE
     cdef int code
     if len(ufuncs) != NCODES:
         raise ValueError("setup: %d ufuncs for %d codes" % (len(ufuncs), NCODES))
+    global _MATMUL
+    _MATMUL = ufuncs[MATMUL]
     for code in range(NCODES):
-        _find_loop(ufuncs[code], code)
+        if code != MATMUL:
+            _find_loop(ufuncs[code], code)
         _FNS[code] = functions[code]
         _PRIMS[code] = prims[code]
         if functions[code] is not None:
@@ -311,6 +327,7 @@ cdef enum:
     R_DIV         # g = ct / b; (g, -(g * y)) for the kept parents
     R_SIN         # (ct * cos(a),): the partial made when the sweep needs it
     R_COS         # (ct * -(sin(a)),)
+    R_MATVEC      # a 1-D dual times a constant matrix (either side): (ct @ the matrix^T,)
 
 
 @cython.final
@@ -326,7 +343,7 @@ cdef class ArrayRule:
     cdef bint oa, ob
     cdef object d       # R_SCALE: the partial (array), or None with ds; R_MUL2/R_SQUARE: b/a
     cdef double ds
-    cdef object e       # R_MUL2: a (or None with es); R_DIV: y
+    cdef object e       # R_MUL2: a (or None with es); R_DIV: y; R_MATVEC: the matrix swapped
     cdef double es
     cdef cnp.ndarray out
     cdef object va, vb  # the operands (vb None for a unary operation; R_SIN, R_COS: a is va)
@@ -337,7 +354,10 @@ cdef class ArrayRule:
         cdef intp n
         cdef object r
         p = _cotangent(ct, self.out)
-        if p is not None:
+        if p is not None and self.kind == R_MATVEC:
+            if p is ct:  # (a strided one: numpy's matmul may add in another order)
+                return self._matvec(<cnp.ndarray>p)
+        elif p is not None:
             c = <cnp.ndarray>p
             n = cnp.PyArray_SIZE(c)
             feclearexcept(_FPE)
@@ -391,6 +411,27 @@ cdef class ArrayRule:
             return (g,)
         return (_u(NEG, _aa(MUL, g, <cnp.ndarray>self.e, n), n),)
 
+
+    cdef tuple _matvec(self, cnp.ndarray c):
+        """The Python rule's ``matmul`` cotangent for a 1-D dual ``a`` and a constant matrix
+        ``b``: ``reshape(matmul(reshape(ct, (1, m)), swap(b)), (k,))``, or for ``b @ a``
+        ``reshape(matmul(swap(b), reshape(ct, (m, 1))), (k,))`` -- the same numpy calls on the
+        same operands (numpy checks its floating-point errors itself)."""
+        cdef cnp.PyArray_Dims shape
+        cdef intp dims[2]
+        cdef intp m = cnp.PyArray_DIMS(c)[0]
+        cdef cnp.ndarray a = <cnp.ndarray>(self.va if self.oa else self.vb)
+        shape.ptr = dims
+        shape.len = 2
+        dims[0] = 1 if self.oa else m
+        dims[1] = m if self.oa else 1
+        ct2 = cnp.PyArray_Newshape(c, &shape, cnp.NPY_CORDER)
+        g = _MATMUL(ct2, self.e) if self.oa else _MATMUL(self.e, ct2)
+        if type(g) is not cnp.ndarray:
+            raise TypeError("deltaad array fast path: numpy.matmul gave %s" % type(g).__name__)
+        dims[0] = cnp.PyArray_DIMS(a)[0]
+        shape.len = 1
+        return (cnp.PyArray_Newshape(<cnp.ndarray>g, &shape, cnp.NPY_CORDER),)
 
     cdef cnp.ndarray _lazy(self, cnp.ndarray c, intp n):
         """``ct * d`` with the partial ``d`` of sin (``cos(a)``) or cos (``-(sin(a))``)
@@ -695,6 +736,45 @@ cdef object _binary(int code, object a, object b):
     return _dual(y, trace, (<object>ib,), PyLong_AsSsize_t(<object>ib), -1, rule)
 
 
+cdef object _MATMUL = None  # numpy.matmul
+
+
+cdef object _matmul(object a, object b):
+    """``a @ b`` for a 1-D array dual of a tape and a constant float64 matrix (on either side),
+    or _NOTHING. The value is numpy's matmul of the values, as on the Python path."""
+    cdef bint oa = type(a) is ArrayDual
+    cdef bint ob = type(b) is ArrayDual
+    if oa == ob:
+        return _NOTHING
+    x = a if oa else b
+    k = b if oa else a
+    if type(k) is not cnp.ndarray:
+        return _NOTHING
+    cdef cnp.ndarray K = <cnp.ndarray>k
+    if (cnp.PyArray_TYPE(K) != cnp.NPY_DOUBLE or not cnp.PyArray_ISNOTSWAPPED(K)
+            or cnp.PyArray_NDIM(K) != 2 or cnp.PyArray_SIZE(K) == 0):
+        return _NOTHING
+    cdef PyObject* pt = _get(x, OFF_TRACE)
+    cdef PyObject* pv = _get(x, OFF_VALUE)
+    cdef PyObject* pi = _get(x, OFF_ID)
+    if pt == NULL or pv == NULL or pi == NULL:
+        return _NOTHING
+    trace = <object>pt
+    v = <object>pv
+    if type(trace) is not Tape or not _plain(v) or cnp.PyArray_NDIM(<cnp.ndarray>v) != 1:
+        return _NOTHING
+    if cnp.PyArray_DIMS(K)[0 if oa else 1] != cnp.PyArray_DIMS(<cnp.ndarray>v)[0]:
+        return _NOTHING  # numpy's error, from the Python path
+    va = v if oa else k
+    vb = k if oa else v
+    y = _MATMUL(va, vb)
+    if not _plain(y):
+        raise TypeError("deltaad array fast path: numpy.matmul gave %r" % (y,))
+    cdef ArrayRule rule = _rule(R_MATVEC, MATMUL, oa, ob, <cnp.ndarray>y, va, vb)
+    rule.e = cnp.PyArray_SwapAxes(K, 0, 1)  # swap(b): np.swapaxes(b, -1, -2)
+    return _dual(<cnp.ndarray>y, trace, (<object>pi,), PyLong_AsSsize_t(<object>pi), -1, rule)
+
+
 cdef object _add_arrays(object a, object b):
     """``a + b`` for two float64 arrays of one shape (adjoints the sweep sums), or None."""
     if not enabled or type(a) is not cnp.ndarray or type(b) is not cnp.ndarray:
@@ -720,10 +800,16 @@ cdef int _pull(object rule, tuple parents, list adj, object ct) except -1:
     if cp is None:
         return 0
     cdef cnp.ndarray c = <cnp.ndarray>cp
-    feclearexcept(_FPE)
-    cdef tuple cts = r._run(c, cnp.PyArray_SIZE(c))
-    if fetestexcept(_FPE):
-        return 0
+    cdef tuple cts
+    if r.kind == R_MATVEC:
+        if cp is not ct:
+            return 0
+        cts = r._matvec(c)
+    else:
+        feclearexcept(_FPE)
+        cts = r._run(c, cnp.PyArray_SIZE(c))
+        if fetestexcept(_FPE):
+            return 0
     cdef Py_ssize_t k, p
     cdef Py_ssize_t m = len(cts)
     if m != len(parents):
@@ -799,6 +885,8 @@ cdef inline object _call(object ufunc, tuple inputs):
     cdef int c = code
     if _UFUNCS.get(ufunc) is not _FNS[c]:  # a rule registered over ours
         return _NOTHING
+    if c == MATMUL:
+        return _matmul(inputs[0], inputs[1]) if len(inputs) == 2 else _NOTHING
     if len(inputs) == 1:
         if c >= NEG:
             return _unary(c, inputs[0])
@@ -817,6 +905,8 @@ def try_ufunc(ufunc, inputs):
 cdef object _op(int c, object a, object b):
     if not enabled or _UFUNCS.get(_UFUNC_OF[c]) is not _FNS[c]:
         return _NOTHING
+    if c == MATMUL:
+        return _matmul(a, b)
     return _binary(c, a, b)
 
 
@@ -836,6 +926,7 @@ def bind_methods(cls, python_methods, ufuncs):
     mul, rmul = py["__mul__"], py["__rmul__"]
     div, rdiv = py["__truediv__"], py["__rtruediv__"]
     pow_, neg = py["__pow__"], py["__neg__"]
+    matmul, rmatmul = py["__matmul__"], py["__rmatmul__"]
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if not kwargs and method == "__call__":
@@ -883,6 +974,14 @@ def bind_methods(cls, python_methods, ufuncs):
                 return r
         return pow_(self, other, modulo)
 
+    def __matmul__(self, other):
+        r = _op(MATMUL, self, other)
+        return matmul(self, other) if r is _NOTHING else r
+
+    def __rmatmul__(self, other):
+        r = _op(MATMUL, other, self)
+        return rmatmul(self, other) if r is _NOTHING else r
+
     def __neg__(self):
         cdef object r = _NOTHING
         if enabled and _UFUNCS.get(_UFUNC_OF[NEG]) is _FNS[NEG]:
@@ -890,7 +989,7 @@ def bind_methods(cls, python_methods, ufuncs):
         return neg(self) if r is _NOTHING else r
 
     for f in (__array_ufunc__, __add__, __radd__, __sub__, __rsub__, __mul__, __rmul__,
-              __truediv__, __rtruediv__, __pow__, __neg__):
+              __truediv__, __rtruediv__, __pow__, __matmul__, __rmatmul__, __neg__):
         f.__doc__ = py[f.__name__].__doc__
         setattr(cls, f.__name__, f)
 

@@ -294,3 +294,55 @@ def test_escaped_array_dual_through_the_fast_path():
             op(kept[0])
         with pytest.raises(d.EscapedDualError):
             _switched(False, op, kept[0])
+
+
+def _matvec_program(M, N):
+    def f(x):
+        y = np.sin(x @ M)         # (k,) @ (k, m)
+        z = M @ np.cos(y)         # (k, m) @ (m,)
+        w = np.matmul(z, N) + z * 2.0
+        return np.sum(w * w) + np.sum(N.T @ w)
+    return f
+
+
+@compiled
+@given(st.integers(1, 5), st.integers(1, 5), st.integers(0, 2**31 - 1),
+       st.sampled_from(["C", "F", "T"]))
+def test_matmul_by_a_constant_matrix_same_bits(k, m, seed, layout):
+    """A 1-D array dual times a constant float64 matrix, on either side and in any layout
+    (C order, Fortran order, a transposed view): recorded by the fast path, with the Python
+    path's bits, value and gradient."""
+    rng = np.random.default_rng(seed)
+    M = rng.uniform(-1.0, 1.0, (k, m))
+    M = np.asfortranarray(M) if layout == "F" else rng.uniform(-1.0, 1.0, (m, k)).T if layout == "T" else M
+    N = rng.uniform(-1.0, 1.0, (k, k))
+    x = rng.uniform(-1.0, 1.0, k)
+    f = _matvec_program(M, N)
+    seen = []
+
+    def probe(x):
+        seen.append(type(x.trace.binding((x @ M).id)[1]).__name__)
+        return f(x)
+
+    v, g = d.value_and_grad(probe)(x)
+    v_off, g_off = _switched(False, d.value_and_grad(f), x)
+    assert seen == ["ArrayRule"]
+    assert np.float64(v).tobytes() == np.float64(v_off).tobytes()
+    assert g.tobytes() == g_off.tobytes()
+    check_first_order(f, [x], seed=seed, rtol=1e-5, atol=1e-7)
+
+
+@compiled
+def test_matmul_cases_left_to_the_python_path():
+    """Mismatched shapes give numpy's error; a float32 matrix, a 2-D dual, two duals and a
+    strided cotangent take the Python path, with its results."""
+    x = np.array([0.5, -1.0])
+    with pytest.raises(ValueError, match="matmul"):
+        d.grad(lambda x: np.sum(x @ np.ones((3, 2))))(x)
+    cases = [lambda x: np.sum(x @ np.ones((2, 2), np.float32)),
+             lambda x: np.sum(np.reshape(x, (1, 2)) @ np.eye(2)),
+             lambda x: np.sum(x @ np.outer(x, x)),
+             lambda x: np.sum(x @ np.eye(2))]  # sum's cotangent is a broadcast view
+    for f in cases:
+        g = d.grad(f)(x)
+        assert g.tobytes() == _switched(False, d.grad(f), x).tobytes()
