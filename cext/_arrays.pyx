@@ -21,14 +21,30 @@ the Python path is taken instead, from the start, and does exactly that). Everyt
 forward levels, nesting, float32, broadcasting, a user's rule registered over numpy's, a
 cotangent that is not such an array -- goes the Python way (the rule then builds the Python
 closure lazily from the same operands: the partials are recomputed, bit for bit the same).
+A cotangent that is a strided float64 array (a reduction's ``np.broadcast_to``) is copied to
+C order first (elementwise loops give the same bits on either).
+
+Besides the loops: a 1-D array dual times a constant float64 matrix (``x @ M``, ``M @ x``)
+calls numpy's ``matmul`` on the values, and its rule the same numpy calls the Python rule
+makes (reshape, matmul by the swapped matrix, reshape), so BLAS or not, the bits are those.
+
+Per operation the binding is pushed through the core's C entry (``_core.array_push_capsule``)
+and pulled back by the general sweep through ours (``pull_capsule``): no Python call, no tuple
+of cotangents zipped with the parents. sin's and cos's partials are made by the sweep, in a
+scratch buffer, instead of being kept on the tape; and the sweep's own adjoint sums (arrays
+no one else holds) are added in place.
 """
 
 cimport cython
 cimport numpy as cnp
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
-from cpython.ref cimport Py_INCREF, Py_DECREF
-from cpython.pycapsule cimport PyCapsule_New
+from cpython.ref cimport Py_INCREF, Py_DECREF, Py_REFCNT
+from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer
+from cpython.long cimport PyLong_AsSsize_t
+from cpython.list cimport PyList_GET_ITEM
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
+from libc.string cimport memcpy
 from libc.math cimport isfinite, fabs
 
 cdef extern from "<fenv.h>" nogil:
@@ -75,6 +91,7 @@ cdef enum:
     LOG1P
     RECIP
     SIGN
+    MATMUL  # not a loop of ours: numpy's matmul called on the values (see _matmul)
     NCODES
 
 cdef int _FPE = 0  # set in setup: the floating-point exceptions that send us the Python way
@@ -89,12 +106,15 @@ cdef bint enabled = True  # switched off by tests to compare with the Python pat
 
 cdef object ArrayDual = None
 cdef object Tape = None
-cdef object _UFUNCS = None     # registry.UFUNCS: the fast path only while a code's rule is ours
+cdef dict _UFUNCS = None       # registry.UFUNCS: the fast path only while a code's rule is ours
 cdef dict _CODES = {}          # ufunc -> code
 cdef list _FNS = [None] * NCODES    # code -> the registry's function the fast path stands for
 cdef list _PRIMS = [None] * NCODES  # code -> its Primitive (for the lazy Python rule)
 cdef object _python_rule = None     # array.python_rule(prim, out, vals, on, keep)
-cdef object _PUSH = None           # Tape.push_linear, unbound (no lookup per call)
+# the core's push of a binding (``_core.array_push_capsule``): Tape.push_linear without its
+# Python call and its parents' conversion (the parents' ids are passed as C integers too)
+ctypedef object (*push_t)(object, object, Py_ssize_t, Py_ssize_t, object)
+cdef push_t _PUSH = NULL
 # where the array dual's slots live in its instances (read and written without a lookup)
 cdef Py_ssize_t OFF_VALUE = 0, OFF_TRACE = 0, OFF_ID = 0, OFF_TANGENT = 0
 cdef object _NOTHING = object()     # "not taken here"
@@ -118,17 +138,20 @@ cdef int _find_loop(cnp.ufunc u, int code) except -1:
     raise RuntimeError("numpy.%s has no float64 loop" % u.__name__)
 
 
-def setup(array_dual, tape, ufuncs, registry_ufuncs, functions, prims, python_rule):
-    """Bind the fast path to the Python side: the array dual's class, the core's tape class,
-    the ufuncs by code (``ufuncs[code]``), the registry's ufunc table, the functions the fast
-    path stands for (``functions[code]``; None for the helpers), their primitives, and the
-    builder of the Python rule."""
+def setup(array_dual, tape, push, ufuncs, registry_ufuncs, functions, prims, python_rule):
+    """Bind the fast path to the Python side: the array dual's class, the core's tape class
+    and its push (``_core.array_push_capsule()``), the ufuncs by code (``ufuncs[code]``), the
+    registry's ufunc table, the functions the fast path stands for (``functions[code]``; None
+    for the helpers), their primitives, and the builder of the Python rule."""
     global ArrayDual, Tape, _UFUNCS, _python_rule, _ready, _FPE
     cdef int code
     if len(ufuncs) != NCODES:
         raise ValueError("setup: %d ufuncs for %d codes" % (len(ufuncs), NCODES))
+    global _MATMUL
+    _MATMUL = ufuncs[MATMUL]
     for code in range(NCODES):
-        _find_loop(ufuncs[code], code)
+        if code != MATMUL:
+            _find_loop(ufuncs[code], code)
         _FNS[code] = functions[code]
         _PRIMS[code] = prims[code]
         if functions[code] is not None:
@@ -139,7 +162,7 @@ def setup(array_dual, tape, ufuncs, registry_ufuncs, functions, prims, python_ru
     ArrayDual = array_dual
     Tape = tape
     global _PUSH, OFF_VALUE, OFF_TRACE, OFF_ID, OFF_TANGENT
-    _PUSH = tape.push_linear
+    _PUSH = <push_t>PyCapsule_GetPointer(push, "deltaad._core.push_array")
     offsets = []
     for name in ("value", "trace", "id", "tangent"):
         descr = array_dual.__dict__[name]
@@ -266,6 +289,16 @@ cdef inline bint _any_zero(cnp.ndarray a, intp n) noexcept:
     return False
 
 
+cdef inline bint _normal(cnp.ndarray a, intp n) noexcept:
+    """No entry is subnormal (where sin signals an underflow and cos does not)."""
+    cdef double* p = <double*>cnp.PyArray_BYTES(a)
+    cdef intp k
+    for k in range(n):
+        if p[k] != 0.0 and fabs(p[k]) < 2.2250738585072014e-308:
+            return False
+    return True
+
+
 cdef inline bint _finite_sum(cnp.ndarray a, intp n) noexcept:
     """True when numpy's ``a.sum()`` is surely finite: every entry finite and the sum of their
     magnitudes far from overflow (in any order of addition). Else the Python path decides."""
@@ -292,6 +325,9 @@ cdef enum:
     R_MUL2        # (ct * b, ct * a)
     R_SQUARE      # g = ct * a; (g, g)
     R_DIV         # g = ct / b; (g, -(g * y)) for the kept parents
+    R_SIN         # (ct * cos(a),): the partial made when the sweep needs it
+    R_COS         # (ct * -(sin(a)),)
+    R_MATVEC      # a 1-D dual times a constant matrix (either side): (ct @ the matrix^T,)
 
 
 @cython.final
@@ -307,30 +343,36 @@ cdef class ArrayRule:
     cdef bint oa, ob
     cdef object d       # R_SCALE: the partial (array), or None with ds; R_MUL2/R_SQUARE: b/a
     cdef double ds
-    cdef object e       # R_MUL2: a (or None with es); R_DIV: y
+    cdef object e       # R_MUL2: a (or None with es); R_DIV: y; R_MATVEC: the matrix swapped
     cdef double es
     cdef cnp.ndarray out
-    cdef tuple vals
+    cdef object va, vb  # the operands (vb None for a unary operation; R_SIN, R_COS: a is va)
     cdef object py      # the Python rule, once made
 
     def __call__(self, ct):
         cdef cnp.ndarray c
         cdef intp n
         cdef object r
-        if type(ct) is cnp.ndarray and _plain(ct) and _same_shape(<cnp.ndarray>ct, self.out):
-            c = <cnp.ndarray>ct
+        p = _cotangent(ct, self.out)
+        if p is not None and self.kind == R_MATVEC:
+            if p is ct:  # (a strided one: numpy's matmul may add in another order)
+                return self._matvec(<cnp.ndarray>p)
+        elif p is not None:
+            c = <cnp.ndarray>p
             n = cnp.PyArray_SIZE(c)
             feclearexcept(_FPE)
             r = self._run(c, n)
             if not fetestexcept(_FPE):
                 return r
         if self.py is None:
-            if len(self.vals) == 2:
+            if self.vb is not None:
                 on = (bool(self.oa), bool(self.ob))
+                vals = [self.va, self.vb]
             else:
                 on = (bool(self.oa),)
+                vals = [self.va]
             keep = tuple([k for k in range(len(on)) if on[k]])
-            self.py = _python_rule(_PRIMS[self.code], self.out, list(self.vals), list(on), keep)
+            self.py = _python_rule(_PRIMS[self.code], self.out, vals, list(on), keep)
         return self.py(ct)
 
     cdef object _run(self, cnp.ndarray c, intp n):
@@ -340,6 +382,8 @@ cdef class ArrayRule:
             if self.d is None:
                 return (_as(MUL, c, self.ds, n),)
             return (_aa(MUL, c, <cnp.ndarray>self.d, n),)
+        if kind == R_SIN or kind == R_COS:
+            return (self._lazy(c, n),)
         if kind == R_NEG:
             return (_u(NEG, c, n),)
         if kind == R_ADD:
@@ -368,14 +412,87 @@ cdef class ArrayRule:
         return (_u(NEG, _aa(MUL, g, <cnp.ndarray>self.e, n), n),)
 
 
-cdef inline ArrayRule _rule(int kind, int code, bint oa, bint ob, cnp.ndarray out, tuple vals):
+    cdef tuple _matvec(self, cnp.ndarray c):
+        """The Python rule's ``matmul`` cotangent for a 1-D dual ``a`` and a constant matrix
+        ``b``: ``reshape(matmul(reshape(ct, (1, m)), swap(b)), (k,))``, or for ``b @ a``
+        ``reshape(matmul(swap(b), reshape(ct, (m, 1))), (k,))`` -- the same numpy calls on the
+        same operands (numpy checks its floating-point errors itself)."""
+        cdef cnp.PyArray_Dims shape
+        cdef intp dims[2]
+        cdef intp m = cnp.PyArray_DIMS(c)[0]
+        cdef cnp.ndarray a = <cnp.ndarray>(self.va if self.oa else self.vb)
+        shape.ptr = dims
+        shape.len = 2
+        dims[0] = 1 if self.oa else m
+        dims[1] = m if self.oa else 1
+        ct2 = cnp.PyArray_Newshape(c, &shape, cnp.NPY_CORDER)
+        g = _MATMUL(ct2, self.e) if self.oa else _MATMUL(self.e, ct2)
+        if type(g) is not cnp.ndarray:
+            raise TypeError("deltaad array fast path: numpy.matmul gave %s" % type(g).__name__)
+        dims[0] = cnp.PyArray_DIMS(a)[0]
+        shape.len = 1
+        return (cnp.PyArray_Newshape(<cnp.ndarray>g, &shape, cnp.NPY_CORDER),)
+
+    cdef cnp.ndarray _lazy(self, cnp.ndarray c, intp n):
+        """``ct * d`` with the partial ``d`` of sin (``cos(a)``) or cos (``-(sin(a))``)
+        computed now, by the loops the Python path runs when it records (the same bits), in a
+        scratch buffer instead of an array kept on the tape."""
+        cdef double small[64]
+        cdef double* buf = small
+        cdef Opnd oa, ob
+        cdef char* args[2]
+        cdef intp steps[2]
+        cdef int code = COS if self.kind == R_SIN else SIN
+        if n > 64:
+            buf = <double*>PyMem_Malloc(n * sizeof(double))
+            if buf == NULL:
+                raise MemoryError()
+        try:
+            args[0] = cnp.PyArray_BYTES(<cnp.ndarray>self.va)
+            args[1] = <char*>buf
+            steps[0] = 8
+            steps[1] = 8
+            LOOPS[code].f(args, &n, steps, LOOPS[code].data)
+            if code == SIN:  # negated in place, as numpy's negative
+                args[0] = <char*>buf
+                LOOPS[NEG].f(args, &n, steps, LOOPS[NEG].data)
+            _arr(&oa, c)
+            ob.p = <char*>buf
+            ob.step = 8
+            return _loop2(MUL, &oa, &ob, c, n)
+        finally:
+            if buf != small:
+                PyMem_Free(buf)
+
+
+cdef object _cotangent(object ct, cnp.ndarray out):
+    """A cotangent the loops take for the output ``out``: ``ct`` itself when it is a plain
+    float64 array of ``out``'s shape, a C-ordered copy of a strided one (as a reduction's rule
+    spreads its cotangent by ``np.broadcast_to``: elementwise loops give the same bits on
+    either), or None."""
+    if type(ct) is not cnp.ndarray:
+        return None
+    cdef cnp.ndarray a = <cnp.ndarray>ct
+    if not _same_shape(a, out):
+        return None
+    if _plain(a):
+        return a
+    if (cnp.PyArray_TYPE(a) != cnp.NPY_DOUBLE or not cnp.PyArray_ISNOTSWAPPED(a)
+            or cnp.PyArray_SIZE(a) == 0):
+        return None
+    return cnp.PyArray_NewCopy(a, cnp.NPY_CORDER)
+
+
+cdef inline ArrayRule _rule(int kind, int code, bint oa, bint ob, cnp.ndarray out, object va,
+                            object vb):
     cdef ArrayRule r = ArrayRule.__new__(ArrayRule)
     r.kind = kind
     r.code = code
     r.oa = oa
     r.ob = ob
     r.out = out
-    r.vals = vals
+    r.va = va
+    r.vb = vb
     return r
 
 
@@ -390,9 +507,11 @@ cdef inline void _put(PyObject* o, Py_ssize_t off, object v) noexcept:
     (<PyObject**>((<char*>o) + off))[0] = <PyObject*>v
 
 
-cdef object _dual(cnp.ndarray value, object trace, object parents, ArrayRule rule):
-    """The array dual of ``value`` with a binding of ``rule`` on ``trace``."""
-    i = _PUSH(trace, parents, rule)
+cdef object _dual(cnp.ndarray value, object trace, object parents, Py_ssize_t p1,
+                  Py_ssize_t p2, ArrayRule rule):
+    """The array dual of ``value`` with a binding of ``rule`` on ``trace`` whose parents are
+    ``parents``, the ids ``p1`` and ``p2`` (-1: none)."""
+    i = _PUSH(trace, parents, p1, p2, rule)
     cdef PyObject* p = PyType_GenericAlloc(<PyTypeObject*>ArrayDual, 0)  # its tp_alloc
     if p == NULL:
         raise MemoryError()
@@ -419,7 +538,7 @@ cdef object _unary(int code, object x):
     if pt == NULL or pv == NULL or pi == NULL:
         return _NOTHING
     trace = <object>pt
-    if type(trace) is not Tape or trace.closed:
+    if type(trace) is not Tape:  # (a closed tape: the push raises, as the Python path does)
         return _NOTHING
     v = <object>pv
     if not _plain(v):
@@ -430,11 +549,13 @@ cdef object _unary(int code, object x):
     cdef ArrayRule rule
     feclearexcept(_FPE)
     y = _u(code, a, n)
-    rule = _rule(R_SCALE, code, True, False, y, (v,))
+    rule = _rule(R_SCALE, code, True, False, y, v, None)
     if code == NEG:
         rule.kind = R_NEG
-    elif code == SIN:
-        d = _u(COS, a, n)
+    elif code == SIN:  # the partial cos(a) made by the sweep (its loop raises as sin's)
+        rule.kind = R_SIN
+    elif code == COS and _normal(a, n):  # -(sin(a)) by the sweep (raises as cos for these)
+        rule.kind = R_COS
     elif code == COS:
         d = _u(NEG, _u(SIN, a, n), n)
     elif code == TAN:
@@ -480,9 +601,9 @@ cdef object _unary(int code, object x):
         return _NOTHING
     if fetestexcept(_FPE):
         return _NOTHING
-    if code != NEG:
+    if rule.kind == R_SCALE:
         rule.d = d
-    return _dual(y, trace, (<object>pi,), rule)
+    return _dual(y, trace, (<object>pi,), PyLong_AsSsize_t(<object>pi), -1, rule)
 
 
 cdef inline int _scalar(object s, double* out) except -1:
@@ -529,7 +650,7 @@ cdef object _binary(int code, object a, object b):
             return _NOTHING
         vb = <object>pv
         ob = True
-    if trace is None or type(trace) is not Tape or trace.closed:
+    if trace is None or type(trace) is not Tape:  # closed: the push raises
         return _NOTHING
     if _plain(va):
         like = <cnp.ndarray>va
@@ -558,26 +679,25 @@ cdef object _binary(int code, object a, object b):
         _arr(&pb, <cnp.ndarray>vb)
     cdef cnp.ndarray y, d
     cdef ArrayRule rule
-    cdef tuple vals = (va, vb)
     if code == POW:
         if not (oa and kb):  # a constant exponent only
             return _NOTHING
     feclearexcept(_FPE)
     y = _loop2(code, &pa, &pb, like, n)
     if code == ADD:
-        rule = _rule(R_ADD, code, oa, ob, y, vals)
+        rule = _rule(R_ADD, code, oa, ob, y, va, vb)
     elif code == SUB:
-        rule = _rule(R_SUB, code, oa, ob, y, vals)
+        rule = _rule(R_SUB, code, oa, ob, y, va, vb)
     elif code == MUL:
         if oa and ob and va is vb:
-            rule = _rule(R_SQUARE, code, oa, ob, y, vals)
+            rule = _rule(R_SQUARE, code, oa, ob, y, va, vb)
             rule.e = va
         elif oa and ob:
-            rule = _rule(R_MUL2, code, oa, ob, y, vals)
+            rule = _rule(R_MUL2, code, oa, ob, y, va, vb)
             rule.d = vb
             rule.e = va
         else:  # one dual: its cotangent ct * (the other operand)
-            rule = _rule(R_SCALE, code, oa, ob, y, vals)
+            rule = _rule(R_SCALE, code, oa, ob, y, va, vb)
             if oa:
                 if kb:
                     rule.ds = sb
@@ -588,14 +708,14 @@ cdef object _binary(int code, object a, object b):
             else:
                 rule.d = va
     elif code == DIV:
-        rule = _rule(R_DIV, code, oa, ob, y, vals)
+        rule = _rule(R_DIV, code, oa, ob, y, va, vb)
         if kb:
             rule.ds = sb
         else:
             rule.d = vb
         rule.e = y
     elif code == POW:
-        rule = _rule(R_SCALE, code, True, False, y, vals)
+        rule = _rule(R_SCALE, code, True, False, y, va, vb)
         if sb == 2.0:
             rule.d = _sa(MUL, 2.0, <cnp.ndarray>va, n)
         elif sb == 1.0:
@@ -609,12 +729,50 @@ cdef object _binary(int code, object a, object b):
     if fetestexcept(_FPE):
         return _NOTHING
     if oa and ob:
-        parents = (<object>ia, <object>ib)
-    elif oa:
-        parents = (<object>ia,)
-    else:
-        parents = (<object>ib,)
-    return _dual(y, trace, parents, rule)
+        return _dual(y, trace, (<object>ia, <object>ib), PyLong_AsSsize_t(<object>ia),
+                     PyLong_AsSsize_t(<object>ib), rule)
+    if oa:
+        return _dual(y, trace, (<object>ia,), PyLong_AsSsize_t(<object>ia), -1, rule)
+    return _dual(y, trace, (<object>ib,), PyLong_AsSsize_t(<object>ib), -1, rule)
+
+
+cdef object _MATMUL = None  # numpy.matmul
+
+
+cdef object _matmul(object a, object b):
+    """``a @ b`` for a 1-D array dual of a tape and a constant float64 matrix (on either side),
+    or _NOTHING. The value is numpy's matmul of the values, as on the Python path."""
+    cdef bint oa = type(a) is ArrayDual
+    cdef bint ob = type(b) is ArrayDual
+    if oa == ob:
+        return _NOTHING
+    x = a if oa else b
+    k = b if oa else a
+    if type(k) is not cnp.ndarray:
+        return _NOTHING
+    cdef cnp.ndarray K = <cnp.ndarray>k
+    if (cnp.PyArray_TYPE(K) != cnp.NPY_DOUBLE or not cnp.PyArray_ISNOTSWAPPED(K)
+            or cnp.PyArray_NDIM(K) != 2 or cnp.PyArray_SIZE(K) == 0):
+        return _NOTHING
+    cdef PyObject* pt = _get(x, OFF_TRACE)
+    cdef PyObject* pv = _get(x, OFF_VALUE)
+    cdef PyObject* pi = _get(x, OFF_ID)
+    if pt == NULL or pv == NULL or pi == NULL:
+        return _NOTHING
+    trace = <object>pt
+    v = <object>pv
+    if type(trace) is not Tape or not _plain(v) or cnp.PyArray_NDIM(<cnp.ndarray>v) != 1:
+        return _NOTHING
+    if cnp.PyArray_DIMS(K)[0 if oa else 1] != cnp.PyArray_DIMS(<cnp.ndarray>v)[0]:
+        return _NOTHING  # numpy's error, from the Python path
+    va = v if oa else k
+    vb = k if oa else v
+    y = _MATMUL(va, vb)
+    if not _plain(y):
+        raise TypeError("deltaad array fast path: numpy.matmul gave %r" % (y,))
+    cdef ArrayRule rule = _rule(R_MATVEC, MATMUL, oa, ob, <cnp.ndarray>y, va, vb)
+    rule.e = cnp.PyArray_SwapAxes(K, 0, 1)  # swap(b): np.swapaxes(b, -1, -2)
+    return _dual(<cnp.ndarray>y, trace, (<object>pi,), PyLong_AsSsize_t(<object>pi), -1, rule)
 
 
 cdef object _add_arrays(object a, object b):
@@ -628,6 +786,85 @@ cdef object _add_arrays(object a, object b):
     if fetestexcept(_FPE):
         return None
     return r
+
+
+cdef int _pull(object rule, tuple parents, list adj, object ct) except -1:
+    """The general sweep's pullback of a fast binding: its rule's cotangents of ``ct`` summed
+    into the adjoints ``adj`` of its parents, as the sweep sums them (in the parents' order, an
+    absent adjoint taking the cotangent itself, else ``old + cotangent``). 0 (nothing done) for
+    another rule or a cotangent the loops do not take: the sweep then calls the rule."""
+    if type(rule) is not ArrayRule:
+        return 0
+    cdef ArrayRule r = <ArrayRule>rule
+    cp = _cotangent(ct, r.out)
+    if cp is None:
+        return 0
+    cdef cnp.ndarray c = <cnp.ndarray>cp
+    cdef tuple cts
+    if r.kind == R_MATVEC:
+        if cp is not ct:
+            return 0
+        cts = r._matvec(c)
+    else:
+        feclearexcept(_FPE)
+        cts = r._run(c, cnp.PyArray_SIZE(c))
+        if fetestexcept(_FPE):
+            return 0
+    cdef Py_ssize_t k, p
+    cdef Py_ssize_t m = len(cts)
+    if m != len(parents):
+        raise RuntimeError("deltaad array fast path: %d cotangents for %d parents" % (m, len(parents)))
+    cdef PyObject* po
+    for k in range(m):
+        p = parents[k]
+        x = cts[k]
+        po = PyList_GET_ITEM(adj, p)  # borrowed: p < this binding's id < len(adj)
+        if po == <PyObject*>None:
+            adj[p] = x
+            continue
+        if Py_REFCNT(<object>po) == 1 and _add_into(<object>po, x):
+            continue  # the sweep's own sum, seen by no one else: summed in place
+        old = adj[p]
+        s = _add_arrays(old, x)
+        adj[p] = old + x if s is None else s
+    return 1
+
+
+cdef bint _add_into(object old, object x) except -1:
+    """``old += x`` when both are float64 arrays of one shape, ``old`` owning its (writeable)
+    memory: the bits of ``old + x`` (numpy's add loop on the same operands), without a new
+    array. False (nothing done) otherwise, or when the loop signals an exception."""
+    if not enabled or type(x) is not cnp.ndarray:
+        return False
+    if not (_plain(old) and _plain(x) and _same_shape(<cnp.ndarray>old, <cnp.ndarray>x)):
+        return False
+    cdef cnp.ndarray a = <cnp.ndarray>old
+    if (cnp.PyArray_BASE(a) != NULL or not cnp.PyArray_CHKFLAGS(a, cnp.NPY_ARRAY_OWNDATA)
+            or not cnp.PyArray_ISWRITEABLE(a)):
+        return False
+    cdef double save[64]
+    cdef intp n = cnp.PyArray_SIZE(a)
+    cdef Opnd oa, ob
+    cdef char* args[3]
+    cdef intp steps[3]
+    if n > 64:  # keeping a copy to restore on an exception costs what a new array costs
+        return False
+    memcpy(save, cnp.PyArray_BYTES(a), n * sizeof(double))
+    args[0] = cnp.PyArray_BYTES(a)
+    args[1] = cnp.PyArray_BYTES(<cnp.ndarray>x)
+    args[2] = args[0]
+    steps[0] = steps[1] = steps[2] = 8
+    feclearexcept(_FPE)
+    LOOPS[ADD].f(args, &n, steps, LOOPS[ADD].data)
+    if fetestexcept(_FPE):
+        memcpy(cnp.PyArray_BYTES(a), save, n * sizeof(double))
+        return False
+    return True
+
+
+def pull_capsule():
+    """The general sweep's pullback of the fast path's rules (``_core.set_array_hooks``)."""
+    return PyCapsule_New(<void*>_pull, "deltaad._arrays.pull", NULL)
 
 
 def add_capsule():
@@ -648,6 +885,8 @@ cdef inline object _call(object ufunc, tuple inputs):
     cdef int c = code
     if _UFUNCS.get(ufunc) is not _FNS[c]:  # a rule registered over ours
         return _NOTHING
+    if c == MATMUL:
+        return _matmul(inputs[0], inputs[1]) if len(inputs) == 2 else _NOTHING
     if len(inputs) == 1:
         if c >= NEG:
             return _unary(c, inputs[0])
@@ -666,6 +905,8 @@ def try_ufunc(ufunc, inputs):
 cdef object _op(int c, object a, object b):
     if not enabled or _UFUNCS.get(_UFUNC_OF[c]) is not _FNS[c]:
         return _NOTHING
+    if c == MATMUL:
+        return _matmul(a, b)
     return _binary(c, a, b)
 
 
@@ -685,6 +926,7 @@ def bind_methods(cls, python_methods, ufuncs):
     mul, rmul = py["__mul__"], py["__rmul__"]
     div, rdiv = py["__truediv__"], py["__rtruediv__"]
     pow_, neg = py["__pow__"], py["__neg__"]
+    matmul, rmatmul = py["__matmul__"], py["__rmatmul__"]
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if not kwargs and method == "__call__":
@@ -732,6 +974,14 @@ def bind_methods(cls, python_methods, ufuncs):
                 return r
         return pow_(self, other, modulo)
 
+    def __matmul__(self, other):
+        r = _op(MATMUL, self, other)
+        return matmul(self, other) if r is _NOTHING else r
+
+    def __rmatmul__(self, other):
+        r = _op(MATMUL, other, self)
+        return rmatmul(self, other) if r is _NOTHING else r
+
     def __neg__(self):
         cdef object r = _NOTHING
         if enabled and _UFUNCS.get(_UFUNC_OF[NEG]) is _FNS[NEG]:
@@ -739,7 +989,7 @@ def bind_methods(cls, python_methods, ufuncs):
         return neg(self) if r is _NOTHING else r
 
     for f in (__array_ufunc__, __add__, __radd__, __sub__, __rsub__, __mul__, __rmul__,
-              __truediv__, __rtruediv__, __pow__, __neg__):
+              __truediv__, __rtruediv__, __pow__, __matmul__, __rmatmul__, __neg__):
         f.__doc__ = py[f.__name__].__doc__
         setattr(cls, f.__name__, f)
 

@@ -18,7 +18,7 @@ from libc.stdint cimport int32_t
 from libc.string cimport memset
 from cpython.object cimport PyObject, PyTypeObject, destructor
 from cpython.ref cimport Py_DECREF, Py_INCREF
-from cpython.pycapsule cimport PyCapsule_GetPointer
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.object cimport PyObject_RichCompare, Py_LT, Py_LE, Py_EQ, Py_NE, Py_GT, Py_GE
@@ -1333,7 +1333,9 @@ cdef class Sweep:
             j = b[i].p1
             if j == -2:
                 parents, rule = <tuple>linear[i]
-                if callable(rule):
+                if _array_pull != NULL and _array_pull(rule, <tuple>parents, adj, a):
+                    pass  # pulled back by the array fast path
+                elif callable(rule):
                     cts = rule(a)
                     for p, ct in zip(<tuple>parents, cts):
                         if ct is not None:
@@ -1473,6 +1475,44 @@ def set_array_add(capsule):
         _array_add = NULL
     else:
         _array_add = <array_add_t>PyCapsule_GetPointer(capsule, "deltaad._arrays.add")
+
+
+# The array fast path's own bindings (deltaad._arrays, through ``set_array_hooks``): pushed
+# from C with their parents' ids as C integers, and pulled back by the general sweep from C
+# (``_array_pull`` returns 0 for a rule that is not one of its own, or a cotangent it does
+# not take: the sweep then calls the rule as any other).
+ctypedef int (*array_pull_t)(object, tuple, list, object) except -1
+cdef array_pull_t _array_pull = NULL
+
+
+cdef object _push_array(object tape, object parents, Py_ssize_t p1, Py_ssize_t p2, object rule):
+    """``tape.push_linear(parents, rule)`` for an exact ``Tape`` and a callable ``rule``, the
+    parents' ids given again as ``p1`` and ``p2`` (-1: one parent); returns the new id."""
+    cdef Tape t = <Tape?>tape
+    if t.h.closed:
+        raise escaped_error(t.h.level)
+    if not (0 <= p1 < t.n and p2 < t.n):
+        _check_parents(parents, t.n)  # raises, naming the parent
+    cdef Py_ssize_t i = t._push(-2, 0.0, -1, 0.0)
+    r = i
+    t.linear[r] = (parents, rule)
+    t.max_linear = i
+    return r
+
+
+def set_array_hooks(pull):
+    """Install (a capsule named ``deltaad._arrays.pull``) or remove (None) the pullback of the
+    array fast path's rules in the general sweep."""
+    global _array_pull
+    if pull is None:
+        _array_pull = NULL
+    else:
+        _array_pull = <array_pull_t>PyCapsule_GetPointer(pull, "deltaad._arrays.pull")
+
+
+def array_push_capsule():
+    """The array fast path's push (see ``_push_array``), as a capsule."""
+    return PyCapsule_New(<void*>_push_array, "deltaad._core.push_array", NULL)
 
 
 cdef inline void _accumulate(list adj, Py_ssize_t i, object x) except *:

@@ -18,6 +18,7 @@ import numpy as np
 from .._backend import B, name as _backend_name
 from . import array, registry
 from .elementwise import NEGATIVE
+from .products import MATMUL
 
 try:
     if _backend_name != "c":
@@ -32,11 +33,12 @@ else:
 # The extension's operation codes, in its order: the ufuncs taken, then the helper loops.
 UFUNCS = (np.add, np.subtract, np.multiply, np.true_divide, np.power, np.negative, np.sin, np.cos,
           np.tan, np.tanh, np.exp, np.log, np.sqrt, np.square, np.absolute, np.arctan, np.sinh,
-          np.cosh, np.expm1, np.log1p, np.reciprocal, np.sign)
+          np.cosh, np.expm1, np.log1p, np.reciprocal, np.sign, np.matmul)
 HELPERS = (np.sign,)
 
 _METHODS = ("__array_ufunc__", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
-            "__rmul__", "__truediv__", "__rtruediv__", "__pow__", "__neg__")
+            "__rmul__", "__truediv__", "__rtruediv__", "__pow__", "__matmul__", "__rmatmul__",
+            "__neg__")
 
 
 def python_rule(prim, out, vals, on, keep):
@@ -58,11 +60,13 @@ def _install():
             continue
         fn = registry.UFUNCS[u]
         fns.append(fn)
-        prims.append(NEGATIVE if u is np.negative else fn.primitive)
-    _arrays.setup(array.ArrayDual, B.Tape, UFUNCS, registry.UFUNCS, fns, prims, python_rule)
+        prims.append(NEGATIVE if u is np.negative else MATMUL if u is np.matmul
+                     else fn.primitive)
+    _arrays.setup(array.ArrayDual, B.Tape, B.array_push_capsule(), UFUNCS, registry.UFUNCS, fns, prims, python_rule)
     _arrays.bind_methods(array.ArrayDual, {m: getattr(array.ArrayDual, m) for m in _METHODS},
                          UFUNCS)
     B.set_array_add(_arrays.add_capsule())  # the sweep's sum of array adjoints
+    B.set_array_hooks(_arrays.pull_capsule())  # the sweep's pullback of the fast bindings
 
 
 if _arrays is not None:
