@@ -148,6 +148,10 @@ def agree(e, x, paths):
                     # itself, i1e's, say, rounds differently on paths that sum in different
                     # orders: then 4 ulp of the terms' scale, 1 at the least)
                     scale = 4 * math.ulp(max(1.0, abs(got[a][0]), abs(got[a][1])))
+                    if math.isinf(got[a][1]):
+                        # the first derivative overflowed (expi's e^x / x at a subnormal x):
+                        # the second is a difference of infinities, nan or inf by the path
+                        continue
                     assert ulps(got[a][2], got[b][2]) <= 2 or \
                         abs(got[a][2] - got[b][2]) <= scale, "%s at %r: d2 %s %r vs %s %r" % (
                         e.name, x, a, got[a][2], b, got[b][2])
