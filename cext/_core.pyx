@@ -662,6 +662,16 @@ cdef class Tape(Trace):
             return (bb.p1,), (c1,)
         return (bb.p1, bb.p2), (c1, c2)
 
+    def bindings_bytes(self):
+        """The bindings as the bytes of their C array (24 each: c1, c2, p1, p2), or None when
+        one does not fit it (linear bindings, nodes, coefficients that are not doubles, a
+        truncated tape): ``deltaad.compile`` compares a gradient recording with them."""
+        if self.linear or self.ocoef or self.general or self.truncated:
+            return None
+        if self.n == 0:
+            return b""
+        return (<char*>self.b)[:self.n * <Py_ssize_t>sizeof(Binding)]
+
     def eval(self, seeds, wanted):
         """Sweep the bindings newest-first once; return the adjoints of the ``wanted`` ids.
 

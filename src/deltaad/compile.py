@@ -15,7 +15,7 @@ import os as _os
 import threading
 import warnings
 
-from . import _replay_pure
+from . import _gradrecord, _replay_pure
 from ._backend import B
 from ._backend import name as _backend_name
 from .pytrees import tree_flatten, tree_unflatten
@@ -40,6 +40,7 @@ B.set_recorder_type(Recorder)
 register_recorder_type(Recorder, _replayer.dispatch)
 
 _FLOAT = object()  # the key's mark for a float leaf (its value is the recording's input)
+_NONE = object()
 
 
 class CompileWarning(UserWarning):
@@ -90,6 +91,9 @@ class Compiled:
         self._uncompiled = {}   # key -> the reason it runs uncompiled
         self._lock = threading.Lock()
         self.recordings_made = 0
+        # grad/value_and_grad of f: record f's primal operations only (see _gradrecord);
+        # None once a call could not, and always for other functions
+        self._grad = _gradrecord.transform_of(fun)
         functools.update_wrapper(self, fun)
 
     # -- the key --------------------------------------------------------------------------
@@ -170,6 +174,10 @@ class Compiled:
         return self._record(key, treedef, floats, args, kwargs)
 
     def _record(self, key, treedef, floats, args, kwargs):
+        if self._grad is not None:
+            out = self._record_grad(key, treedef, floats, args, kwargs)
+            if out is not _NONE:
+                return out
         rec = Recording()
         ins = iter([rec.input(v) for v in floats])
         leaves, tdef = tree_flatten((self._dynamic(args), kwargs))
@@ -192,6 +200,28 @@ class Compiled:
                 self._uncompiled[key] = rec.failed
             self._warn(rec.failed)
             return self.fun(*args, **kwargs)
+        self._keep(key, treedef, prog)
+        if self.check:
+            self._check(result, args, kwargs)
+        return result
+
+    def _record_grad(self, key, treedef, floats, args, kwargs):
+        """A gradient recording (``deltaad._gradrecord``): its result, or ``_NONE`` when
+        this call cannot be recorded that way (nor, then, later ones)."""
+        got = None
+        if not kwargs:
+            got = _gradrecord.record(self._grad, args, floats, self._dynamic,
+                                     self._restore_static, _replayer)
+        if got is not None:
+            replay, result = got
+            self._keep(key, treedef, replay)
+            if self.check:
+                self._check(result, args, kwargs)
+            return result
+        self._grad = None
+        return _NONE
+
+    def _keep(self, key, treedef, prog):
         with self._lock:
             entries = self._cache.setdefault(key, [])
             for entry in entries:
@@ -204,9 +234,6 @@ class Compiled:
             progs.insert(0, prog)
             del progs[self.max_recordings:]
             self.recordings_made += 1
-        if self.check:
-            self._check(result, args, kwargs)
-        return result
 
     def _dynamic(self, args):
         if not self.static_argnums:
