@@ -120,6 +120,24 @@ cdef inline double _libm_partial(int j, double x, double r) noexcept nogil:
     return cm.NAN
 
 
+cdef inline double _cmul(double c, double g) noexcept nogil:
+    """``c * g`` for the partial ``c`` of a binding's first parent and an adjoint ``g`` as the
+    core's sweep gives it, nan payloads included: where both are nan, the partial's. (Which
+    operand of a product of two nans survives is the C compiler's choice, not the source's;
+    these two functions are what the core's build gives, measured; the pure backend keeps the
+    partial's in both places, and so does the pure replayer.)"""
+    if c != c:
+        return c
+    return c * g
+
+
+cdef inline double _cmul2(double c, double g) noexcept nogil:
+    """``c * g`` for a binding's second parent: where both are nan, the adjoint's."""
+    if g != g:
+        return g
+    return c * g
+
+
 ctypedef struct TapeBinding:  # the core's binding: what ``Tape.bindings_bytes`` gives
     double c1
     double c2
@@ -558,11 +576,12 @@ cdef class Program:
         """The adjoints of every slot: the uncompiled tape's float sweep replayed (adjoints
         from 0.0, a zero adjoint skipped, ``adj[p] += c * a`` first parent first)."""
         cdef Py_ssize_t i
-        cdef int j, m
-        cdef int ps[2]
-        cdef double cs[2]
+        cdef int op, a, b
         cdef double g
         cdef char* diff = self.diff
+        cdef Instr* p
+        cdef double one = self.one
+        cdef double mone = self.mone
         memset(adj, 0, self.n * sizeof(double))
         if self.seed >= 0:
             adj[self.seed] += 1.0
@@ -572,9 +591,34 @@ cdef class Program:
             g = adj[i]
             if g == 0.0:
                 continue
-            m = self._partials(i, v, ps, cs)
-            for j in range(m):
-                adj[ps[j]] += cs[j] * g
+            p = &self.code[i]
+            op = p.op
+            a = p.a
+            b = p.b
+            if op == MUL:
+                if diff[a]:
+                    adj[a] += _cmul(v[b], g)
+                if diff[b]:
+                    adj[b] += _cmul2(v[a], g) if diff[a] else _cmul(v[a], g)
+            elif op == ADD:
+                if diff[a]:
+                    adj[a] += one * g
+                if diff[b]:
+                    adj[b] += one * g
+            elif op == SUB:
+                if diff[a]:
+                    adj[a] += one * g
+                if diff[b]:
+                    adj[b] += mone * g  # (-1.0 and 1.0 are no nan: the order is moot)
+            elif op == DIV:  # the forward pass saw v[b] != 0
+                if diff[a]:
+                    adj[a] += _cmul(1.0 / v[b], g)
+                if diff[b]:
+                    adj[b] += _cmul2(-v[i] / v[b], g) if diff[a] else _cmul(-v[i] / v[b], g)
+            elif op == NEG:
+                adj[a] += mone * g
+            elif op != INPUT:
+                adj[a] += _cmul(_libm_partial(op - FIRST_LIBM, v[a], v[i]), g)
 
     def checked_run(self, inputs, bindings, ids):
         """``run(inputs)`` when this gradient recording, evaluated at ``inputs``, has the

@@ -50,8 +50,8 @@ def record(tf, args, floats, dynamic, restore, rp):
     whose float leaves (in order, the static arguments left out by ``dynamic``) are
     ``floats``, with the replayer module ``rp``. Returns ``(replay, reference
     result)``: a :class:`Replay` and what the uncompiled call returns (this call's result),
-    or None when this call cannot be recorded this way (the caller records the general
-    way)."""
+    or None when this function cannot be recorded this way (the caller records the general
+    way), or ``RAISED`` when it raised here (this call records the general way)."""
     try:
         single, nums = _tr._argnums_tuple(tf.argnums, len(args), "grad")
     except Exception:
@@ -86,8 +86,10 @@ def record(tf, args, floats, dynamic, restore, rp):
     level = next(_trace._levels)
     try:
         out = tf.fun(*restore(tuple(new_args), args))
+    except _replay_pure.Unrecordable:
+        return None
     except Exception:
-        return None  # also an error: the general recording (or the uncompiled call) says it
+        return RAISED  # the general recording (or the uncompiled call) raises it
     finally:
         rec.closed = True
     if next(_trace._levels) != level + 1:
@@ -145,6 +147,9 @@ def record(tf, args, floats, dynamic, restore, rp):
     if tf.has_aux and not _same_aux(replay.build(res), ref, tf):
         return None
     return replay, ref
+
+
+RAISED = object()  # what ``record`` returns when the function raised on recorded numbers
 
 
 class Replay:

@@ -496,6 +496,11 @@ class Program:
                     not all(0 <= w < self.n for w in wanted):
                 raise ValueError("replay: a gradient recording's slots are out of range")
             self.diff = [bool(d) for d in diff]
+            for i, (op, a, b, k, c) in enumerate(self.code):
+                if self.diff[i] and not (op in (INPUT, ADD, SUB, MUL, DIV, NEG)
+                                         or FIRST_LIBM <= op < FIRST_LIBM + len(LIBM)):
+                    raise ValueError("replay: slot %d (operation %d) has no derivative rule"
+                                     % (i, op))
             self.seed = seed
             self.wanted = list(wanted)
 

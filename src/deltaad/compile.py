@@ -212,6 +212,8 @@ class Compiled:
         if not kwargs:
             got = _gradrecord.record(self._grad, args, floats, self._dynamic,
                                      self._restore_static, _replayer)
+        if got is _gradrecord.RAISED:
+            return _NONE
         if got is not None:
             replay, result = got
             self._keep(key, treedef, replay)
