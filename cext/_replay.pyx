@@ -51,6 +51,23 @@ cdef enum:
     SUB_ZZ = 259
     MUL_ZZ = 260
 
+cdef enum:  # a gradient recording's sweep code per slot: the operation and which operands
+    # are bindings (A: the first, B: the second, AB: both); 0: no binding to sweep
+    SW_MUL_A = 1
+    SW_MUL_B = 2
+    SW_MUL_AB = 3
+    SW_ADD_A = 4
+    SW_ADD_B = 5
+    SW_ADD_AB = 6
+    SW_SUB_A = 7
+    SW_SUB_B = 8
+    SW_SUB_AB = 9
+    SW_DIV_A = 10
+    SW_DIV_B = 11
+    SW_DIV_AB = 12
+    SW_NEG = 13
+    SW_LIBM = 14
+
 ctypedef struct Instr:
     int op
     int a
@@ -357,6 +374,7 @@ cdef class Program:
     # of the uncompiled tape, the slot seeded with 1.0 (-1: none), the slots whose adjoints
     # are returned after the outputs' values
     cdef char* diff
+    cdef char* sw
     cdef int seed
     cdef int* wanted
     cdef Py_ssize_t nwanted
@@ -405,7 +423,12 @@ cdef class Program:
                     src[i].b = b
                     src[i].k = k
                     src[i].c = c
-            for i in range(self.n):
+            for i in range(0 if rc is not None and not rc.raw and rc.ninputs == ninputs
+                           and list(rc.funcs) == list(self.funcs) else self.n):
+                # (a Recording's own instructions, made by its numbers' operations, are well
+                # formed by construction: each operand the slot of a number of that
+                # recording, made before; each function index one of its functions, which
+                # are these; ``emit`` and ``guard`` with any operands make it ``raw``)
                 op = src[i].op
                 a = src[i].a
                 b = src[i].b
@@ -451,9 +474,11 @@ cdef class Program:
         PyMem_Free(self.code)
         PyMem_Free(self.outs)
         PyMem_Free(self.diff)
+        PyMem_Free(self.sw)
         PyMem_Free(self.wanted)
 
     cdef int _set_grad(self, grad, Instr* src) except -1:
+        cdef int fa, fb, w
         diff, seed, wanted = grad
         cdef bytes db = bytes(diff)
         cdef list wl = list(wanted)
@@ -462,17 +487,31 @@ cdef class Program:
         if len(db) != n or not -1 <= seed < n:
             raise ValueError("replay: a gradient recording's flags or seed do not fit")
         self.diff = <char*>PyMem_Malloc(n if n else 1)
+        self.sw = <char*>PyMem_Malloc(n if n else 1)
         self.wanted = <int*>PyMem_Malloc((len(wl) if wl else 1) * sizeof(int))
-        if self.diff == NULL or self.wanted == NULL:
+        if self.diff == NULL or self.sw == NULL or self.wanted == NULL:
             raise MemoryError("replay: out of memory for a gradient recording")
         if n:
             memcpy(self.diff, <char*>db, n)
         for i in range(n):  # a binding is a value the sweep has a rule for
             op = src[i].op
-            if self.diff[i] and not (op == INPUT or op == ADD or op == SUB or op == MUL
-                                     or op == DIV or op == NEG
-                                     or FIRST_LIBM <= op < FIRST_LIBM + NLIBM):
+            self.diff[i] = 1 if self.diff[i] else 0
+            self.sw[i] = 0
+            if not self.diff[i] or op == INPUT:
+                continue
+            if not (op == ADD or op == SUB or op == MUL or op == DIV or op == NEG
+                    or FIRST_LIBM <= op < FIRST_LIBM + NLIBM):
                 raise ValueError("replay: slot %d (operation %d) has no derivative rule" % (i, op))
+            if op == NEG or op >= FIRST_LIBM:
+                self.sw[i] = SW_NEG if op == NEG else SW_LIBM
+                continue
+            fa = self.diff[src[i].a]  # operands are earlier slots (checked above)
+            fb = self.diff[src[i].b]
+            if not (fa or fb):
+                raise ValueError("replay: slot %d is a binding of no binding" % i)
+            w = 3 if fa and fb else (1 if fa else 2)  # A, B, AB as in SW_MUL_*
+            self.sw[i] = <char>((SW_MUL_A if op == MUL else SW_ADD_A if op == ADD
+                                 else SW_SUB_A if op == SUB else SW_DIV_A) + w - 1)
         for i in range(len(wl)):
             if not 0 <= wl[i] < n:
                 raise ValueError("replay: wanted slot %r out of range" % (wl[i],))
@@ -494,8 +533,17 @@ cdef class Program:
 
     @property
     def nbytes(self):
-        """Bytes of instructions and value slots."""
+        """Bytes of instructions and value slots (and a gradient recording's flags and
+        adjoints)."""
+        if self.diff != NULL:
+            return (sizeof(Instr) + 2 + 2 * sizeof(double)) * self.n
         return (sizeof(Instr) + sizeof(double)) * self.n
+
+    @property
+    def tape_bytes(self):
+        """Bytes of the instruction tape kept between calls (a gradient recording's flags
+        included)."""
+        return (sizeof(Instr) + (2 if self.diff != NULL else 0)) * self.n
 
     def run(self, inputs):
         cdef Py_ssize_t i
@@ -574,11 +622,13 @@ cdef class Program:
 
     cdef void _sweep(self, double* v, double* adj) noexcept nogil:
         """The adjoints of every slot: the uncompiled tape's float sweep replayed (adjoints
-        from 0.0, a zero adjoint skipped, ``adj[p] += c * a`` first parent first)."""
+        from 0.0, a zero adjoint skipped, ``adj[p] += c * a`` first parent first), one
+        ``switch`` on each binding's sweep code (see ``_set_grad``)."""
         cdef Py_ssize_t i
-        cdef int op, a, b
+        cdef int a, b
+        cdef char c
         cdef double g
-        cdef char* diff = self.diff
+        cdef char* sw = self.sw
         cdef Instr* p
         cdef double one = self.one
         cdef double mone = self.mone
@@ -586,39 +636,47 @@ cdef class Program:
         if self.seed >= 0:
             adj[self.seed] += 1.0
         for i in range(self.n - 1, -1, -1):
-            if not diff[i]:
+            c = sw[i]
+            if c == 0:
                 continue
             g = adj[i]
             if g == 0.0:
                 continue
             p = &self.code[i]
-            op = p.op
             a = p.a
             b = p.b
-            if op == MUL:
-                if diff[a]:
-                    adj[a] += _cmul(v[b], g)
-                if diff[b]:
-                    adj[b] += _cmul2(v[a], g) if diff[a] else _cmul(v[a], g)
-            elif op == ADD:
-                if diff[a]:
-                    adj[a] += one * g
-                if diff[b]:
-                    adj[b] += one * g
-            elif op == SUB:
-                if diff[a]:
-                    adj[a] += one * g
-                if diff[b]:
-                    adj[b] += mone * g  # (-1.0 and 1.0 are no nan: the order is moot)
-            elif op == DIV:  # the forward pass saw v[b] != 0
-                if diff[a]:
-                    adj[a] += _cmul(1.0 / v[b], g)
-                if diff[b]:
-                    adj[b] += _cmul2(-v[i] / v[b], g) if diff[a] else _cmul(-v[i] / v[b], g)
-            elif op == NEG:
+            if c == SW_MUL_AB:
+                adj[a] += _cmul(v[b], g)
+                adj[b] += _cmul2(v[a], g)
+            elif c == SW_MUL_A:
+                adj[a] += _cmul(v[b], g)
+            elif c == SW_MUL_B:
+                adj[b] += _cmul(v[a], g)
+            elif c == SW_ADD_AB:
+                adj[a] += one * g
+                adj[b] += one * g
+            elif c == SW_ADD_A:
+                adj[a] += one * g
+            elif c == SW_ADD_B:
+                adj[b] += one * g
+            elif c == SW_SUB_AB:
+                adj[a] += one * g
+                adj[b] += mone * g  # (-1.0 and 1.0 are no nan: the order is moot)
+            elif c == SW_SUB_A:
+                adj[a] += one * g
+            elif c == SW_SUB_B:
+                adj[b] += mone * g
+            elif c == SW_DIV_AB:  # the forward pass saw v[b] != 0
+                adj[a] += _cmul(1.0 / v[b], g)
+                adj[b] += _cmul2(-v[i] / v[b], g)
+            elif c == SW_DIV_A:
+                adj[a] += _cmul(1.0 / v[b], g)
+            elif c == SW_DIV_B:
+                adj[b] += _cmul(-v[i] / v[b], g)
+            elif c == SW_NEG:
                 adj[a] += mone * g
-            elif op != INPUT:
-                adj[a] += _cmul(_libm_partial(op - FIRST_LIBM, v[a], v[i]), g)
+            else:  # SW_LIBM
+                adj[a] += _cmul(_libm_partial(p.op - FIRST_LIBM, v[a], v[i]), g)
 
     def checked_run(self, inputs, bindings, ids):
         """``run(inputs)`` when this gradient recording, evaluated at ``inputs``, has the
@@ -859,8 +917,17 @@ cdef class Recording:
     cdef char* diffs
     cdef readonly bint grad
     cdef bint din  # the flag of the input being pushed
+    cdef bint raw             # instructions came through ``emit``/``guard`` (unchecked)
+    cdef object last_f        # the function last called by ``_call1`` and its index
+    cdef Py_ssize_t last_k
+    cdef uint64_t cbits[64]   # recent constants: bit pattern -> slot (-1: empty)
+    cdef Py_ssize_t cslot[64]
 
     def __cinit__(self, grad=False):
+        cdef int i
+        for i in range(64):
+            self.cslot[i] = -1
+            self.cbits[i] = 0
         self.funcs = []
         self._fidx = {}
         self._consts = {}
@@ -963,6 +1030,16 @@ cdef class Recording:
 
     cdef Py_ssize_t _const(self, double v) except -1:
         """The slot of constant ``v`` (one per distinct bit pattern)."""
+        cdef uint64_t u = _bits(v)
+        cdef int h = <int>((u ^ (u >> 29) ^ (u >> 47)) & 63)
+        if self.cslot[h] >= 0 and self.cbits[h] == u:  # a small cache before the dict
+            return self.cslot[h]
+        s = self._const_slot(v)
+        self.cbits[h] = u
+        self.cslot[h] = s
+        return s
+
+    cdef Py_ssize_t _const_slot(self, double v) except -1:
         key = _bits(v)
         s = self._consts.get(key)
         if s is not None:
@@ -982,6 +1059,7 @@ cdef class Recording:
         return k
 
     def emit(self, int op, Py_ssize_t a, Py_ssize_t b, Py_ssize_t k, double v):
+        self.raw = True
         return self._emit(op, a, b, k, v)
 
     cdef Recorder _emit(self, int op, Py_ssize_t a, Py_ssize_t b, Py_ssize_t k, double v):
@@ -990,6 +1068,7 @@ cdef class Recording:
         return r
 
     def guard(self, int op, Py_ssize_t a, Py_ssize_t b, Py_ssize_t k, double c):
+        self.raw = True
         self._push(op, a, b, k, c)
         self.nguards += 1
 
@@ -1025,7 +1104,7 @@ cdef class Recording:
         cdef int op
         cdef Py_ssize_t k
         o = _LIBM_OP.get(f)
-        op = CALL1 if o is None else <int>o
+        op = CALL1 if o is None else <int>o  # (a dict keyed by the function: no id object)
         if op != CALL1:
             r = _libm(op - FIRST_LIBM, xv)
             if (cm.isnan(r) and not cm.isnan(xv)) or (cm.isinf(r) and cm.isfinite(xv)):
@@ -1038,13 +1117,12 @@ cdef class Recording:
             if type(v) is not float:
                 self.fail("%s gave a %s, not a float" % (getattr(f, "__name__", f), type(v).__name__))
             r = PyFloat_AS_DOUBLE(v)
-        ko = self._fidx.get(id(f))
-        if ko is None:
-            k = len(self.funcs)
-            self._fidx[id(f)] = k
-            self.funcs.append(f)
+        if f is self.last_f:
+            k = self.last_k
         else:
-            k = ko
+            k = self.func(f)
+            self.last_f = f
+            self.last_k = k
         return self._emit(op, x.slot, 0, k, r)
 
     def operand(self, x):
@@ -1112,7 +1190,33 @@ cdef object _binop(Recorder self, object other, int op, bint reflected):
 
 cdef object _cmp(Recorder self, object other, int op, object pyop):
     cdef Recording rec = _live(self)
+    cdef double a = self.v, b
+    cdef Py_ssize_t s
+    cdef bint out
     tx = type(other)
+    if tx is float or (tx is Recorder and (<Recorder>other)._rec is rec):
+        # the commonest operands, compared in C (Python's float comparison, nan included)
+        if tx is float:
+            b = PyFloat_AS_DOUBLE(other)
+            s = rec._const(b)
+        else:
+            b = (<Recorder>other).v
+            s = (<Recorder>other).slot
+        if op == G_LT:
+            out = a < b
+        elif op == G_LE:
+            out = a <= b
+        elif op == G_GT:
+            out = a > b
+        elif op == G_GE:
+            out = a >= b
+        elif op == G_EQ:
+            out = a == b
+        else:
+            out = a != b
+        rec._push(op, self.slot, s, 1 if out else 0, 0.0)
+        rec.nguards += 1
+        return True if out else False
     if tx is int or tx is bool:
         fo = float(other) if -2 ** 53 <= other <= 2 ** 53 else None
         if fo is None:  # Python compares floats with big ints exactly: keep the value
@@ -1130,6 +1234,8 @@ cdef object _cmp(Recorder self, object other, int op, object pyop):
 @cython.final
 @cython.auto_pickle(False)
 @cython.freelist(512)
+@cython.no_gc  # it holds only its recording, which holds no number: no cycle to collect, and
+               # a recording makes one per operation (each would count towards a collection)
 cdef class Recorder:
     """A float being recorded: its slot in the recording and its value in this call."""
 

@@ -506,8 +506,17 @@ class Program:
 
     @property
     def nbytes(self):
-        """Bytes of the compiled replayer's instructions and value slots."""
+        """Bytes of the compiled replayer's instructions and value slots (and a gradient
+        recording's flags and adjoints)."""
+        if self.diff is not None:
+            return (INSTRUCTION_BYTES + 2 + 16) * self.n
         return (INSTRUCTION_BYTES + 8) * self.n
+
+    @property
+    def tape_bytes(self):
+        """Bytes of the compiled replayer's instruction tape (a gradient recording's flags
+        included)."""
+        return (INSTRUCTION_BYTES + (2 if self.diff is not None else 0)) * self.n
 
     def run(self, inputs):
         """The output slots' values on ``inputs`` (floats), or None where a guard fails; a
