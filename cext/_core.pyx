@@ -61,6 +61,18 @@ def set_recorder_type(cls):
     _recorder = cls
 
 
+cdef object _dispatch_type = None
+cdef object _recorder_dispatch = None
+
+
+def set_recorder_dispatch(cls, fn):
+    """``fn(name, x)`` applies the unary primitive ``name`` to ``x``, a ``cls``: called at once
+    by ``sin(x)``... (``deltaad.compile``'s gradient recordings make one per call)."""
+    global _dispatch_type, _recorder_dispatch
+    _dispatch_type = cls
+    _recorder_dispatch = fn
+
+
 def set_hooks(fallback, array_ufunc, array_function=None, complex_binop=None):
     """Install the numpy glue: ``fallback(name, *args)``, ``array_ufunc(ufunc, method, inputs,
     kwargs)``, ``array_function(dual, func, types, args, kwargs)`` and ``complex_binop(op, a,
@@ -2541,6 +2553,8 @@ cdef object _unary(object x, int code):
             _float_unary(code, a.v, &y, &d)
             return _fast1(a, y, d)
         return _GENERIC[code](x)  # the value is a dual of an outer differentiation
+    if tx is _dispatch_type and _dispatch_type is not None:
+        return _recorder_dispatch(_UNARY_NAMES[code], x)
     if tx is int or tx is bool or isinstance(x, _numbers.Real):
         _float_unary(code, float(x), &y, &d)
         return y

@@ -20,9 +20,12 @@ compile_module = __import__("sys").modules["deltaad.compile"]
 
 
 def tree_bits(x):
+    """A pytree with every float replaced by its bit pattern; a nan is "nan" whatever its
+    sign and payload: which nan a product or sum of two nans keeps is the C compiler's choice
+    in the core (the core and the pure backend differ there too), not a result to match."""
     leaves, tdef = d.tree_flatten(x)
-    return repr(tdef), [(type(v).__name__, P._BITS.pack(v) if type(v) is float else v)
-                        for v in leaves]
+    return repr(tdef), [(type(v).__name__, (P._BITS.pack(v) if v == v else "nan")
+                         if type(v) is float else v) for v in leaves]
 
 
 def same(a, b):
