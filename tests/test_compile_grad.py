@@ -283,3 +283,18 @@ def test_escaped_and_threads():
         t.join()
     assert all(same(a, b) for a, b in zip(got, want))
     assert compile_module is not None
+
+
+def test_keywords_and_raising_calls_keep_the_gradient_recording():
+    def f(x, scale=2.0):
+        if x > 10.0:
+            raise ValueError("too big")
+        return d.sin(x) * scale
+
+    g = d.value_and_grad(f)
+    cg = compiled(g, "grad")
+    assert same(cg(0.5, scale=3.0), g(0.5, scale=3.0))  # keywords: the general recording
+    with pytest.raises(ValueError):
+        cg(11.0)
+    assert same(cg(0.25), g(0.25)) and same(cg(0.75), g(0.75))
+    assert cg._grad is not None

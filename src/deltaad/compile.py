@@ -42,7 +42,7 @@ if hasattr(B, "set_recorder_dispatch"):  # the core: deltaad.sin(x) reaches it d
     B.set_recorder_dispatch(Recorder, _replayer.dispatch)
 
 _FLOAT = object()  # the key's mark for a float leaf (its value is the recording's input)
-_NONE = object()
+_NONE = object()  # _record_grad: this call records the general way
 
 
 class CompileWarning(UserWarning):
@@ -210,10 +210,10 @@ class Compiled:
     def _record_grad(self, key, treedef, floats, args, kwargs):
         """A gradient recording (``deltaad._gradrecord``): its result, or ``_NONE`` when
         this call cannot be recorded that way (nor, then, later ones)."""
-        got = None
-        if not kwargs:
-            got = _gradrecord.record(self._grad, args, floats, self._dynamic,
-                                     self._restore_static, _replayer)
+        if kwargs:  # (keywords reach the function as they are: the general recording)
+            return _NONE
+        got = _gradrecord.record(self._grad, args, floats, self._dynamic,
+                                 self._restore_static, _replayer)
         if got is _gradrecord.RAISED:
             return _NONE
         if got is not None:
