@@ -67,11 +67,82 @@ def measure(names, ops, reps):
         prog = c._cache[next(iter(c._cache))][0][1][0].prog
         rows.append(dict(program=name, n=n, ops=p.ops(n), instructions=prog.n,
                          bytes_per_instruction=prog.nbytes / prog.n,
+                         tape_bytes_per_op=prog.tape_bytes / p.ops(n),
+                         gradient_recording=c._grad is not None,
                          instructions_per_op=prog.n / p.ops(n),
                          first_over_grad=t_first / t_grad, replay_over_float=t_replay / t_float,
                          grad_over_float=t_grad / t_float,
                          replay_ns_per_op=1e9 * t_replay / p.ops(n)))
     return rows
+
+
+def slopes(names, ops, reps):
+    """Log-log slopes of the replay time, the first call's time and the tape's bytes against
+    the number of operations, over sizes from about ``ops / 8`` to ``ops`` (1.00: linear)."""
+    import math
+
+    import deltaad as ad
+
+    ns = deltaad_ns(ad)
+    out = {}
+    for name in names:
+        p = PROGRAMS[name]
+        pts = []
+        for k in (8, 4, 2, 1):
+            n = _size(p, ops // k)
+            if pts and n == pts[-1][0]:
+                continue
+            xs = make_input(p, n, 0)
+            vg = ad.value_and_grad(lambda xs, fn=p.fn, n=n: fn(ns, n, xs))
+            firsts = []
+            for _ in range(max(1, reps // 2)):
+                c = ad.compile(vg)
+                t0 = time.perf_counter()
+                c(xs)
+                firsts.append(time.perf_counter() - t0)
+            prog = c._cache[next(iter(c._cache))][0][1][0].prog
+            pts.append((n, p.ops(n), _median(lambda: c(xs), reps), STAT(firsts),
+                        prog.tape_bytes))
+        if len(pts) < 2:
+            continue
+        lx = [math.log(q[1]) for q in pts]
+
+        def fit(col):
+            ly = [math.log(q[col]) for q in pts]
+            mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+            return (sum((a - mx) * (b - my) for a, b in zip(lx, ly))
+                    / sum((a - mx) ** 2 for a in lx))
+        out[name] = dict(sizes=[q[1] for q in pts], replay=fit(2), first=fit(3), bytes=fit(4))
+    return out
+
+
+def overhead_10ops_grad(reps):
+    """Per-call time of ``compile(value_and_grad(f))`` for a 10-operation ``f`` of two
+    inputs, and of the plain ``f``."""
+    import deltaad as ad
+
+    def f(x, y):
+        a = x * y
+        b = a + x
+        c = b * b
+        d = c - y
+        e = d / 3.0
+        g = e * x
+        h = g + 1.0
+        i = h * y
+        j = i - a
+        return j * 0.5
+
+    c = ad.compile(ad.value_and_grad(f, argnums=(0, 1)))
+    c(1.0, 2.0)
+    loops = 2000
+
+    def many(fn):
+        def run():
+            for _ in range(loops):
+                fn(1.25, 0.75)
+        return run
+    return _median(many(c), reps) / loops, _median(many(f), reps) / loops
 
 
 def overhead_10ops(reps):
@@ -134,9 +205,11 @@ def hessian_10(reps):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--programs", default="taylor,letchain,rosenbrock,quaternion,ode")
+    ap.add_argument("--programs", default="taylor,letchain,rosenbrock,quaternion,ode,newton")
     ap.add_argument("--ops", type=int, default=100_000, help="operations per program (about)")
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--slopes", action="store_true",
+                    help="also fit time and memory slopes over sizes ops/8 .. ops")
     ap.add_argument("--stat", choices=("median", "min"), default="median",
                     help="summary of the repeated timings (min: for a loaded machine)")
     args = ap.parse_args(argv)
@@ -146,15 +219,26 @@ def main(argv=None):
 
     print("deltaad backend: %s; %s of %d runs" % (ad.backend, args.stat, args.reps))
     rows = measure(args.programs.split(","), args.ops, args.reps)
-    print("| program | ops | instr/op | B/instr | first call / grad | replay / float f "
-          "| grad / float f | replay ns/op |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| program | ops | recording | instr/op | tape B/op | first call / grad "
+          "| replay / float f | grad / float f | replay ns/op |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
-        print("| %(program)s | %(ops)d | %(instructions_per_op).2f | %(bytes_per_instruction).0f "
-              "| %(first_over_grad).1f | %(replay_over_float).2f | %(grad_over_float).2f "
-              "| %(replay_ns_per_op).1f |" % r)
+        r = dict(r, kind="gradient" if r["gradient_recording"] else "general")
+        print("| %(program)s | %(ops)d | %(kind)s | %(instructions_per_op).2f "
+              "| %(tape_bytes_per_op).1f | %(first_over_grad).1f | %(replay_over_float).2f "
+              "| %(grad_over_float).2f | %(replay_ns_per_op).1f |" % r)
+    if args.slopes:
+        print("\nlog-log slopes against the number of operations (1.00: linear)")
+        print("| program | sizes (ops) | replay time | first-call time | tape bytes |")
+        print("| --- | --- | ---: | ---: | ---: |")
+        for name, r in slopes(args.programs.split(","), args.ops, args.reps).items():
+            print("| %s | %s | %.2f | %.2f | %.2f |" % (
+                name, ", ".join(map(str, r["sizes"])), r["replay"], r["first"], r["bytes"]))
     t_c, t_f = overhead_10ops(args.reps)
     print("\n10-operation function: compiled call %.2f us, plain call %.2f us"
+          % (t_c * 1e6, t_f * 1e6))
+    t_c, t_f = overhead_10ops_grad(args.reps)
+    print("compile(value_and_grad(f)) of a 10-operation f: %.2f us per call, plain f %.2f us"
           % (t_c * 1e6, t_f * 1e6))
     th, tch, thv, tchv = hessian_10(args.reps)
     print("hessian, 10 inputs: uncompiled %.0f us, compiled %.1f us (%.1fx faster); "

@@ -62,6 +62,18 @@ def set_recorder_type(cls):
     _recorder = cls
 
 
+cdef object _dispatch_type = None
+cdef object _recorder_dispatch = None
+
+
+def set_recorder_dispatch(cls, fn):
+    """``fn(name, x)`` applies the unary primitive ``name`` to ``x``, a ``cls``: called at once
+    by ``sin(x)``... (``deltaad.compile``'s gradient recordings make one per call)."""
+    global _dispatch_type, _recorder_dispatch
+    _dispatch_type = cls
+    _recorder_dispatch = fn
+
+
 def set_hooks(fallback, array_ufunc, array_function=None, complex_binop=None):
     """Install the numpy glue: ``fallback(name, *args)``, ``array_ufunc(ufunc, method, inputs,
     kwargs)``, ``array_function(dual, func, types, args, kwargs)`` and ``complex_binop(op, a,
@@ -662,6 +674,16 @@ cdef class Tape(Trace):
         if bb.p2 == -1:
             return (bb.p1,), (c1,)
         return (bb.p1, bb.p2), (c1, c2)
+
+    def bindings_bytes(self):
+        """The bindings as the bytes of their C array (24 each: c1, c2, p1, p2), or None when
+        one does not fit it (linear bindings, nodes, coefficients that are not doubles, a
+        truncated tape): ``deltaad.compile`` compares a gradient recording with them."""
+        if self.linear or self.ocoef or self.general or self.truncated:
+            return None
+        if self.n == 0:
+            return b""
+        return (<char*>self.b)[:self.n * <Py_ssize_t>sizeof(Binding)]
 
     def eval(self, seeds, wanted):
         """Sweep the bindings newest-first once; return the adjoints of the ``wanted`` ids.
@@ -2576,6 +2598,8 @@ cdef object _unary(object x, int code):
             _float_unary(code, a.v, &y, &d)
             return _fast1(a, y, d)
         return _GENERIC[code](x)  # the value is a dual of an outer differentiation
+    if tx is _dispatch_type and _dispatch_type is not None:
+        return _recorder_dispatch(_UNARY_NAMES[code], x)
     if tx is int or tx is bool or isinstance(x, _numbers.Real):
         _float_unary(code, float(x), &y, &d)
         return y

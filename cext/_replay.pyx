@@ -11,8 +11,8 @@ in range), so the loop reads without bounds checks.
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 cimport cython
-from libc.stdint cimport uint64_t
-from libc.string cimport memcmp, memcpy
+from libc.stdint cimport int32_t, uint64_t
+from libc.string cimport memcmp, memcpy, memset
 cimport libc.math as cm
 
 from . import _replay_pure as _p
@@ -51,6 +51,23 @@ cdef enum:
     SUB_ZZ = 259
     MUL_ZZ = 260
 
+cdef enum:  # a gradient recording's sweep code per slot: the operation and which operands
+    # are bindings (A: the first, B: the second, AB: both); 0: no binding to sweep
+    SW_MUL_A = 1
+    SW_MUL_B = 2
+    SW_MUL_AB = 3
+    SW_ADD_A = 4
+    SW_ADD_B = 5
+    SW_ADD_AB = 6
+    SW_SUB_A = 7
+    SW_SUB_B = 8
+    SW_SUB_AB = 9
+    SW_DIV_A = 10
+    SW_DIV_B = 11
+    SW_DIV_AB = 12
+    SW_NEG = 13
+    SW_LIBM = 14
+
 ctypedef struct Instr:
     int op
     int a
@@ -85,6 +102,64 @@ cdef inline double _libm(int i, double x) noexcept nogil:
     if i == 16: return cm.log10(x)
     if i == 17: return cm.sqrt(x)
     return cm.fabs(x)
+
+
+from . import elementwise as _table
+
+cdef double LN2 = _table.LN2
+cdef double LN10 = _table.LN10
+
+
+cdef inline double _libm_partial(int j, double x, double r) noexcept nogil:
+    """The derivative of libm function ``j`` at ``x`` (value ``r``): the core's formulas
+    (its ``_float_unary``), operation for operation, so the partials are its bits."""
+    if j == 0: return cm.cos(x)
+    if j == 1: return -cm.sin(x)
+    if j == 2: return 1.0 + r * r
+    if j == 3: return 1.0 / cm.sqrt(1.0 - x * x)
+    if j == 4: return -(1.0 / cm.sqrt(1.0 - x * x))
+    if j == 5: return 1.0 / (1.0 + x * x)
+    if j == 6: return cm.cosh(x)
+    if j == 7: return cm.sinh(x)
+    if j == 8: return 1.0 - r * r
+    if j == 9: return 1.0 / cm.sqrt(x * x + 1.0)
+    if j == 10: return 1.0 / cm.sqrt(x * x - 1.0)
+    if j == 11: return 1.0 / (1.0 - x * x)
+    if j == 12: return r
+    if j == 13: return r + 1.0
+    if j == 14: return 1.0 / x
+    if j == 15: return 1.0 / (x * LN2)
+    if j == 16: return 1.0 / (x * LN10)
+    if j == 17: return 0.5 / (r + 0.0)
+    if x > 0.0: return 1.0
+    if x < 0.0: return -1.0
+    if x == 0.0: return 0.0
+    return cm.NAN
+
+
+cdef inline double _cmul(double c, double g) noexcept nogil:
+    """``c * g`` for the partial ``c`` of a binding's first parent and an adjoint ``g`` as the
+    core's sweep gives it, nan payloads included: where both are nan, the partial's. (Which
+    operand of a product of two nans survives is the C compiler's choice, not the source's;
+    these two functions are what the core's build gives, measured; the pure backend keeps the
+    partial's in both places, and so does the pure replayer.)"""
+    if c != c:
+        return c
+    return c * g
+
+
+cdef inline double _cmul2(double c, double g) noexcept nogil:
+    """``c * g`` for a binding's second parent: where both are nan, the adjoint's."""
+    if g != g:
+        return g
+    return c * g
+
+
+ctypedef struct TapeBinding:  # the core's binding: what ``Tape.bindings_bytes`` gives
+    double c1
+    double c2
+    int32_t p1
+    int32_t p2
 
 
 cdef inline double _round_half_even(double x) noexcept nogil:
@@ -295,8 +370,18 @@ cdef class Program:
     cdef int* outs
     cdef Py_ssize_t nouts
     cdef tuple funcs
+    # a gradient recording (``grad=(diff, seed, wanted)``): per slot whether it is a binding
+    # of the uncompiled tape, the slot seeded with 1.0 (-1: none), the slots whose adjoints
+    # are returned after the outputs' values
+    cdef char* diff
+    cdef char* sw
+    cdef int seed
+    cdef int* wanted
+    cdef Py_ssize_t nwanted
+    cdef double one
+    cdef double mone  # -1.0 read at run time: ``-1.0 * a`` is not folded into ``-a`` (nan signs)
 
-    def __cinit__(self, code, funcs, Py_ssize_t ninputs, outs, bint optimize=True):
+    def __cinit__(self, code, funcs, Py_ssize_t ninputs, outs, bint optimize=True, grad=None):
         cdef list cl = None
         cdef Recording rc = None
         cdef list ol = list(outs)
@@ -315,14 +400,20 @@ cdef class Program:
         self.nouts = len(ol)
         if self.n >= 2147483647:
             raise OverflowError("replay: a recording of %d instructions is too long" % self.n)
-        cdef Instr* src = <Instr*>PyMem_Malloc((self.n if self.n else 1) * sizeof(Instr))
+        cdef Instr* src = NULL
+        if rc is not None and rc.closed and rc.buf != NULL and grad is not None:
+            src = rc.buf  # a finished recording's buffer: taken, not copied
+            rc.buf = NULL
+            rc.n = rc.cap = 0
+        else:
+            src = <Instr*>PyMem_Malloc((self.n if self.n else 1) * sizeof(Instr))
         self.outs = <int*>PyMem_Malloc((self.nouts if self.nouts else 1) * sizeof(int))
         if src == NULL or self.outs == NULL:
             PyMem_Free(src)
             raise MemoryError("replay: out of memory for a recording of %d instructions" % self.n)
         try:
             if rc is not None:
-                if self.n:
+                if self.n and src != rc.buf and rc.buf != NULL:
                     memcpy(src, rc.buf, self.n * sizeof(Instr))
             else:
                 for i in range(self.n):
@@ -332,7 +423,12 @@ cdef class Program:
                     src[i].b = b
                     src[i].k = k
                     src[i].c = c
-            for i in range(self.n):
+            for i in range(0 if rc is not None and not rc.raw and rc.ninputs == ninputs
+                           and list(rc.funcs) == list(self.funcs) else self.n):
+                # (a Recording's own instructions, made by its numbers' operations, are well
+                # formed by construction: each operand the slot of a number of that
+                # recording, made before; each function index one of its functions, which
+                # are these; ``emit`` and ``guard`` with any operands make it ``raw``)
                 op = src[i].op
                 a = src[i].a
                 b = src[i].b
@@ -360,6 +456,12 @@ cdef class Program:
                     raise ValueError("replay: output slot %r out of range" % (ol[i],))
                 self.outs[i] = ol[i]
             self.nrecorded = self.n
+            self.one = 1.0
+            self.mone = -1.0
+            self.seed = -1
+            if grad is not None:
+                self._set_grad(grad, src)
+                optimize = False  # one slot per binding: the sweep's order is the tape's
             if optimize:
                 self.code = _optimize(src, self.n, self.outs, self.nouts, &self.n)
             else:
@@ -371,6 +473,52 @@ cdef class Program:
     def __dealloc__(self):
         PyMem_Free(self.code)
         PyMem_Free(self.outs)
+        PyMem_Free(self.diff)
+        PyMem_Free(self.sw)
+        PyMem_Free(self.wanted)
+
+    cdef int _set_grad(self, grad, Instr* src) except -1:
+        cdef int fa, fb, w
+        diff, seed, wanted = grad
+        cdef bytes db = bytes(diff)
+        cdef list wl = list(wanted)
+        cdef Py_ssize_t i, n = self.n
+        cdef int op
+        if len(db) != n or not -1 <= seed < n:
+            raise ValueError("replay: a gradient recording's flags or seed do not fit")
+        self.diff = <char*>PyMem_Malloc(n if n else 1)
+        self.sw = <char*>PyMem_Malloc(n if n else 1)
+        self.wanted = <int*>PyMem_Malloc((len(wl) if wl else 1) * sizeof(int))
+        if self.diff == NULL or self.sw == NULL or self.wanted == NULL:
+            raise MemoryError("replay: out of memory for a gradient recording")
+        if n:
+            memcpy(self.diff, <char*>db, n)
+        for i in range(n):  # a binding is a value the sweep has a rule for
+            op = src[i].op
+            self.diff[i] = 1 if self.diff[i] else 0
+            self.sw[i] = 0
+            if not self.diff[i] or op == INPUT:
+                continue
+            if not (op == ADD or op == SUB or op == MUL or op == DIV or op == NEG
+                    or FIRST_LIBM <= op < FIRST_LIBM + NLIBM):
+                raise ValueError("replay: slot %d (operation %d) has no derivative rule" % (i, op))
+            if op == NEG or op >= FIRST_LIBM:
+                self.sw[i] = SW_NEG if op == NEG else SW_LIBM
+                continue
+            fa = self.diff[src[i].a]  # operands are earlier slots (checked above)
+            fb = self.diff[src[i].b]
+            if not (fa or fb):
+                raise ValueError("replay: slot %d is a binding of no binding" % i)
+            w = 3 if fa and fb else (1 if fa else 2)  # A, B, AB as in SW_MUL_*
+            self.sw[i] = <char>((SW_MUL_A if op == MUL else SW_ADD_A if op == ADD
+                                 else SW_SUB_A if op == SUB else SW_DIV_A) + w - 1)
+        for i in range(len(wl)):
+            if not 0 <= wl[i] < n:
+                raise ValueError("replay: wanted slot %r out of range" % (wl[i],))
+            self.wanted[i] = wl[i]
+        self.nwanted = len(wl)
+        self.seed = seed
+        return 0
 
     @property
     def code(self):
@@ -385,8 +533,17 @@ cdef class Program:
 
     @property
     def nbytes(self):
-        """Bytes of instructions and value slots."""
+        """Bytes of instructions and value slots (and a gradient recording's flags and
+        adjoints)."""
+        if self.diff != NULL:
+            return (sizeof(Instr) + 2 + 2 * sizeof(double)) * self.n
         return (sizeof(Instr) + sizeof(double)) * self.n
+
+    @property
+    def tape_bytes(self):
+        """Bytes of the instruction tape kept between calls (a gradient recording's flags
+        included)."""
+        return (sizeof(Instr) + (2 if self.diff != NULL else 0)) * self.n
 
     def run(self, inputs):
         cdef Py_ssize_t i
@@ -407,10 +564,189 @@ cdef class Program:
         try:
             if not self._run(v, ins):
                 return None
-            return [v[self.outs[i]] for i in range(self.nouts)]
+            out = [v[self.outs[i]] for i in range(self.nouts)]
+            if self.diff != NULL:
+                out += self._gradients(v)
+            return out
         finally:
             if v != stack:
                 PyMem_Free(v)
+
+    cdef list _gradients(self, double* v):
+        cdef double stack[512]
+        cdef double* adj = stack
+        cdef Py_ssize_t i
+        if self.n > STACK_SLOTS:
+            adj = <double*>PyMem_Malloc(self.n * sizeof(double))
+            if adj == NULL:
+                raise MemoryError("replay: out of memory for %d adjoints" % self.n)
+        try:
+            self._sweep(v, adj)
+            return [adj[self.wanted[i]] for i in range(self.nwanted)]
+        finally:
+            if adj != stack:
+                PyMem_Free(adj)
+
+    cdef inline int _partials(self, Py_ssize_t i, double* v, int* ps, double* cs) noexcept nogil:
+        """The binding of differentiated slot ``i``: its parents ``ps`` and partials ``cs``,
+        first parent first, as the uncompiled tape holds it; returns their number."""
+        cdef Instr* p = &self.code[i]
+        cdef int op = p.op
+        cdef int m = 0
+        cdef char* diff = self.diff
+        if op == MUL:
+            if diff[p.a]:
+                ps[m] = p.a; cs[m] = v[p.b]; m += 1
+            if diff[p.b]:
+                ps[m] = p.b; cs[m] = v[p.a]; m += 1
+        elif op == ADD:
+            if diff[p.a]:
+                ps[m] = p.a; cs[m] = self.one; m += 1
+            if diff[p.b]:
+                ps[m] = p.b; cs[m] = self.one; m += 1
+        elif op == SUB:
+            if diff[p.a]:
+                ps[m] = p.a; cs[m] = self.one; m += 1
+            if diff[p.b]:
+                ps[m] = p.b; cs[m] = self.mone; m += 1
+        elif op == DIV:  # the forward pass saw v[p.b] != 0
+            if diff[p.a]:
+                ps[m] = p.a; cs[m] = 1.0 / v[p.b]; m += 1
+            if diff[p.b]:
+                ps[m] = p.b; cs[m] = -v[i] / v[p.b]; m += 1
+        elif op == NEG:
+            ps[0] = p.a; cs[0] = self.mone; m = 1
+        elif FIRST_LIBM <= op < FIRST_LIBM + NLIBM:
+            ps[0] = p.a; cs[0] = _libm_partial(op - FIRST_LIBM, v[p.a], v[i]); m = 1
+        return m
+
+    cdef void _sweep(self, double* v, double* adj) noexcept nogil:
+        """The adjoints of every slot: the uncompiled tape's float sweep replayed (adjoints
+        from 0.0, a zero adjoint skipped, ``adj[p] += c * a`` first parent first), one
+        ``switch`` on each binding's sweep code (see ``_set_grad``)."""
+        cdef Py_ssize_t i
+        cdef int a, b
+        cdef char c
+        cdef double g
+        cdef char* sw = self.sw
+        cdef Instr* p
+        cdef double one = self.one
+        cdef double mone = self.mone
+        memset(adj, 0, self.n * sizeof(double))
+        if self.seed >= 0:
+            adj[self.seed] += 1.0
+        for i in range(self.n - 1, -1, -1):
+            c = sw[i]
+            if c == 0:
+                continue
+            g = adj[i]
+            if g == 0.0:
+                continue
+            p = &self.code[i]
+            a = p.a
+            b = p.b
+            if c == SW_MUL_AB:
+                adj[a] += _cmul(v[b], g)
+                adj[b] += _cmul2(v[a], g)
+            elif c == SW_MUL_A:
+                adj[a] += _cmul(v[b], g)
+            elif c == SW_MUL_B:
+                adj[b] += _cmul(v[a], g)
+            elif c == SW_ADD_AB:
+                adj[a] += one * g
+                adj[b] += one * g
+            elif c == SW_ADD_A:
+                adj[a] += one * g
+            elif c == SW_ADD_B:
+                adj[b] += one * g
+            elif c == SW_SUB_AB:
+                adj[a] += one * g
+                adj[b] += mone * g  # (-1.0 and 1.0 are no nan: the order is moot)
+            elif c == SW_SUB_A:
+                adj[a] += one * g
+            elif c == SW_SUB_B:
+                adj[b] += mone * g
+            elif c == SW_DIV_AB:  # the forward pass saw v[b] != 0
+                adj[a] += _cmul(1.0 / v[b], g)
+                adj[b] += _cmul2(-v[i] / v[b], g)
+            elif c == SW_DIV_A:
+                adj[a] += _cmul(1.0 / v[b], g)
+            elif c == SW_DIV_B:
+                adj[b] += _cmul(-v[i] / v[b], g)
+            elif c == SW_NEG:
+                adj[a] += mone * g
+            else:  # SW_LIBM
+                adj[a] += _cmul(_libm_partial(p.op - FIRST_LIBM, v[a], v[i]), g)
+
+    def checked_run(self, inputs, bindings, ids):
+        """``run(inputs)`` when this gradient recording, evaluated at ``inputs``, has the
+        bindings of the uncompiled tape (``bindings``: the core's ``Tape.bindings_bytes()``;
+        its inputs are the slots ``ids``, in order) -- the same parents, partials the same
+        bits -- else None."""
+        cdef bytes bb = bindings
+        cdef Py_ssize_t nb = len(bb) // sizeof(TapeBinding)
+        cdef TapeBinding* tb = <TapeBinding*><char*>bb
+        cdef list il = list(ids)
+        cdef Py_ssize_t i, t, m = len(il), n = self.n
+        cdef int np
+        cdef int ps[2]
+        cdef double cs[2]
+        cdef double* v
+        cdef int* tid
+        cdef bint ok = True
+        cdef list ins = inputs if type(inputs) is list else list(inputs)
+        if self.diff == NULL or len(bb) % sizeof(TapeBinding) or len(ins) != self.ninputs:
+            return None
+        for x in ins:
+            if type(x) is not float:
+                return None
+        v = <double*>PyMem_Malloc((n if n else 1) * sizeof(double))
+        tid = <int*>PyMem_Malloc((n if n else 1) * sizeof(int))
+        try:
+            if v == NULL or tid == NULL:
+                raise MemoryError("replay: out of memory")
+            if not self._run(v, ins):
+                return None
+            for i in range(n):
+                tid[i] = -1
+            for t in range(m):
+                i = il[t]
+                if not 0 <= i < n or not self.diff[i] or tid[i] >= 0 or self.code[i].op != INPUT:
+                    return None
+                tid[i] = <int>t
+            if nb < m:
+                return None
+            for t in range(m):
+                if tb[t].p1 != -1 or tb[t].p2 != -1:
+                    return None
+            t = m
+            for i in range(n):
+                if not self.diff[i] or self.code[i].op == INPUT:
+                    continue
+                if t >= nb:
+                    return None
+                np = self._partials(i, v, ps, cs)
+                if np == 0 or tb[t].p1 < 0 or tid[ps[0]] != tb[t].p1 or \
+                        _bits(cs[0]) != _bits(tb[t].c1):
+                    return None
+                if np == 1:
+                    if tb[t].p2 != -1:
+                        return None
+                elif tid[ps[1]] != tb[t].p2 or _bits(cs[1]) != _bits(tb[t].c2):
+                    return None
+                tid[i] = <int>t
+                t += 1
+            for i in range(n):  # every differentiated input is one of the tape's
+                if self.diff[i] and self.code[i].op == INPUT and tid[i] < 0:
+                    return None
+            if t != nb:
+                return None
+            out = [v[self.outs[i]] for i in range(self.nouts)]
+            out += self._gradients(v)
+            return out
+        finally:
+            PyMem_Free(v)
+            PyMem_Free(tid)
 
     cdef bint _run(self, double* v, list ins) except -1:
         # one chain of ``op == constant`` tests: Cython makes it a C switch
@@ -576,19 +912,75 @@ cdef class Recording:
     cdef public object failed
     cdef public Py_ssize_t ninputs
     cdef public Py_ssize_t nguards
+    # a gradient recording (see ``deltaad._gradrecord``): per slot, whether its value depends
+    # on a differentiated input (it is a binding of the uncompiled tape); NULL otherwise
+    cdef char* diffs
+    cdef readonly bint grad
+    cdef bint din  # the flag of the input being pushed
+    cdef bint raw             # instructions came through ``emit``/``guard`` (unchecked)
+    cdef object last_f        # the function last called by ``_call1`` and its index
+    cdef Py_ssize_t last_k
+    cdef uint64_t cbits[64]   # recent constants: bit pattern -> slot (-1: empty)
+    cdef Py_ssize_t cslot[64]
 
-    def __cinit__(self):
+    def __cinit__(self, grad=False):
+        cdef int i
+        for i in range(64):
+            self.cslot[i] = -1
+            self.cbits[i] = 0
         self.funcs = []
         self._fidx = {}
         self._consts = {}
         self.failed = None
+        self.grad = bool(grad)
 
     def __dealloc__(self):
         PyMem_Free(self.buf)
+        PyMem_Free(self.diffs)
+
+    @property
+    def diff(self):
+        """A gradient recording's flags, one byte per slot (None otherwise)."""
+        if not self.grad:
+            return None
+        return (<char*>self.diffs)[:self.n] if self.n else b""
+
+    cdef int _grad_flag(self, int op, Py_ssize_t a, Py_ssize_t b, Py_ssize_t k) except -1:
+        """Whether the result of ``op`` on slots ``a``, ``b`` depends on a differentiated
+        input; an operation the gradient replayer has no derivative rule for fails the
+        recording (``compile`` then records the general way). The pure twin's ``_diff``."""
+        cdef char* d = self.diffs
+        if op == ADD or op == SUB or op == MUL or op == DIV:
+            return d[a] or d[b]
+        if op == NEG or FIRST_LIBM <= op < FIRST_LIBM + NLIBM:
+            return d[a]
+        if op == INPUT:
+            return self.din
+        if op == CALL1:
+            if d[a]:
+                self.fail("grad: no replay rule for the derivative of %s"
+                          % getattr(self.funcs[k], "__name__", "a function"))
+            return 0
+        if op == CALL2:
+            if d[a] or d[b]:
+                if self.funcs[k] is _p._floordiv:  # piecewise constant: no binding, as uncompiled
+                    return 0
+                self.fail("grad: no replay rule for the derivative of %s"
+                          % getattr(self.funcs[k], "__name__", "a function"))
+            return 0
+        if op == G_BITS and d[a]:
+            # uncompiled, the function met a dual here (deltaad's own functions treat one
+            # differently from a number): record the general way
+            self.fail("grad: a differentiated value left as a float")
+        return 0  # constants and guards
 
     cdef int _push(self, int op, Py_ssize_t a, Py_ssize_t b, Py_ssize_t k, double c) except -1:
         cdef Py_ssize_t cap
         cdef Instr* nb
+        cdef char* nd
+        cdef int flag = 0
+        if self.grad:
+            flag = self._grad_flag(op, a, b, k)
         if self.n == self.cap:
             if self.n >= 2147483600:
                 raise OverflowError("deltaad.compile: a recording of more than 2**31 instructions")
@@ -597,7 +989,14 @@ cdef class Recording:
             if nb == NULL:
                 raise MemoryError("deltaad.compile: out of memory recording %d instructions" % self.n)
             self.buf = nb
+            if self.grad:
+                nd = <char*>PyMem_Realloc(self.diffs, cap)
+                if nd == NULL:
+                    raise MemoryError("deltaad.compile: out of memory recording %d instructions" % self.n)
+                self.diffs = nd
             self.cap = cap
+        if self.grad:
+            self.diffs[self.n] = <char>(1 if flag else 0)
         self.buf[self.n].op = op
         self.buf[self.n].a = <int>a
         self.buf[self.n].b = <int>b
@@ -622,14 +1021,25 @@ cdef class Recording:
         r.v = v
         return r
 
-    def input(self, double v):
+    def input(self, double v, bint diff=False):
         cdef Recorder r = self._new(self.n, v)
+        self.din = diff
         self._push(INPUT, self.ninputs, 0, 0, 0.0)
         self.ninputs += 1
         return r
 
     cdef Py_ssize_t _const(self, double v) except -1:
         """The slot of constant ``v`` (one per distinct bit pattern)."""
+        cdef uint64_t u = _bits(v)
+        cdef int h = <int>((u ^ (u >> 29) ^ (u >> 47)) & 63)
+        if self.cslot[h] >= 0 and self.cbits[h] == u:  # a small cache before the dict
+            return self.cslot[h]
+        s = self._const_slot(v)
+        self.cbits[h] = u
+        self.cslot[h] = s
+        return s
+
+    cdef Py_ssize_t _const_slot(self, double v) except -1:
         key = _bits(v)
         s = self._consts.get(key)
         if s is not None:
@@ -649,6 +1059,7 @@ cdef class Recording:
         return k
 
     def emit(self, int op, Py_ssize_t a, Py_ssize_t b, Py_ssize_t k, double v):
+        self.raw = True
         return self._emit(op, a, b, k, v)
 
     cdef Recorder _emit(self, int op, Py_ssize_t a, Py_ssize_t b, Py_ssize_t k, double v):
@@ -657,6 +1068,7 @@ cdef class Recording:
         return r
 
     def guard(self, int op, Py_ssize_t a, Py_ssize_t b, Py_ssize_t k, double c):
+        self.raw = True
         self._push(op, a, b, k, c)
         self.nguards += 1
 
@@ -684,6 +1096,34 @@ cdef class Recording:
         if len(slots) == 2:
             return self._emit(CALL2, slots[0], slots[1], k, v)
         self.fail("a function of %d recorded arguments" % len(slots))
+
+    cdef object _call1(self, object f, Recorder x):
+        """``call(f, (x,))`` for one recorded argument: a libm function's value computed
+        here (Python's function where it raises or is not libm's), no lists."""
+        cdef double r, xv = x.v
+        cdef int op
+        cdef Py_ssize_t k
+        o = _LIBM_OP.get(f)
+        op = CALL1 if o is None else <int>o  # (a dict keyed by the function: no id object)
+        if op != CALL1:
+            r = _libm(op - FIRST_LIBM, xv)
+            if (cm.isnan(r) and not cm.isnan(xv)) or (cm.isinf(r) and cm.isfinite(xv)):
+                v = f(xv)  # Python's math raises here (as the uncompiled call does)
+                if type(v) is not float:
+                    self.fail("%s gave a %s, not a float" % (getattr(f, "__name__", f), type(v).__name__))
+                r = PyFloat_AS_DOUBLE(v)
+        else:
+            v = f(xv)
+            if type(v) is not float:
+                self.fail("%s gave a %s, not a float" % (getattr(f, "__name__", f), type(v).__name__))
+            r = PyFloat_AS_DOUBLE(v)
+        if f is self.last_f:
+            k = self.last_k
+        else:
+            k = self.func(f)
+            self.last_f = f
+            self.last_k = k
+        return self._emit(op, x.slot, 0, k, r)
 
     def operand(self, x):
         """The slot of operand ``x``; None when it is not a number the recording can use."""
@@ -750,7 +1190,33 @@ cdef object _binop(Recorder self, object other, int op, bint reflected):
 
 cdef object _cmp(Recorder self, object other, int op, object pyop):
     cdef Recording rec = _live(self)
+    cdef double a = self.v, b
+    cdef Py_ssize_t s
+    cdef bint out
     tx = type(other)
+    if tx is float or (tx is Recorder and (<Recorder>other)._rec is rec):
+        # the commonest operands, compared in C (Python's float comparison, nan included)
+        if tx is float:
+            b = PyFloat_AS_DOUBLE(other)
+            s = rec._const(b)
+        else:
+            b = (<Recorder>other).v
+            s = (<Recorder>other).slot
+        if op == G_LT:
+            out = a < b
+        elif op == G_LE:
+            out = a <= b
+        elif op == G_GT:
+            out = a > b
+        elif op == G_GE:
+            out = a >= b
+        elif op == G_EQ:
+            out = a == b
+        else:
+            out = a != b
+        rec._push(op, self.slot, s, 1 if out else 0, 0.0)
+        rec.nguards += 1
+        return True if out else False
     if tx is int or tx is bool:
         fo = float(other) if -2 ** 53 <= other <= 2 ** 53 else None
         if fo is None:  # Python compares floats with big ints exactly: keep the value
@@ -767,6 +1233,9 @@ cdef object _cmp(Recorder self, object other, int op, object pyop):
 
 @cython.final
 @cython.auto_pickle(False)
+@cython.freelist(512)
+@cython.no_gc  # it holds only its recording, which holds no number: no cycle to collect, and
+               # a recording makes one per operation (each would count towards a collection)
 cdef class Recorder:
     """A float being recorded: its slot in the recording and its value in this call."""
 
@@ -849,7 +1318,7 @@ cdef class Recorder:
         return self
 
     def __abs__(self):
-        return _live(self).call(abs, (self,))
+        return _live(self)._call1(abs, self)
 
     # -- the value leaves the recorded world: guards --
     def _bits(self):
@@ -950,4 +1419,23 @@ cdef object _callop(Recorder self, object other, object pyop, bint reflected):
     return rec.call(pyop, (other, self) if reflected else (self, other))
 
 
-dispatch = _p.make_dispatch(Recorder)
+_general_dispatch = _p.make_dispatch(Recorder)
+cdef dict _UNARY = {}  # name -> the float function of a one-argument table entry
+
+
+def dispatch(name, *args):
+    """``deltaad.<name>`` on a recorded number (the pure twin's ``make_dispatch``), with the
+    commonest case -- one argument, a table function without orders -- without lists."""
+    if len(args) == 1 and type(args[0]) is Recorder:
+        f = _UNARY.get(name)
+        if f is None:
+            f = _table.LIFTED.get(name)
+            if f is None:
+                e = _table.BY_NAME.get(name)
+                if e is not None and not e.orders and e.arity == 1:
+                    f = e.float
+            if f is not None:
+                _UNARY[name] = f
+        if f is not None:
+            return _live(<Recorder>args[0])._call1(f, <Recorder>args[0])
+    return _general_dispatch(name, *args)

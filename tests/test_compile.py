@@ -90,7 +90,9 @@ def test_replay_does_not_rerun_python():
         x, y = 0.3 + k, 1.1 - 0.2 * k
         assert same(cg(x, y), d.value_and_grad(f, argnums=(0, 1))(x, y))
     assert cg.recordings_made == 1
-    assert len(calls) == 1 + 5  # one recording, plus the five uncompiled reference calls
+    # one gradient recording (the function on recorded numbers, then the uncompiled call it
+    # is checked against), plus the five uncompiled reference calls
+    assert len(calls) == 2 + 5
 
 
 def newton_sqrt(a):
@@ -153,7 +155,9 @@ def test_piecewise_records_each_side_once():
 def test_abs_at_zero():
     g = d.value_and_grad(lambda x: d.absolute(x) + abs(x) * 2.0)
     cg = run_both(g, [(0.5,), (0.0,), (-0.0,), (-0.5,), (0.0,), (2.0,)])
-    assert cg.recordings_made == 3  # positive, zero, negative sign
+    # a gradient recording replays abs's derivative (its sign) without guards; the general
+    # recording's three (positive, zero, negative) are counted in test_compile_grad.py
+    assert cg.recordings_made == 1
 
 
 def test_floor_index_guards_the_integer():

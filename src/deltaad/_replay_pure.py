@@ -55,9 +55,10 @@ class Unrecordable(Exception):
 class Recording:
     """The instructions and guards recorded for one call (slot ``i`` = instruction ``i``)."""
 
-    __slots__ = ("code", "funcs", "_fidx", "_consts", "closed", "failed", "ninputs", "nguards")
+    __slots__ = ("code", "funcs", "_fidx", "_consts", "closed", "failed", "ninputs", "nguards",
+                 "diff")
 
-    def __init__(self):
+    def __init__(self, grad=False):
         self.code = []          # (op, a, b, k, c)
         self.funcs = []         # Python functions of CALL1/CALL2 and libm instructions
         self._fidx = {}
@@ -66,13 +67,18 @@ class Recording:
         self.failed = None      # why this recording cannot be used (even if the user caught it)
         self.ninputs = 0
         self.nguards = 0
+        # a gradient recording (see ``deltaad._gradrecord``): per slot, whether its value
+        # depends on a differentiated input (it has a binding on the uncompiled tape)
+        self.diff = [] if grad else None
 
-    def input(self, v):
+    def input(self, v, diff=False):
         r = _new(Recorder)
         r._rec = self
         r.slot = len(self.code)
         r.v = v
         self.code.append((INPUT, self.ninputs, 0, 0, 0.0))
+        if self.diff is not None:
+            self.diff.append(bool(diff))
         self.ninputs += 1
         return r
 
@@ -83,6 +89,8 @@ class Recording:
         if s is None:
             s = self._consts[key] = len(self.code)
             self.code.append((CONST, 0, 0, 0, v))
+            if self.diff is not None:
+                self.diff.append(False)
         return s
 
     def func(self, f):
@@ -93,6 +101,8 @@ class Recording:
         return k
 
     def emit(self, op, a, b, k, v):
+        if self.diff is not None:
+            self.diff.append(self._diff(op, a, b, k))
         r = _new(Recorder)
         r._rec = self
         r.slot = len(self.code)
@@ -100,7 +110,34 @@ class Recording:
         self.code.append((op, a, b, k, 0.0))
         return r
 
+    def _diff(self, op, a, b, k):
+        """A gradient recording: whether the result of ``op`` on slots ``a``, ``b`` depends
+        on a differentiated input; an operation whose derivative the gradient replayer has
+        no rule for fails the recording (``compile`` then records the general way)."""
+        d = self.diff
+        if op == NEG or FIRST_LIBM <= op < FIRST_LIBM + len(LIBM):
+            return d[a]
+        if op == CALL1:
+            if d[a]:
+                self.fail("grad: no replay rule for the derivative of %s"
+                          % getattr(self.funcs[k], "__name__", "a function"))
+            return False
+        if op == CALL2:
+            if d[a] or d[b]:
+                if self.funcs[k] is _floordiv:  # piecewise constant: no binding, as uncompiled
+                    return False
+                self.fail("grad: no replay rule for the derivative of %s"
+                          % getattr(self.funcs[k], "__name__", "a function"))
+            return False
+        return d[a] or d[b]  # ADD, SUB, MUL, DIV
+
     def guard(self, op, a, b, k, c):
+        if self.diff is not None:
+            if op == G_BITS and self.diff[a]:
+                # uncompiled, the function met a dual here (deltaad's own functions treat one
+                # differently from a number): record the general way
+                self.fail("grad: a differentiated value left as a float")
+            self.diff.append(False)
         self.code.append((op, a, b, k, c))
         self.nguards += 1
 
@@ -181,6 +218,9 @@ def _bin(op, pyop):
         code = rec.code
         r.slot = len(code)
         code.append((op, self.slot, s, 0, 0.0))
+        d = rec.diff
+        if d is not None:
+            d.append(d[self.slot] or d[s])
         return r
 
     def r(self, other):
@@ -201,6 +241,9 @@ def _bin(op, pyop):
         code = rec.code
         r.slot = len(code)
         code.append((op, s, self.slot, 0, 0.0))
+        d = rec.diff
+        if d is not None:
+            d.append(d[s] or d[self.slot])
         return r
     return f, r
 
@@ -438,22 +481,160 @@ dispatch = make_dispatch(Recorder)
 class Program:
     """A finished recording, replayable on new inputs (the pure replayer)."""
 
-    __slots__ = ("code", "funcs", "ninputs", "outs", "n")
+    __slots__ = ("code", "funcs", "ninputs", "outs", "n", "diff", "seed", "wanted")
 
-    def __init__(self, code, funcs, ninputs, outs):
+    def __init__(self, code, funcs, ninputs, outs, grad=None):
         self.code = list(code)
         self.funcs = tuple(funcs)
         self.ninputs = ninputs
         self.outs = list(outs)
         self.n = len(self.code)
+        self.diff = None
+        if grad is not None:  # (diff flags, seed slot or -1, wanted slots): see ``sweep``
+            diff, seed, wanted = grad
+            if len(diff) != self.n or not -1 <= seed < self.n or \
+                    not all(0 <= w < self.n for w in wanted):
+                raise ValueError("replay: a gradient recording's slots are out of range")
+            self.diff = [bool(d) for d in diff]
+            for i, (op, a, b, k, c) in enumerate(self.code):
+                if self.diff[i] and not (op in (INPUT, ADD, SUB, MUL, DIV, NEG)
+                                         or FIRST_LIBM <= op < FIRST_LIBM + len(LIBM)):
+                    raise ValueError("replay: slot %d (operation %d) has no derivative rule"
+                                     % (i, op))
+            self.seed = seed
+            self.wanted = list(wanted)
 
     @property
     def nbytes(self):
-        """Bytes of the compiled replayer's instructions and value slots."""
+        """Bytes of the compiled replayer's instructions and value slots (and a gradient
+        recording's flags and adjoints)."""
+        if self.diff is not None:
+            return (INSTRUCTION_BYTES + 2 + 16) * self.n
         return (INSTRUCTION_BYTES + 8) * self.n
 
+    @property
+    def tape_bytes(self):
+        """Bytes of the compiled replayer's instruction tape (a gradient recording's flags
+        included)."""
+        return (INSTRUCTION_BYTES + (2 if self.diff is not None else 0)) * self.n
+
     def run(self, inputs):
-        """The output slots' values on ``inputs`` (floats), or None where a guard fails."""
+        """The output slots' values on ``inputs`` (floats), or None where a guard fails; a
+        gradient recording's also the adjoints of its wanted slots (see ``sweep``)."""
+        vals = self.values(inputs)
+        if vals is None:
+            return None
+        out = [vals[s] for s in self.outs]
+        if self.diff is not None:
+            adj = self.sweep(vals)
+            out += [adj[w] for w in self.wanted]
+        return out
+
+    def sweep(self, vals):
+        """The adjoints of every slot: the backward sweep of the uncompiled tape, replayed.
+
+        Each slot whose value depends on a differentiated input is a binding of the tape that
+        ``value_and_grad`` records (same order); its partials are computed by the core's
+        formulas from the values, and adjoints start at 0.0, skip a binding whose adjoint is
+        zero and accumulate ``adj[p] += c * a``, first parent first: the float sweep's order,
+        so the gradient is the uncompiled one bit for bit."""
+        n = self.n
+        adj = [0.0] * n
+        diff = self.diff
+        if self.seed >= 0:
+            adj[self.seed] += 1.0
+        code = self.code
+        for i in range(n - 1, -1, -1):
+            if not diff[i]:
+                continue
+            g = adj[i]
+            if g == 0.0:
+                continue
+            op, a, b, k, c = code[i]
+            if op == INPUT:
+                continue
+            for p, cp in self.partials(i, op, a, b, vals):
+                adj[p] += cp * g
+        return adj
+
+    def partials(self, i, op, a, b, vals):
+        """``[(parent slot, partial)]`` of differentiated slot ``i``, first parent first:
+        the binding the uncompiled tape holds for it."""
+        diff = self.diff
+        out = []
+        if op == ADD:
+            if diff[a]:
+                out.append((a, 1.0))
+            if diff[b]:
+                out.append((b, 1.0))
+        elif op == SUB:
+            if diff[a]:
+                out.append((a, 1.0))
+            if diff[b]:
+                out.append((b, -1.0))
+        elif op == MUL:
+            if diff[a]:
+                out.append((a, vals[b]))
+            if diff[b]:
+                out.append((b, vals[a]))
+        elif op == DIV:
+            if diff[a]:
+                out.append((a, 1.0 / vals[b]))  # the forward pass saw vals[b] != 0
+            if diff[b]:
+                out.append((b, -vals[i] / vals[b]))
+        elif op == NEG:
+            out.append((a, -1.0))
+        else:
+            out.append((a, _libm_partial(op - FIRST_LIBM, vals[a], vals[i])))
+        return out
+
+    def checked_run(self, inputs, bindings, ids):
+        """``run(inputs)`` when this gradient recording, evaluated at ``inputs``, has the
+        bindings of the uncompiled tape ``bindings`` (``[p1, c1, p2, c2, ...]`` per binding;
+        its inputs are the slots ``ids``, in order) -- the same parents, partials the same
+        bits -- else None."""
+        vals = self.values(inputs)
+        if vals is None or self.diff is None:
+            return None
+        m = len(ids)
+        tid = {}
+        for t, s in enumerate(ids):
+            if not 0 <= s < self.n or not self.diff[s] or s in tid or self.code[s][0] != INPUT:
+                return None
+            tid[s] = t
+        t = m
+        nb = len(bindings) // 4
+        if nb < m:
+            return None
+        for i, (op, a, b, k, c) in enumerate(self.code):
+            if not self.diff[i]:
+                continue
+            if op == INPUT:
+                if i not in tid:
+                    return None
+                continue
+            if t >= nb:
+                return None
+            ps = self.partials(i, op, a, b, vals)
+            p1, c1, p2, c2 = bindings[4 * t:4 * t + 4]
+            want = [(p1, c1)] if p2 == -1 else [(p1, c1), (p2, c2)]
+            if p1 < 0 or len(ps) != len(want):
+                return None
+            for (s, cs), (p, cp) in zip(ps, want):
+                if tid.get(s) != p or type(cp) is not float or _BITS.pack(cs) != _BITS.pack(cp):
+                    return None
+            tid[i] = t
+            t += 1
+        if t != nb:
+            return None
+        adj = self.sweep(vals)
+        for j in range(m):
+            if bindings[4 * j] != -1 or bindings[4 * j + 2] != -1:
+                return None
+        return [vals[s] for s in self.outs] + [adj[w] for w in self.wanted]
+
+    def values(self, inputs):
+        """Every slot's value on ``inputs``, or None where a guard fails."""
         if len(inputs) != self.ninputs:
             raise ValueError("replay: %d inputs for a recording of %d" % (len(inputs), self.ninputs))
         vals = [0.0] * self.n
@@ -513,4 +694,66 @@ class Program:
                         return None
                 elif round(x) != c:  # G_ROUND: half to even, as Python's round
                     return None
-        return [vals[s] for s in self.outs]
+        return vals
+
+
+def _div(a, b):
+    """``a / b`` as C divides doubles (the core's partials): inf or nan where b is 0."""
+    if b == 0.0:
+        if a == 0.0 or a != a:
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+    return a / b
+
+
+def _sqrt(x):
+    return math.sqrt(x) if x >= 0.0 or x != x else math.nan
+
+
+def _hyp(f, x):
+    try:
+        return f(x)
+    except OverflowError:
+        return math.copysign(math.inf, x) if f is math.sinh else math.inf
+
+
+def _libm_partial(j, x, r):
+    """The derivative of libm function ``LIBM[j]`` at ``x`` (value ``r``): the core's
+    formulas (the table's derivatives over floats), operation for operation."""
+    if j == 0:
+        return math.cos(x)
+    if j == 1:
+        return -math.sin(x)
+    if j == 2:
+        return 1.0 + r * r
+    if j == 3:
+        return _div(1.0, _sqrt(1.0 - x * x))
+    if j == 4:
+        return -_div(1.0, _sqrt(1.0 - x * x))
+    if j == 5:
+        return _div(1.0, 1.0 + x * x)
+    if j == 6:
+        return _hyp(math.cosh, x)
+    if j == 7:
+        return _hyp(math.sinh, x)
+    if j == 8:
+        return 1.0 - r * r
+    if j == 9:
+        return _div(1.0, _sqrt(x * x + 1.0))
+    if j == 10:
+        return _div(1.0, _sqrt(x * x - 1.0))
+    if j == 11:
+        return _div(1.0, 1.0 - x * x)
+    if j == 12:
+        return r
+    if j == 13:
+        return r + 1.0
+    if j == 14:
+        return _div(1.0, x)
+    if j == 15:
+        return _div(1.0, x * _table.LN2)
+    if j == 16:
+        return _div(1.0, x * _table.LN10)
+    if j == 17:
+        return _div(0.5, r + 0.0)
+    return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else (0.0 if x == 0.0 else math.nan))

@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from . import _replay_pure
+from . import _gradrecord, _replay_pure
 from . import compile_arrays as _arrays
 from ._backend import B
 from ._backend import name as _backend_name
@@ -41,8 +41,11 @@ Recording = _replayer.Recording
 
 B.set_recorder_type(Recorder)
 register_recorder_type(Recorder, _replayer.dispatch)
+if hasattr(B, "set_recorder_dispatch"):  # the core: deltaad.sin(x) reaches it directly
+    B.set_recorder_dispatch(Recorder, _replayer.dispatch)
 
 _FLOAT = object()  # the key's mark for a float leaf (its value is the recording's input)
+_NONE = object()  # _record_grad: this call records the general way
 
 
 class CompileWarning(UserWarning):
@@ -95,6 +98,9 @@ class Compiled:
         self._uncompiled = {}   # key -> the reason it runs uncompiled
         self._lock = threading.Lock()
         self.recordings_made = 0
+        # grad/value_and_grad of f: record f's primal operations only (see _gradrecord);
+        # None once a call could not, and always for other functions
+        self._grad = _gradrecord.transform_of(fun)
         functools.update_wrapper(self, fun)
 
     # -- the key --------------------------------------------------------------------------
@@ -178,6 +184,11 @@ class Compiled:
         return self._record(key, treedef, floats, args, kwargs)
 
     def _record(self, key, treedef, floats, args, kwargs):
+        if self._grad is not None and all(type(v) is float for v in floats):
+            # (array inputs record the general way: numpy steps, see compile_arrays)
+            out = self._record_grad(key, treedef, floats, args, kwargs)
+            if out is not _NONE:
+                return out
         rec = Recording()
         arec = None
         if any(type(v) is not float for v in floats):  # arrays: numpy steps beside the floats
@@ -217,6 +228,30 @@ class Compiled:
                 self._uncompiled[key] = rec.failed
             self._warn(rec.failed)
             return self.fun(*args, **kwargs)
+        self._keep(key, treedef, prog)
+        if self.check:
+            self._check(result, args, kwargs)
+        return result
+
+    def _record_grad(self, key, treedef, floats, args, kwargs):
+        """A gradient recording (``deltaad._gradrecord``): its result, or ``_NONE`` when
+        this call cannot be recorded that way (nor, then, later ones)."""
+        if kwargs:  # (keywords reach the function as they are: the general recording)
+            return _NONE
+        got = _gradrecord.record(self._grad, args, floats, self._dynamic,
+                                 self._restore_static, _replayer)
+        if got is _gradrecord.RAISED:
+            return _NONE
+        if got is not None:
+            replay, result = got
+            self._keep(key, treedef, replay)
+            if self.check:
+                self._check(result, args, kwargs)
+            return result
+        self._grad = None
+        return _NONE
+
+    def _keep(self, key, treedef, prog):
         with self._lock:
             entries = self._cache.setdefault(key, [])
             for entry in entries:
@@ -229,9 +264,6 @@ class Compiled:
             progs.insert(0, prog)
             del progs[self.max_recordings:]
             self.recordings_made += 1
-        if self.check:
-            self._check(result, args, kwargs)
-        return result
 
     def _dynamic(self, args):
         if not self.static_argnums:
