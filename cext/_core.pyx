@@ -30,6 +30,10 @@ cdef extern from "Python.h":
         PyObject** ob_item
     ctypedef struct PyTupleObject:
         PyObject** ob_item
+    ctypedef struct PyFloatObject:
+        double ob_fval
+    PyObject* _new_float "PyFloat_FromDouble"(double x)
+    void _list_steal "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject* o)  # steals o
 
 import math as _math
 import numbers as _numbers
@@ -129,13 +133,14 @@ def read_outputs(list leaves, Trace tape):
     cdef list vals = PyList_New(m)
     cdef Py_ssize_t step = (<Dual>leaves[1]).i - (<Dual>leaves[0]).i if m > 1 else 1
     cdef bint even = step > 0
+    global _kept_mark
+    _kept_floats_from(0)
     for k in range(m):
         d = <Dual>leaves[k]
         if k and d.i - (<Dual>leaves[k - 1]).i != step:
             even = False
-        y = d.v
-        Py_INCREF(y)
-        PyList_SET_ITEM(vals, k, y)
+        _list_steal(vals, k, _kept_float(d.v))
+    _kept_mark = _fkeep_at
     if m and even:  # evenly spaced ids (an elementwise map's outputs): no int per output
         first = (<Dual>leaves[0]).i
         return range(first, first + m * step, step), vals
@@ -160,14 +165,11 @@ def read_tangents(list leaves, Trace level):
             return None
     cdef list vals = PyList_New(m)
     cdef list tans = PyList_New(m)
+    _kept_floats_from(0)
     for k in range(m):
         d = <Dual>leaves[k]
-        y = d.v
-        Py_INCREF(y)
-        PyList_SET_ITEM(vals, k, y)
-        y = d.t
-        Py_INCREF(y)
-        PyList_SET_ITEM(tans, k, y)
+        _list_steal(vals, k, _kept_float(d.v))
+        _list_steal(tans, k, _kept_float(d.t))
     return vals, tans
 
 
@@ -229,8 +231,9 @@ cdef class Trace:
     cdef object __weakref__
 
     def __cinit__(self, *args):
-        global _dfree_on
+        global _dfree_on, _kept_mark
         _dfree_on = not _tracing()  # see _dfree
+        _kept_mark = 0  # see _fkeep
         cdef TraceHandle h = TraceHandle.__new__(TraceHandle)
         h.trace = <PyObject*>self
         self.h = h
@@ -372,10 +375,73 @@ cdef void _offer_spare_adj(double* adj, Py_ssize_t n) noexcept:
     _spare_adj_n = n
 
 
+# The floats of long result lists (gradients, output values and tangents) are kept likewise:
+# a gradient of 10^6 inputs otherwise allocates 10^6 floats, and the user's dropping them
+# frees them again; pymalloc then gives whole arenas back to the system and the next call
+# faults them in again (a fifth of the time of a gradient of a list). Each float handed out
+# is also held here; once nothing else holds it (reference count 1: no code but this module
+# can see it) it is reused for a later result, its value overwritten. A float the caller kept
+# is never touched: its slot gets a fresh float. Off while tracemalloc traces (see _dfree).
+cdef enum:
+    FKEEP_MAX = 1048576
+cdef PyObject* _fkeep[FKEEP_MAX]
+cdef Py_ssize_t _fkeep_n = 0     # slots filled
+cdef Py_ssize_t _fkeep_at = 0    # the next slot to hand out
+cdef Py_ssize_t _kept_mark = 0   # where the gradients start (after the output values)
+
+
+cdef inline void _kept_floats_from(Py_ssize_t k) noexcept:
+    """Hand out kept floats from slot ``k`` on. A trace's output values start at slot 0 and
+    its gradients after them (at ``_kept_mark``), so that each list finds the floats it had
+    the last time round."""
+    global _fkeep_at
+    _fkeep_at = k if k < _fkeep_n else _fkeep_n
+
+
+cdef inline PyObject* _kept_float(double x) except NULL:
+    """A new reference to a float of value ``x``: a kept one when one is free."""
+    global _fkeep_at, _fkeep_n
+    cdef PyObject* f
+    cdef Py_ssize_t k = _fkeep_at
+    if k < _fkeep_n:
+        f = _fkeep[k]
+        _fkeep_at = k + 1
+        if f.ob_refcnt == 1:  # held here only: reuse it
+            (<PyFloatObject*>f).ob_fval = x
+            f.ob_refcnt = 2
+            return f
+        f = _new_float(x)  # the caller kept the old one: a fresh one takes its slot
+        if f == NULL:
+            return NULL
+        Py_DECREF(<object>_fkeep[k])  # not the last reference: never frees here
+        f.ob_refcnt += 1
+        _fkeep[k] = f
+        return f
+    f = _new_float(x)
+    if f != NULL and k < FKEEP_MAX and _dfree_on:
+        f.ob_refcnt += 1
+        _fkeep[k] = f
+        _fkeep_n = k + 1
+        _fkeep_at = k + 1
+    return f
+
+
+cdef void _release_floats() noexcept:
+    global _fkeep_n, _fkeep_at
+    cdef PyObject* f
+    while _fkeep_n > 0:
+        _fkeep_n -= 1
+        f = _fkeep[_fkeep_n]
+        Py_DECREF(<object>f)
+    _fkeep_at = 0
+
+
 def release_memory():
-    """Give the spare tape and adjoint buffers and the kept duals back to the allocator."""
+    """Give the spare tape and adjoint buffers and the kept duals and floats back to the
+    allocator."""
     global _spare, _spare_cap, _spare_adj, _spare_adj_n
     _release_duals()
+    _release_floats()
     if _spare != NULL:
         PyMem_Free(_spare)
         _spare = NULL
@@ -775,12 +841,11 @@ cdef class Tape(Trace):
                         if k >= 0:
                             adj[k] += b[i].c2 * a
             out = PyList_New(nw)  # slots NULL until set: safe to free on an error
+            _kept_floats_from(_kept_mark)
             for m in range(nw):
                 # a range's ids all lie between its checked ends; a list's were checked above
                 j = r0 + m * rstep if wl is None else <Py_ssize_t>wl[m]
-                g = <object>adj[j]
-                Py_INCREF(g)
-                PyList_SET_ITEM(out, m, g)
+                _list_steal(out, m, _kept_float(adj[j]))
             return out
         finally:
             self.sweeping -= 1
