@@ -549,7 +549,26 @@ cdef class Tape(Trace):
         cdef list out = PyList_New(m)  # slots NULL until set: safe to free on an error
         cdef Dual r
         cdef Binding* b
-        for k in range(m):  # ids start .. start + m - 1, all below cap (grown above)
+        cdef PyObject* o
+        cdef PyObject* xp
+        cdef TraceHandle h = self.h
+        k = 0
+        while k < m and k < len(vals):  # floats: no Python code runs, no reference counted
+            xp = (<PyListObject*>vals).ob_item[k]
+            if xp.ob_type != <PyTypeObject*>float:
+                break
+            o = _alloc_raw(h)
+            (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
+            (<Dual>o).i = start + k
+            b = &self.b[start + k]  # below cap (grown above)
+            b.p1 = -1
+            b.c1 = 0.0
+            b.p2 = -1
+            b.c2 = 0.0
+            _list_steal(out, k, o)
+            k += 1
+            self.n = start + k
+        for k in range(k, m):  # the rest, one at a time
             x = vals[k]
             b = &self.b[start + k]  # re-read: nothing below runs Python code on a float
             b.p1 = -1
@@ -1578,7 +1597,23 @@ cdef class ForwardLevel(Trace):
         cdef Py_ssize_t k
         cdef Dual r
         cdef list out = PyList_New(m)  # slots NULL until set: safe to free on an error
-        for k in range(m):
+        cdef PyObject* o
+        cdef PyObject* xp
+        cdef PyObject* tp
+        cdef TraceHandle h = self.h
+        k = 0
+        while k < m and k < len(vals) and k < len(tans):  # floats, as in Tape.inputs
+            xp = (<PyListObject*>vals).ob_item[k]
+            tp = (<PyListObject*>tans).ob_item[k]
+            if xp.ob_type != <PyTypeObject*>float or tp.ob_type != <PyTypeObject*>float:
+                break
+            o = _alloc_raw(h)
+            (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
+            (<Dual>o).i = -1
+            (<Dual>o).t = (<PyFloatObject*>tp).ob_fval
+            _list_steal(out, k, o)
+            k += 1
+        for k in range(k, m):
             x = vals[k]
             t = tans[k]
             if type(x) is float and type(t) is float:  # the common case in one step
@@ -1991,6 +2026,27 @@ cdef inline Dual _alloc_dual(TraceHandle tr):
 
 cdef Dual _fresh_dual():
     return Dual.__new__(Dual)
+
+
+cdef inline PyObject* _alloc_raw(TraceHandle tr) except NULL:
+    """``_alloc_dual`` as a new reference held in a C pointer (no counting around the call)."""
+    global _dfree_n
+    cdef PyObject* o
+    if _dfree_n > 0 and _dfree_on:
+        _dfree_n -= 1
+        o = _dfree[_dfree_n]
+        o.ob_refcnt = 1  # a zombie: see _dual_dealloc
+    else:
+        o = _fresh_raw()
+    (<Dual>o).tr = tr
+    (<Dual>o).t = 0.0
+    return o
+
+
+cdef PyObject* _fresh_raw() except NULL:
+    r = Dual.__new__(Dual)
+    Py_INCREF(r)
+    return <PyObject*>r
 
 
 cdef void _dual_dealloc(PyObject* o) noexcept:
