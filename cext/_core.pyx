@@ -104,6 +104,25 @@ def all_floats(xs):
     return True
 
 
+def float_copy(xs):
+    """A new list of the items of the list or tuple ``xs`` when every one is exactly a float;
+    None otherwise (a flat float argument flattened and checked in one C loop)."""
+    cdef Py_ssize_t k, n
+    if type(xs) is not list and type(xs) is not tuple:
+        return None
+    cdef list out = PyList_New(len(xs))  # slots NULL until set: safe to free at any point
+    cdef PyObject** it = _items(xs, &n)  # read after the allocation (which may run Python)
+    cdef PyTypeObject* tf = <PyTypeObject*>float
+    if n != len(out):
+        return None
+    for k in range(n):  # no Python code runs in this loop
+        if it[k].ob_type != tf:
+            return None
+        Py_INCREF(<object>it[k])
+        _list_steal(out, k, it[k])
+    return out
+
+
 def all_scalars(xs):
     """True when every item of the list or tuple ``xs`` is a float or a scalar dual (a run of
     pytree leaves: flattened without a step per item)."""

@@ -20,7 +20,8 @@ from . import delta as _delta
 from ._backend import B
 from .numpy import complex_array as _complex
 from .numpy.array import array_input, asarray
-from .pytrees import LEAF, all_floats, all_scalars, tree_flatten, tree_unflatten, unflatten_owned
+from .pytrees import (LEAF, all_floats, all_scalars, flatten_float_args, tree_flatten, tree_unflatten,
+                      unflatten_owned)
 from .trace import dtype_of as _dtype_of
 from .trace import is_dual, traced
 from .trace import leaf_kind as _leaf_kind
@@ -516,8 +517,14 @@ def _run_reverse(tape, fun, args, kwargs, argnums, has_aux, who, leaves, in_def,
 
 def _vjp(fun, args, kwargs, argnums, has_aux, who):
     """Run ``fun`` on a fresh tape, differentiating the arguments in ``argnums``."""
-    leaves, in_def = tree_flatten(tuple([args[n] for n in argnums]))
-    floats = all_floats(leaves) and len(leaves) > 0
+    sel = tuple([args[n] for n in argnums])
+    flat = flatten_float_args(sel)  # one list of floats, the commonest: one C loop
+    if flat is not None:
+        leaves, in_def = flat
+        floats = len(leaves) > 0
+    else:
+        leaves, in_def = tree_flatten(sel)
+        floats = all_floats(leaves) and len(leaves) > 0
     tape, (in_ids, wanted, out, aux) = traced(
         B.Tape, _run_reverse, fun, args, kwargs, argnums, has_aux, who, leaves, in_def, floats)
     pb = _Pullback()
@@ -717,20 +724,28 @@ def jvp(fun, primals, tangents):
     """``(out, tangent_out)``: JAX's ``jvp``; ``tangents`` has the structure of ``primals``."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp: primals and tangents must be tuples (one entry per argument)")
-    leaves, in_def = tree_flatten(tuple(primals))
-    t_leaves, t_def = tree_flatten(tuple(tangents))
+    primals = tuple(primals)
+    tangents = tuple(tangents)
+    flat = flatten_float_args(primals)  # one list of floats each, the commonest: one C loop
+    t_flat = flatten_float_args(tangents) if flat is not None else None
+    floats = None if flat is None else t_flat is not None and len(flat[0]) > 0
+    leaves, in_def = flat if flat is not None else tree_flatten(primals)
+    t_leaves, t_def = t_flat if t_flat is not None else tree_flatten(tangents)
     if t_def is not in_def and t_def != in_def:
         raise TypeError("jvp: tangents must have the structure of primals, %r; got %r" % (in_def, t_def))
-    level, out = traced(B.ForwardLevel, _run_forward, fun, leaves, in_def, t_leaves)
+    level, out = traced(B.ForwardLevel, _run_forward, fun, leaves, in_def, t_leaves, floats)
     if type(out) is Dual and out.trace is level:  # one real output, the commonest
         return out.value, out.tangent
     ps, ts, out_def = _read_forward(out, level, "jvp")
     return unflatten_owned(out_def, ps), unflatten_owned(out_def, ts)
 
 
-def _run_forward(level, fun, leaves, in_def, t_leaves):
-    """The part of ``jvp`` that runs with ``level`` open."""
-    if leaves and all_floats(leaves) and all_floats(t_leaves):  # the common case
+def _run_forward(level, fun, leaves, in_def, t_leaves, floats=None):
+    """The part of ``jvp`` that runs with ``level`` open (``floats``: every leaf and tangent a
+    float, when the caller knows)."""
+    if floats is None:
+        floats = leaves and all_floats(leaves) and all_floats(t_leaves)
+    if floats:  # the common case
         duals = level.inputs(leaves, t_leaves)
     else:
         duals, kinds = _dualise(level, leaves, t_leaves)
