@@ -33,6 +33,15 @@ cdef extern from "Python.h":
     ctypedef struct PyFloatObject:
         double ob_fval
     PyObject* _new_float "PyFloat_FromDouble"(double x)
+
+cdef extern from *:
+    """
+    #define deltaad_steal(p) ((PyObject *)(p))
+    """
+    # a new reference held in a C pointer, handed to Cython as the object it owns (no count)
+    object _steal "deltaad_steal"(PyObject* p)
+
+cdef extern from "Python.h":
     void _list_steal "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject* o)  # steals o
 
 import math as _math
@@ -576,7 +585,7 @@ cdef class Tape(Trace):
             xp = (<PyListObject*>vals).ob_item[k]
             if xp.ob_type != <PyTypeObject*>float:
                 break
-            o = _alloc_raw(h)
+            o = _alloc_raw(<PyObject*>h)
             (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
             (<Dual>o).i = start + k
             b = &self.b[start + k]  # below cap (grown above)
@@ -1626,7 +1635,7 @@ cdef class ForwardLevel(Trace):
             tp = (<PyListObject*>tans).ob_item[k]
             if xp.ob_type != <PyTypeObject*>float or tp.ob_type != <PyTypeObject*>float:
                 break
-            o = _alloc_raw(h)
+            o = _alloc_raw(<PyObject*>h)
             (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
             (<Dual>o).i = -1
             (<Dual>o).t = (<PyFloatObject*>tp).ob_fval
@@ -2031,23 +2040,10 @@ cdef bint _dfree_on = True
 
 cdef inline Dual _alloc_dual(TraceHandle tr):
     """A dual of ``tr`` with ov/ot None; the caller sets v, i (and t or ot on a forward level)."""
-    global _dfree_n
-    cdef Dual r
-    if _dfree_n > 0 and _dfree_on:
-        _dfree_n -= 1
-        r = <Dual>_dfree[_dfree_n]  # a zombie: its reference count goes 0 -> 1 here
-    else:
-        r = _fresh_dual()
-    r.tr = tr
-    r.t = 0.0
-    return r
+    return _steal(_alloc_raw(<PyObject*>tr))
 
 
-cdef Dual _fresh_dual():
-    return Dual.__new__(Dual)
-
-
-cdef inline PyObject* _alloc_raw(TraceHandle tr) except NULL:
+cdef inline PyObject* _alloc_raw(PyObject* tr) except NULL:
     """``_alloc_dual`` as a new reference held in a C pointer (no counting around the call)."""
     global _dfree_n
     cdef PyObject* o
@@ -2057,7 +2053,7 @@ cdef inline PyObject* _alloc_raw(TraceHandle tr) except NULL:
         o.ob_refcnt = 1  # a zombie: see _dual_dealloc
     else:
         o = _fresh_raw()
-    (<Dual>o).tr = tr
+    (<Dual>o).tr = <TraceHandle>tr  # in place of None: no Python code runs
     (<Dual>o).t = 0.0
     return o
 
@@ -2106,40 +2102,110 @@ cdef inline Dual _new_dual(object value, TraceHandle tr, Py_ssize_t i):
     return r
 
 
-cdef inline Dual _fast1(Dual a, double v, double ca):
+cdef inline object _fast1(Dual a, double v, double ca):
     """Result of a unary step on a float dual: one binding, or one tangent product."""
-    # ``a.tr`` read in place (a local handle would cost a reference count up and down); the
-    # rare cases in functions of their own, so that this one stays small where it is inlined.
-    # An open trace is alive (its opener holds it) and no Python code runs between the test
-    # and the push: the tape pointer is valid there.
-    if a.tr.closed:
-        _raise_escaped(a.tr)
-    cdef Dual r = _alloc_dual(a.tr)
-    r.v = v
-    if not a.tr.is_forward:
-        r.i = (<Tape>a.tr.trace)._push(a.i, ca, -1, 0.0)
-    elif a.ot is None:
-        r.i = -1
-        r.t = ca * a.t if a.t != 0.0 else 0.0  # a zero tangent stays 0, even if ca is inf
+    return _steal(_rec1(<PyObject*>a, v, ca))
+
+
+cdef inline object _fast2(Dual a, Dual b, double v, double ca, double cb):
+    """Result of a binary step on two float duals of the same trace."""
+    return _steal(_rec2(<PyObject*>a, <PyObject*>b, v, ca, cb))
+
+
+# _fast1/_fast2 over C pointers: no reference is counted but the result's own. An open trace
+# is alive (its opener holds it) and no Python code runs between the test and the push: the
+# tape pointer is valid there.
+cdef inline PyObject* _rec1(PyObject* a, double v, double ca) except NULL:
+    cdef PyObject* h = <PyObject*>(<Dual>a).tr
+    cdef PyObject* r = _alloc_raw(h)
+    cdef PyObject* tp
+    cdef Py_ssize_t i
+    (<Dual>r).v = v
+    if (<TraceHandle>h).closed:
+        return _drop_escaped(r, h)
+    if not (<TraceHandle>h).is_forward:
+        tp = (<TraceHandle>h).trace
+        i = (<Tape>tp).n
+        if i == (<Tape>tp).cap:
+            return _push_full(r, tp, (<Dual>a).i, ca, -1, 0.0)
+        (<Tape>tp).b[i].p1 = <int32_t>(<Dual>a).i
+        (<Tape>tp).b[i].c1 = ca
+        (<Tape>tp).b[i].p2 = -1
+        (<Tape>tp).b[i].c2 = 0.0
+        (<Tape>tp).n = i + 1
+        (<Dual>r).i = i
+    elif (<Dual>a).ot is None:
+        (<Dual>r).i = -1
+        (<Dual>r).t = ca * (<Dual>a).t if (<Dual>a).t != 0.0 else 0.0  # a zero tangent stays 0,
+                                                                      # even if ca is inf
     else:
-        r.i = -1
-        _set_tangent(r, _tmul(ca, a.ot))
+        return _fwd1_objects(r, a, ca)
     return r
 
 
-cdef inline Dual _fast2(Dual a, Dual b, double v, double ca, double cb):
-    """Result of a binary step on two float duals of the same trace."""
-    if a.tr.closed:
-        _raise_escaped(a.tr)
-    cdef Dual r = _alloc_dual(a.tr)
-    r.v = v
-    if not a.tr.is_forward:
-        r.i = (<Tape>a.tr.trace)._push(a.i, ca, b.i, cb)  # valid: see _fast1
-    elif a.ot is None and b.ot is None:
-        r.i = -1
-        r.t = (ca * a.t if a.t != 0.0 else 0.0) + (cb * b.t if b.t != 0.0 else 0.0)
+cdef inline PyObject* _rec2(PyObject* a, PyObject* b, double v, double ca, double cb) except NULL:
+    cdef PyObject* h = <PyObject*>(<Dual>a).tr
+    cdef PyObject* r = _alloc_raw(h)
+    cdef PyObject* tp
+    cdef Py_ssize_t i
+    (<Dual>r).v = v
+    if (<TraceHandle>h).closed:
+        return _drop_escaped(r, h)
+    if not (<TraceHandle>h).is_forward:
+        tp = (<TraceHandle>h).trace
+        i = (<Tape>tp).n
+        if i == (<Tape>tp).cap:
+            return _push_full(r, tp, (<Dual>a).i, ca, (<Dual>b).i, cb)
+        (<Tape>tp).b[i].p1 = <int32_t>(<Dual>a).i
+        (<Tape>tp).b[i].c1 = ca
+        (<Tape>tp).b[i].p2 = <int32_t>(<Dual>b).i
+        (<Tape>tp).b[i].c2 = cb
+        (<Tape>tp).n = i + 1
+        (<Dual>r).i = i
+    elif (<Dual>a).ot is None and (<Dual>b).ot is None:
+        (<Dual>r).i = -1
+        (<Dual>r).t = (((ca * (<Dual>a).t) if (<Dual>a).t != 0.0 else 0.0)
+                       + ((cb * (<Dual>b).t) if (<Dual>b).t != 0.0 else 0.0))
     else:
-        _fwd2_objects(r, a, b, ca, cb)
+        return _fwd2_raw(r, a, b, ca, cb)
+    return r
+
+
+cdef PyObject* _drop_escaped(PyObject* r, PyObject* h) except NULL:
+    """The result ``r`` of a step on a dual of a finished trace: dropped, and the error."""
+    Py_DECREF(<object>r)
+    raise escaped_error((<TraceHandle>h).level)
+
+
+cdef PyObject* _push_full(PyObject* r, PyObject* tp, Py_ssize_t p1, double c1, Py_ssize_t p2,
+                          double c2) except NULL:
+    """The binding of ``r`` on the tape ``tp`` whose buffer is full (it grows); ``r`` is
+    dropped if it cannot."""
+    try:
+        (<Dual>r).i = (<Tape>tp)._push(p1, c1, p2, c2)
+    except BaseException:
+        Py_DECREF(<object>r)
+        raise
+    return r
+
+
+cdef PyObject* _fwd1_objects(PyObject* r, PyObject* a, double ca) except NULL:
+    """The tangent of ``_rec1``'s result when the tangent is not a float."""
+    try:
+        (<Dual>r).i = -1
+        _set_tangent(<Dual>r, _tmul(ca, (<Dual>a).ot))
+    except BaseException:
+        Py_DECREF(<object>r)
+        raise
+    return r
+
+
+cdef PyObject* _fwd2_raw(PyObject* r, PyObject* a, PyObject* b, double ca, double cb) except NULL:
+    try:
+        _fwd2_objects(<Dual>r, <Dual>a, <Dual>b, ca, cb)
+    except BaseException:
+        Py_DECREF(<object>r)
+        raise
     return r
 
 
@@ -2274,77 +2340,75 @@ cdef binop_slot _cy_nb_mul = NULL
 cdef binop_slot _cy_nb_div = NULL
 
 
+# (Casts, not typed locals, below: a typed local would count a reference up and down.)
 cdef object _nb_add(object x, object y):
-    cdef Dual a
+    cdef PyObject* px = <PyObject*>x
+    cdef PyObject* py = <PyObject*>y
     if type(x) is Dual:
-        a = <Dual>x
-        if a.ov is None:
+        if (<Dual>x).ov is None:
             if type(y) is Dual:
-                if (<Dual>y).tr is a.tr and (<Dual>y).ov is None:
-                    return _fast2(a, <Dual>y, a.v + (<Dual>y).v, 1.0, 1.0)
+                if (<Dual>y).tr is (<Dual>x).tr and (<Dual>y).ov is None:
+                    return _steal(_rec2(px, py, (<Dual>x).v + (<Dual>y).v, 1.0, 1.0))
             elif type(y) is float:
-                return _fast1(a, a.v + PyFloat_AS_DOUBLE(y), 1.0)
+                return _steal(_rec1(px, (<Dual>x).v + PyFloat_AS_DOUBLE(y), 1.0))
     elif type(x) is float and type(y) is Dual and (<Dual>y).ov is None:
-        a = <Dual>y
-        return _fast1(a, PyFloat_AS_DOUBLE(x) + a.v, 1.0)
+        return _steal(_rec1(py, PyFloat_AS_DOUBLE(x) + (<Dual>y).v, 1.0))
     return _cy_nb_add(x, y)
 
 
 cdef object _nb_sub(object x, object y):
-    cdef Dual a
+    cdef PyObject* px = <PyObject*>x
+    cdef PyObject* py = <PyObject*>y
     if type(x) is Dual:
-        a = <Dual>x
-        if a.ov is None:
+        if (<Dual>x).ov is None:
             if type(y) is Dual:
-                if (<Dual>y).tr is a.tr and (<Dual>y).ov is None:
-                    return _fast2(a, <Dual>y, a.v - (<Dual>y).v, 1.0, -1.0)
+                if (<Dual>y).tr is (<Dual>x).tr and (<Dual>y).ov is None:
+                    return _steal(_rec2(px, py, (<Dual>x).v - (<Dual>y).v, 1.0, -1.0))
             elif type(y) is float:
-                return _fast1(a, a.v - PyFloat_AS_DOUBLE(y), 1.0)
+                return _steal(_rec1(px, (<Dual>x).v - PyFloat_AS_DOUBLE(y), 1.0))
     elif type(x) is float and type(y) is Dual and (<Dual>y).ov is None:
-        a = <Dual>y
-        return _fast1(a, PyFloat_AS_DOUBLE(x) - a.v, -1.0)
+        return _steal(_rec1(py, PyFloat_AS_DOUBLE(x) - (<Dual>y).v, -1.0))
     return _cy_nb_sub(x, y)
 
 
 cdef object _nb_mul(object x, object y):
-    cdef Dual a
+    cdef PyObject* px = <PyObject*>x
+    cdef PyObject* py = <PyObject*>y
     cdef double c
     if type(x) is Dual:
-        a = <Dual>x
-        if a.ov is None:
+        if (<Dual>x).ov is None:
             if type(y) is Dual:
-                if (<Dual>y).tr is a.tr and (<Dual>y).ov is None:
-                    return _fast2(a, <Dual>y, a.v * (<Dual>y).v, (<Dual>y).v, a.v)
+                if (<Dual>y).tr is (<Dual>x).tr and (<Dual>y).ov is None:
+                    return _steal(_rec2(px, py, (<Dual>x).v * (<Dual>y).v, (<Dual>y).v,
+                                        (<Dual>x).v))
             elif type(y) is float:
                 c = PyFloat_AS_DOUBLE(y)
-                return _fast1(a, a.v * c, c)
+                return _steal(_rec1(px, (<Dual>x).v * c, c))
     elif type(x) is float and type(y) is Dual and (<Dual>y).ov is None:
-        a = <Dual>y
         c = PyFloat_AS_DOUBLE(x)
-        return _fast1(a, c * a.v, c)
+        return _steal(_rec1(py, c * (<Dual>y).v, c))
     return _cy_nb_mul(x, y)
 
 
 cdef object _nb_div(object x, object y):
-    cdef Dual a
+    cdef PyObject* px = <PyObject*>x
+    cdef PyObject* py = <PyObject*>y
     cdef double bv, v
     if type(x) is Dual:
-        a = <Dual>x
-        if a.ov is None:
+        if (<Dual>x).ov is None:
             if type(y) is Dual:
-                if (<Dual>y).tr is a.tr and (<Dual>y).ov is None:
+                if (<Dual>y).tr is (<Dual>x).tr and (<Dual>y).ov is None:
                     bv = (<Dual>y).v
                     if bv != 0.0:
-                        v = a.v / bv
-                        return _fast2(a, <Dual>y, v, 1.0 / bv, -v / bv)
+                        v = (<Dual>x).v / bv
+                        return _steal(_rec2(px, py, v, 1.0 / bv, -v / bv))
             elif type(y) is float:
                 bv = PyFloat_AS_DOUBLE(y)
                 if bv != 0.0:
-                    return _fast1(a, a.v / bv, 1.0 / bv)
+                    return _steal(_rec1(px, (<Dual>x).v / bv, 1.0 / bv))
     elif type(x) is float and type(y) is Dual and (<Dual>y).ov is None and (<Dual>y).v != 0.0:
-        a = <Dual>y
-        v = PyFloat_AS_DOUBLE(x) / a.v
-        return _fast1(a, v, -v / a.v)
+        v = PyFloat_AS_DOUBLE(x) / (<Dual>y).v
+        return _steal(_rec1(py, v, -v / (<Dual>y).v))
     return _cy_nb_div(x, y)
 
 
