@@ -2727,13 +2727,12 @@ cdef object _unary(object x, int code):
     if tx is float:
         _float_unary(code, PyFloat_AS_DOUBLE(x), &y, &d)
         return y
-    if tx is Dual:
-        a = <Dual>x
-        if a.tr.closed:
-            raise escaped_error(a.tr.level)
-        if a.ov is None:
-            _float_unary(code, a.v, &y, &d)
-            return _fast1(a, y, d)
+    if tx is Dual:  # casts, not a typed local: no reference counted (see _nb_add)
+        if (<Dual>x).tr.closed:
+            raise escaped_error((<Dual>x).tr.level)
+        if (<Dual>x).ov is None:
+            _float_unary(code, (<Dual>x).v, &y, &d)
+            return _steal(_rec1(<PyObject*>x, y, d))
         return _GENERIC[code](x)  # the value is a dual of an outer differentiation
     if tx is int or tx is bool or isinstance(x, _numbers.Real):
         _float_unary(code, float(x), &y, &d)
@@ -2748,31 +2747,58 @@ def _fallback(name, *args):
     return hook(name, *args)
 
 
+# One positional argument, as math's: called through METH_O, without parsing keywords.
+@cython.always_allow_keywords(False)
 def sin(x): return _unary(x, U_SIN)
+@cython.always_allow_keywords(False)
 def cos(x): return _unary(x, U_COS)
+@cython.always_allow_keywords(False)
 def tan(x): return _unary(x, U_TAN)
+@cython.always_allow_keywords(False)
 def arcsin(x): return _unary(x, U_ARCSIN)
+@cython.always_allow_keywords(False)
 def arccos(x): return _unary(x, U_ARCCOS)
+@cython.always_allow_keywords(False)
 def arctan(x): return _unary(x, U_ARCTAN)
+@cython.always_allow_keywords(False)
 def sinh(x): return _unary(x, U_SINH)
+@cython.always_allow_keywords(False)
 def cosh(x): return _unary(x, U_COSH)
+@cython.always_allow_keywords(False)
 def tanh(x): return _unary(x, U_TANH)
+@cython.always_allow_keywords(False)
 def arcsinh(x): return _unary(x, U_ARCSINH)
+@cython.always_allow_keywords(False)
 def arccosh(x): return _unary(x, U_ARCCOSH)
+@cython.always_allow_keywords(False)
 def arctanh(x): return _unary(x, U_ARCTANH)
+@cython.always_allow_keywords(False)
 def exp(x): return _unary(x, U_EXP)
+@cython.always_allow_keywords(False)
 def expm1(x): return _unary(x, U_EXPM1)
+@cython.always_allow_keywords(False)
 def exp2(x): return _unary(x, U_EXP2)
+@cython.always_allow_keywords(False)
 def log(x): return _unary(x, U_LOG)
+@cython.always_allow_keywords(False)
 def log1p(x): return _unary(x, U_LOG1P)
+@cython.always_allow_keywords(False)
 def log2(x): return _unary(x, U_LOG2)
+@cython.always_allow_keywords(False)
 def log10(x): return _unary(x, U_LOG10)
+@cython.always_allow_keywords(False)
 def sqrt(x): return _unary(x, U_SQRT)
+@cython.always_allow_keywords(False)
 def cbrt(x): return _unary(x, U_CBRT)
+@cython.always_allow_keywords(False)
 def absolute(x): return _unary(x, U_ABSOLUTE)
+@cython.always_allow_keywords(False)
 def erf(x): return _unary(x, U_ERF)
+@cython.always_allow_keywords(False)
 def erfc(x): return _unary(x, U_ERFC)
+@cython.always_allow_keywords(False)
 def sigmoid(x): return _unary(x, U_SIGMOID)
+@cython.always_allow_keywords(False)
 def softplus(x): return _unary(x, U_SOFTPLUS)
 
 
