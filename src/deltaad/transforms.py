@@ -20,8 +20,8 @@ from . import delta as _delta
 from ._backend import B
 from .numpy import complex_array as _complex
 from .numpy.array import array_input, asarray
-from .pytrees import (LEAF, all_floats, all_scalars, flatten_float_args, tree_flatten, tree_unflatten,
-                      unflatten_owned)
+from .pytrees import (LEAF, _flat_def, all_floats, all_scalars, flatten_float_args, tree_flatten,
+                      tree_unflatten, unflatten_owned)
 from .trace import dtype_of as _dtype_of
 from .trace import is_dual, traced
 from .trace import leaf_kind as _leaf_kind
@@ -360,6 +360,12 @@ class _Pullback:
         tc = type(cotangent)
         if self.out_leaves is None and (tc is float or tc is Dual):  # one real output, a float
             return tuple(unflatten_owned(self.in_def, self.grads([(self.out_ids[0], cotangent)])))
+        n = len(self.out_ids)
+        if (tc is list and self.out_float and n and len(cotangent) == n and self.out_def.flat
+                and self.out_def.kind == "list" and all_floats(cotangent)):
+            # a flat list of floats for a flat list of float outputs, the commonest: what the
+            # steps below check holds, and Seeds copies the list (no flattening copy first)
+            return tuple(unflatten_owned(self.in_def, self.grads(B.Seeds(self.out_ids, cotangent))))
         ct_leaves, ct_def = tree_flatten(cotangent)
         if ct_def is not self.out_def and ct_def != self.out_def:
             ct_leaves = _align_none(ct_def, self.out_def, iter(ct_leaves))
@@ -544,7 +550,10 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
         pb.out_ids = [out.id]
         pb.out_leaves = None  # means [out.value]: one scalar
         return out.value, pb, aux
-    out_leaves, pb.out_def = tree_flatten(out)
+    if type(out) is list and all_scalars(out):  # a flat list (checked by _pack_outputs):
+        out_leaves, pb.out_def = out, _flat_def(list, len(out))  # read below, not kept
+    else:
+        out_leaves, pb.out_def = tree_flatten(out)
     read = B.read_outputs(out_leaves, tape)  # every leaf a float dual of this tape: one loop
     if read is not None:
         pb.out_ids, primals = read
