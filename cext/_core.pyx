@@ -151,30 +151,39 @@ def read_outputs(list leaves, Trace tape):
     """``(ids, values)`` of output ``leaves`` when every one is a dual of ``tape`` with a float
     value (the common output: one C loop), ``ids`` a range when they are evenly spaced; None
     otherwise (the caller checks leaf by leaf)."""
+    global _kept_mark
     cdef Py_ssize_t k, m = len(leaves)
-    cdef Dual d
     cdef object x, y
-    for k in range(m):
+    cdef list vals = PyList_New(m)  # first: making it may run Python code (a collection)
+    cdef Py_ssize_t step = 1, first = 0, prev = 0
+    cdef bint even = True
+    _kept_floats_from(0)
+    for k in range(m):  # each item checked where it is read: no Python code runs in the loop
+        if m != len(leaves):
+            return None
         x = leaves[k]
         if type(x) is not Dual or (<Dual>x).tr is not tape.h or (<Dual>x).ov is not None:
             return None
-    cdef list vals = PyList_New(m)
-    cdef Py_ssize_t step = (<Dual>leaves[1]).i - (<Dual>leaves[0]).i if m > 1 else 1
-    cdef bint even = step > 0
-    global _kept_mark
-    _kept_floats_from(0)
-    for k in range(m):
-        d = <Dual>leaves[k]
-        if k and d.i - (<Dual>leaves[k - 1]).i != step:
+        if k == 0:
+            first = (<Dual>x).i
+        elif k == 1:
+            step = (<Dual>x).i - prev
+            even = step > 0
+        elif (<Dual>x).i - prev != step:
             even = False
-        _list_steal(vals, k, _kept_float(d.v))
+        prev = (<Dual>x).i
+        _list_steal(vals, k, _kept_float((<Dual>x).v))
     _kept_mark = _fkeep_at
     if m and even:  # evenly spaced ids (an elementwise map's outputs): no int per output
-        first = (<Dual>leaves[0]).i
         return range(first, first + m * step, step), vals
     cdef list ids = PyList_New(m)
+    if m != len(leaves):
+        return None
     for k in range(m):
-        y = (<Dual>leaves[k]).i
+        x = leaves[k]
+        if type(x) is not Dual:
+            return None
+        y = (<Dual>x).i
         Py_INCREF(y)
         PyList_SET_ITEM(ids, k, y)
     return ids, vals
@@ -184,20 +193,19 @@ def read_tangents(list leaves, Trace level):
     """``(values, tangents)`` of output ``leaves`` when every one is a dual of the forward
     ``level`` with a float value and tangent; None otherwise (see ``read_outputs``)."""
     cdef Py_ssize_t k, m = len(leaves)
-    cdef Dual d
-    cdef object x, y
-    for k in range(m):
-        x = leaves[k]
-        if (type(x) is not Dual or (<Dual>x).tr is not level.h or (<Dual>x).ov is not None
-                or (<Dual>x).ot is not None):
-            return None
+    cdef object x
     cdef list vals = PyList_New(m)
     cdef list tans = PyList_New(m)
     _kept_floats_from(0)
     for k in range(m):
-        d = <Dual>leaves[k]
-        _list_steal(vals, k, _kept_float(d.v))
-        _list_steal(tans, k, _kept_float(d.t))
+        if m != len(leaves):
+            return None
+        x = leaves[k]
+        if (type(x) is not Dual or (<Dual>x).tr is not level.h or (<Dual>x).ov is not None
+                or (<Dual>x).ot is not None):
+            return None
+        _list_steal(vals, k, _kept_float((<Dual>x).v))
+        _list_steal(tans, k, _kept_float((<Dual>x).t))
     return vals, tans
 
 

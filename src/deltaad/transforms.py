@@ -766,7 +766,10 @@ def _run_forward(level, fun, leaves, in_def, t_leaves, floats=None):
 def _read_forward(out, level, who):
     """The output of a forward trace as flat lists ``(primals, tangents, treedef)``: a zero
     tangent for a real constant, ``None`` for a static leaf."""
-    out_leaves, out_def = tree_flatten(out)
+    if type(out) is list and all_scalars(out):  # a flat list: read, not kept (see _vjp)
+        out_leaves, out_def = out, _flat_def(list, len(out))
+    else:
+        out_leaves, out_def = tree_flatten(out)
     read = B.read_tangents(out_leaves, level)  # every leaf a float dual of this level
     if read is not None:
         return read[0], read[1], out_def
