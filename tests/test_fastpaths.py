@@ -265,6 +265,22 @@ def test_bulk_reads_agree(kinds):
     assert res[0] == res[1]
 
 
+@given(st.lists(st.sampled_from([0.5, -0.0, math.nan, 1, True, "s", None, np.float64(2.0)]),
+                max_size=6), st.sampled_from([list, tuple, iter]))
+def test_float_copy_is_a_fresh_list_of_exact_floats(items, kind):
+    """``float_copy`` gives a new list equal to its list or tuple argument exactly when every
+    item is a float (not an int, a bool or a numpy float), else None, on both backends."""
+    for B in BACKENDS:
+        xs = kind(items)
+        got = B.float_copy(xs)
+        if kind is iter or not all(type(x) is float for x in items):
+            assert got is None
+        else:
+            assert type(got) is list and got is not xs
+            assert [bits(x) for x in got] == [bits(x) for x in items]
+            assert all(a is b for a, b in zip(got, items))
+
+
 @each_backend
 def test_read_outputs_gives_a_range_for_evenly_spaced_ids(B):
     T = B.Tape(1)
