@@ -439,6 +439,8 @@ cdef inline PyObject* _kept_float(double x) except NULL:
     global _fkeep_at, _fkeep_n
     cdef PyObject* f
     cdef Py_ssize_t k = _fkeep_at
+    if not _dfree_on:  # tracemalloc traces: every float a fresh allocation (see _dfree)
+        return _new_float(x)
     if k < _fkeep_n:
         f = _fkeep[k]
         _fkeep_at = k + 1
@@ -454,7 +456,7 @@ cdef inline PyObject* _kept_float(double x) except NULL:
         _fkeep[k] = f
         return f
     f = _new_float(x)
-    if f != NULL and k < FKEEP_MAX and _dfree_on:
+    if f != NULL and k < FKEEP_MAX:
         f.ob_refcnt += 1
         _fkeep[k] = f
         _fkeep_n = k + 1

@@ -162,6 +162,23 @@ def _bits(xs):
     return [bits(x) for x in xs]
 
 
+def test_result_floats_are_fresh_while_tracemalloc_traces():
+    """While tracemalloc traces, a gradient's floats are new allocations (as its duals are),
+    so a memory measurement counts them: about 24 bytes each plus the list's 8."""
+    xs = [0.5 + k for k in range(5000)]
+    g = deltaad.grad(lambda v: sum(v))
+    g(xs)  # a first gradient: its floats would be reused, were nothing tracing
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        r = g(xs)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert r == [1.0] * len(xs)
+    assert grown >= 32 * len(xs), grown
+
+
 def _expected(how, xs):
     """``run``'s result in plain floats, the core's operations in its order: the value
     ``sin(x) * x``, its derivative ``sin(x) + cos(x) * x`` (the sweep adds the product's
