@@ -182,6 +182,38 @@ def logsumexp(ns, n, xs):
     return ns.log(s) + mx
 
 
+def listsum(ns, n, xs):
+    """The sum of a list of n floats by a loop: one operation per input, so nearly all of a
+    gradient's cost is making each input's dual and reading its gradient back."""
+    s = 0.0
+    for v in xs:
+        s = s + v
+    return s
+
+
+def branches(ns, n, xs):
+    """Comparison-heavy: the running maximum and its index by ``if v > mx`` (n comparisons of
+    duals, which record nothing), then a sum of a piecewise (clipped) function of each input
+    whose piece is chosen by ``if`` (one or two more comparisons per input), plus the value at
+    the argmax. 2 operations per input, plus 2."""
+    mx = xs[0]
+    arg = 0
+    for i in range(n):
+        v = xs[i]
+        if v > mx:
+            mx = v
+            arg = i
+    s = mx * 1.0
+    for v in xs:
+        if v > 0.5:
+            s = s + 0.5 * v
+        elif v < -0.5:
+            s = s - 0.5 * v
+        else:
+            s = s + v * v
+    return s + xs[arg]
+
+
 def elementwise(ns, n, xs):
     """An elementwise map returning a list of n outputs, ``sin(v) * v``: 2 operations per
     input. Reverse modes pull back a list cotangent (one seed per output, one sweep): for an
@@ -285,6 +317,17 @@ register(Program(
     n_max=1_000_000, check_n=12, ladder=[2, 4, 8, 16, 32],
     description="log-sum-exp of n logits, the maximum by comparisons of duals (if v > mx)",
     ops_text="3n+2"))
+register(Program(
+    "listsum", listsum, lambda n: n, _uniform(lambda n: n, -1.0, 1.0),
+    n_max=1_000_000, check_n=12, ladder=[2, 4, 8, 16, 32],
+    description="sum of a list of n floats by a loop: one operation per input (per-input cost)",
+    ops_text="n"))
+register(Program(
+    "branches", branches, lambda n: 2 * n + 2, _uniform(lambda n: n, -1.0, 1.0),
+    n_max=1_000_000, check_n=12, ladder=[2, 4, 8, 16, 32],
+    description="running max and argmax by if v > mx, then a clipped sum whose piece is chosen "
+                "by if: about 3 comparisons of duals per input",
+    ops_text="2n+2"))
 register(Program(
     "elementwise", elementwise, lambda n: 2 * n, _uniform(lambda n: n, -2.0, 2.0),
     n_max=1_000_000, check_n=12, output="list",

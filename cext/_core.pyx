@@ -30,6 +30,19 @@ cdef extern from "Python.h":
         PyObject** ob_item
     ctypedef struct PyTupleObject:
         PyObject** ob_item
+    ctypedef struct PyFloatObject:
+        double ob_fval
+    PyObject* _new_float "PyFloat_FromDouble"(double x)
+
+cdef extern from *:
+    """
+    #define deltaad_steal(p) ((PyObject *)(p))
+    """
+    # a new reference held in a C pointer, handed to Cython as the object it owns (no count)
+    object _steal "deltaad_steal"(PyObject* p)
+
+cdef extern from "Python.h":
+    void _list_steal "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject* o)  # steals o
 
 import math as _math
 import numbers as _numbers
@@ -113,6 +126,25 @@ def all_floats(xs):
     return True
 
 
+def float_copy(xs):
+    """A new list of the items of the list or tuple ``xs`` when every one is exactly a float;
+    None otherwise (a flat float argument flattened and checked in one C loop)."""
+    cdef Py_ssize_t k, n
+    if type(xs) is not list and type(xs) is not tuple:
+        return None
+    cdef list out = PyList_New(len(xs))  # slots NULL until set: safe to free at any point
+    cdef PyObject** it = _items(xs, &n)  # read after the allocation (which may run Python)
+    cdef PyTypeObject* tf = <PyTypeObject*>float
+    if n != len(out):
+        return None
+    for k in range(n):  # no Python code runs in this loop
+        if it[k].ob_type != tf:
+            return None
+        Py_INCREF(<object>it[k])
+        _list_steal(out, k, it[k])
+    return out
+
+
 def all_scalars(xs):
     """True when every item of the list or tuple ``xs`` is a float or a scalar dual (a run of
     pytree leaves: flattened without a step per item)."""
@@ -132,29 +164,39 @@ def read_outputs(list leaves, Trace tape):
     """``(ids, values)`` of output ``leaves`` when every one is a dual of ``tape`` with a float
     value (the common output: one C loop), ``ids`` a range when they are evenly spaced; None
     otherwise (the caller checks leaf by leaf)."""
+    global _kept_mark
     cdef Py_ssize_t k, m = len(leaves)
-    cdef Dual d
     cdef object x, y
-    for k in range(m):
+    cdef list vals = PyList_New(m)  # first: making it may run Python code (a collection)
+    cdef Py_ssize_t step = 1, first = 0, prev = 0
+    cdef bint even = True
+    _kept_floats_from(0)
+    for k in range(m):  # each item checked where it is read: no Python code runs in the loop
+        if m != len(leaves):
+            return None
         x = leaves[k]
         if type(x) is not Dual or (<Dual>x).tr is not tape.h or (<Dual>x).ov is not None:
             return None
-    cdef list vals = PyList_New(m)
-    cdef Py_ssize_t step = (<Dual>leaves[1]).i - (<Dual>leaves[0]).i if m > 1 else 1
-    cdef bint even = step > 0
-    for k in range(m):
-        d = <Dual>leaves[k]
-        if k and d.i - (<Dual>leaves[k - 1]).i != step:
+        if k == 0:
+            first = (<Dual>x).i
+        elif k == 1:
+            step = (<Dual>x).i - prev
+            even = step > 0
+        elif (<Dual>x).i - prev != step:
             even = False
-        y = d.v
-        Py_INCREF(y)
-        PyList_SET_ITEM(vals, k, y)
+        prev = (<Dual>x).i
+        _list_steal(vals, k, _kept_float((<Dual>x).v))
+    _kept_mark = _fkeep_at
     if m and even:  # evenly spaced ids (an elementwise map's outputs): no int per output
-        first = (<Dual>leaves[0]).i
         return range(first, first + m * step, step), vals
     cdef list ids = PyList_New(m)
+    if m != len(leaves):
+        return None
     for k in range(m):
-        y = (<Dual>leaves[k]).i
+        x = leaves[k]
+        if type(x) is not Dual:
+            return None
+        y = (<Dual>x).i
         Py_INCREF(y)
         PyList_SET_ITEM(ids, k, y)
     return ids, vals
@@ -164,23 +206,19 @@ def read_tangents(list leaves, Trace level):
     """``(values, tangents)`` of output ``leaves`` when every one is a dual of the forward
     ``level`` with a float value and tangent; None otherwise (see ``read_outputs``)."""
     cdef Py_ssize_t k, m = len(leaves)
-    cdef Dual d
-    cdef object x, y
+    cdef object x
+    cdef list vals = PyList_New(m)
+    cdef list tans = PyList_New(m)
+    _kept_floats_from(0)
     for k in range(m):
+        if m != len(leaves):
+            return None
         x = leaves[k]
         if (type(x) is not Dual or (<Dual>x).tr is not level.h or (<Dual>x).ov is not None
                 or (<Dual>x).ot is not None):
             return None
-    cdef list vals = PyList_New(m)
-    cdef list tans = PyList_New(m)
-    for k in range(m):
-        d = <Dual>leaves[k]
-        y = d.v
-        Py_INCREF(y)
-        PyList_SET_ITEM(vals, k, y)
-        y = d.t
-        Py_INCREF(y)
-        PyList_SET_ITEM(tans, k, y)
+        _list_steal(vals, k, _kept_float((<Dual>x).v))
+        _list_steal(tans, k, _kept_float((<Dual>x).t))
     return vals, tans
 
 
@@ -242,8 +280,9 @@ cdef class Trace:
     cdef object __weakref__
 
     def __cinit__(self, *args):
-        global _dfree_on
+        global _dfree_on, _kept_mark
         _dfree_on = not _tracing()  # see _dfree
+        _kept_mark = 0  # see _fkeep
         cdef TraceHandle h = TraceHandle.__new__(TraceHandle)
         h.trace = <PyObject*>self
         self.h = h
@@ -385,10 +424,75 @@ cdef void _offer_spare_adj(double* adj, Py_ssize_t n) noexcept:
     _spare_adj_n = n
 
 
+# The floats of long result lists (gradients, output values and tangents) are kept likewise:
+# a gradient of 10^6 inputs otherwise allocates 10^6 floats, and the user's dropping them
+# frees them again; pymalloc then gives whole arenas back to the system and the next call
+# faults them in again (a fifth of the time of a gradient of a list). Each float handed out
+# is also held here; once nothing else holds it (reference count 1: no code but this module
+# can see it) it is reused for a later result, its value overwritten. A float the caller kept
+# is never touched: its slot gets a fresh float. Off while tracemalloc traces (see _dfree).
+cdef enum:
+    FKEEP_MAX = 1048576
+cdef PyObject* _fkeep[FKEEP_MAX]
+cdef Py_ssize_t _fkeep_n = 0     # slots filled
+cdef Py_ssize_t _fkeep_at = 0    # the next slot to hand out
+cdef Py_ssize_t _kept_mark = 0   # where the gradients start (after the output values)
+
+
+cdef inline void _kept_floats_from(Py_ssize_t k) noexcept:
+    """Hand out kept floats from slot ``k`` on. A trace's output values start at slot 0 and
+    its gradients after them (at ``_kept_mark``), so that each list finds the floats it had
+    the last time round."""
+    global _fkeep_at
+    _fkeep_at = k if k < _fkeep_n else _fkeep_n
+
+
+cdef inline PyObject* _kept_float(double x) except NULL:
+    """A new reference to a float of value ``x``: a kept one when one is free."""
+    global _fkeep_at, _fkeep_n
+    cdef PyObject* f
+    cdef Py_ssize_t k = _fkeep_at
+    if not _dfree_on:  # tracemalloc traces: every float a fresh allocation (see _dfree)
+        return _new_float(x)
+    if k < _fkeep_n:
+        f = _fkeep[k]
+        _fkeep_at = k + 1
+        if f.ob_refcnt == 1:  # held here only: reuse it
+            (<PyFloatObject*>f).ob_fval = x
+            f.ob_refcnt = 2
+            return f
+        f = _new_float(x)  # the caller kept the old one: a fresh one takes its slot
+        if f == NULL:
+            return NULL
+        Py_DECREF(<object>_fkeep[k])  # not the last reference: never frees here
+        f.ob_refcnt += 1
+        _fkeep[k] = f
+        return f
+    f = _new_float(x)
+    if f != NULL and k < FKEEP_MAX:
+        f.ob_refcnt += 1
+        _fkeep[k] = f
+        _fkeep_n = k + 1
+        _fkeep_at = k + 1
+    return f
+
+
+cdef void _release_floats() noexcept:
+    global _fkeep_n, _fkeep_at
+    cdef PyObject* f
+    while _fkeep_n > 0:
+        _fkeep_n -= 1
+        f = _fkeep[_fkeep_n]
+        Py_DECREF(<object>f)
+    _fkeep_at = 0
+
+
 def release_memory():
-    """Give the spare tape and adjoint buffers and the kept duals back to the allocator."""
+    """Give the spare tape and adjoint buffers and the kept duals and floats back to the
+    allocator."""
     global _spare, _spare_cap, _spare_adj, _spare_adj_n
     _release_duals()
+    _release_floats()
     if _spare != NULL:
         PyMem_Free(_spare)
         _spare = NULL
@@ -496,7 +600,26 @@ cdef class Tape(Trace):
         cdef list out = PyList_New(m)  # slots NULL until set: safe to free on an error
         cdef Dual r
         cdef Binding* b
-        for k in range(m):  # ids start .. start + m - 1, all below cap (grown above)
+        cdef PyObject* o
+        cdef PyObject* xp
+        cdef TraceHandle h = self.h
+        k = 0
+        while k < m and k < len(vals):  # floats: no Python code runs, no reference counted
+            xp = (<PyListObject*>vals).ob_item[k]
+            if xp.ob_type != <PyTypeObject*>float:
+                break
+            o = _alloc_raw(<PyObject*>h)
+            (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
+            (<Dual>o).i = start + k
+            b = &self.b[start + k]  # below cap (grown above)
+            b.p1 = -1
+            b.c1 = 0.0
+            b.p2 = -1
+            b.c2 = 0.0
+            _list_steal(out, k, o)
+            k += 1
+            self.n = start + k
+        for k in range(k, m):  # the rest, one at a time
             x = vals[k]
             b = &self.b[start + k]  # re-read: nothing below runs Python code on a float
             b.p1 = -1
@@ -798,12 +921,11 @@ cdef class Tape(Trace):
                         if k >= 0:
                             adj[k] += b[i].c2 * a
             out = PyList_New(nw)  # slots NULL until set: safe to free on an error
+            _kept_floats_from(_kept_mark)
             for m in range(nw):
                 # a range's ids all lie between its checked ends; a list's were checked above
                 j = r0 + m * rstep if wl is None else <Py_ssize_t>wl[m]
-                g = <object>adj[j]
-                Py_INCREF(g)
-                PyList_SET_ITEM(out, m, g)
+                _list_steal(out, m, _kept_float(adj[j]))
             return out
         finally:
             self.sweeping -= 1
@@ -1576,7 +1698,23 @@ cdef class ForwardLevel(Trace):
         cdef Py_ssize_t k
         cdef Dual r
         cdef list out = PyList_New(m)  # slots NULL until set: safe to free on an error
-        for k in range(m):
+        cdef PyObject* o
+        cdef PyObject* xp
+        cdef PyObject* tp
+        cdef TraceHandle h = self.h
+        k = 0
+        while k < m and k < len(vals) and k < len(tans):  # floats, as in Tape.inputs
+            xp = (<PyListObject*>vals).ob_item[k]
+            tp = (<PyListObject*>tans).ob_item[k]
+            if xp.ob_type != <PyTypeObject*>float or tp.ob_type != <PyTypeObject*>float:
+                break
+            o = _alloc_raw(<PyObject*>h)
+            (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
+            (<Dual>o).i = -1
+            (<Dual>o).t = (<PyFloatObject*>tp).ob_fval
+            _list_steal(out, k, o)
+            k += 1
+        for k in range(k, m):
             x = vals[k]
             t = tans[k]
             if type(x) is float and type(t) is float:  # the common case in one step
@@ -1979,20 +2117,28 @@ cdef bint _dfree_on = True
 
 cdef inline Dual _alloc_dual(TraceHandle tr):
     """A dual of ``tr`` with ov/ot None; the caller sets v, i (and t or ot on a forward level)."""
+    return _steal(_alloc_raw(<PyObject*>tr))
+
+
+cdef inline PyObject* _alloc_raw(PyObject* tr) except NULL:
+    """``_alloc_dual`` as a new reference held in a C pointer (no counting around the call)."""
     global _dfree_n
-    cdef Dual r
+    cdef PyObject* o
     if _dfree_n > 0 and _dfree_on:
         _dfree_n -= 1
-        r = <Dual>_dfree[_dfree_n]  # a zombie: its reference count goes 0 -> 1 here
+        o = _dfree[_dfree_n]
+        o.ob_refcnt = 1  # a zombie: see _dual_dealloc
     else:
-        r = _fresh_dual()
-    r.tr = tr
-    r.t = 0.0
-    return r
+        o = _fresh_raw()
+    (<Dual>o).tr = <TraceHandle>tr  # in place of None: no Python code runs
+    (<Dual>o).t = 0.0
+    return o
 
 
-cdef Dual _fresh_dual():
-    return Dual.__new__(Dual)
+cdef PyObject* _fresh_raw() except NULL:
+    r = Dual.__new__(Dual)
+    Py_INCREF(r)
+    return <PyObject*>r
 
 
 cdef void _dual_dealloc(PyObject* o) noexcept:
@@ -2033,40 +2179,110 @@ cdef inline Dual _new_dual(object value, TraceHandle tr, Py_ssize_t i):
     return r
 
 
-cdef inline Dual _fast1(Dual a, double v, double ca):
+cdef inline object _fast1(Dual a, double v, double ca):
     """Result of a unary step on a float dual: one binding, or one tangent product."""
-    # ``a.tr`` read in place (a local handle would cost a reference count up and down); the
-    # rare cases in functions of their own, so that this one stays small where it is inlined.
-    # An open trace is alive (its opener holds it) and no Python code runs between the test
-    # and the push: the tape pointer is valid there.
-    if a.tr.closed:
-        _raise_escaped(a.tr)
-    cdef Dual r = _alloc_dual(a.tr)
-    r.v = v
-    if not a.tr.is_forward:
-        r.i = (<Tape>a.tr.trace)._push(a.i, ca, -1, 0.0)
-    elif a.ot is None:
-        r.i = -1
-        r.t = ca * a.t if a.t != 0.0 else 0.0  # a zero tangent stays 0, even if ca is inf
+    return _steal(_rec1(<PyObject*>a, v, ca))
+
+
+cdef inline object _fast2(Dual a, Dual b, double v, double ca, double cb):
+    """Result of a binary step on two float duals of the same trace."""
+    return _steal(_rec2(<PyObject*>a, <PyObject*>b, v, ca, cb))
+
+
+# _fast1/_fast2 over C pointers: no reference is counted but the result's own. An open trace
+# is alive (its opener holds it) and no Python code runs between the test and the push: the
+# tape pointer is valid there.
+cdef inline PyObject* _rec1(PyObject* a, double v, double ca) except NULL:
+    cdef PyObject* h = <PyObject*>(<Dual>a).tr
+    cdef PyObject* r = _alloc_raw(h)
+    cdef PyObject* tp
+    cdef Py_ssize_t i
+    (<Dual>r).v = v
+    if (<TraceHandle>h).closed:
+        return _drop_escaped(r, h)
+    if not (<TraceHandle>h).is_forward:
+        tp = (<TraceHandle>h).trace
+        i = (<Tape>tp).n
+        if i == (<Tape>tp).cap:
+            return _push_full(r, tp, (<Dual>a).i, ca, -1, 0.0)
+        (<Tape>tp).b[i].p1 = <int32_t>(<Dual>a).i
+        (<Tape>tp).b[i].c1 = ca
+        (<Tape>tp).b[i].p2 = -1
+        (<Tape>tp).b[i].c2 = 0.0
+        (<Tape>tp).n = i + 1
+        (<Dual>r).i = i
+    elif (<Dual>a).ot is None:
+        (<Dual>r).i = -1
+        (<Dual>r).t = ca * (<Dual>a).t if (<Dual>a).t != 0.0 else 0.0  # a zero tangent stays 0,
+                                                                      # even if ca is inf
     else:
-        r.i = -1
-        _set_tangent(r, _tmul(ca, a.ot))
+        return _fwd1_objects(r, a, ca)
     return r
 
 
-cdef inline Dual _fast2(Dual a, Dual b, double v, double ca, double cb):
-    """Result of a binary step on two float duals of the same trace."""
-    if a.tr.closed:
-        _raise_escaped(a.tr)
-    cdef Dual r = _alloc_dual(a.tr)
-    r.v = v
-    if not a.tr.is_forward:
-        r.i = (<Tape>a.tr.trace)._push(a.i, ca, b.i, cb)  # valid: see _fast1
-    elif a.ot is None and b.ot is None:
-        r.i = -1
-        r.t = (ca * a.t if a.t != 0.0 else 0.0) + (cb * b.t if b.t != 0.0 else 0.0)
+cdef inline PyObject* _rec2(PyObject* a, PyObject* b, double v, double ca, double cb) except NULL:
+    cdef PyObject* h = <PyObject*>(<Dual>a).tr
+    cdef PyObject* r = _alloc_raw(h)
+    cdef PyObject* tp
+    cdef Py_ssize_t i
+    (<Dual>r).v = v
+    if (<TraceHandle>h).closed:
+        return _drop_escaped(r, h)
+    if not (<TraceHandle>h).is_forward:
+        tp = (<TraceHandle>h).trace
+        i = (<Tape>tp).n
+        if i == (<Tape>tp).cap:
+            return _push_full(r, tp, (<Dual>a).i, ca, (<Dual>b).i, cb)
+        (<Tape>tp).b[i].p1 = <int32_t>(<Dual>a).i
+        (<Tape>tp).b[i].c1 = ca
+        (<Tape>tp).b[i].p2 = <int32_t>(<Dual>b).i
+        (<Tape>tp).b[i].c2 = cb
+        (<Tape>tp).n = i + 1
+        (<Dual>r).i = i
+    elif (<Dual>a).ot is None and (<Dual>b).ot is None:
+        (<Dual>r).i = -1
+        (<Dual>r).t = (((ca * (<Dual>a).t) if (<Dual>a).t != 0.0 else 0.0)
+                       + ((cb * (<Dual>b).t) if (<Dual>b).t != 0.0 else 0.0))
     else:
-        _fwd2_objects(r, a, b, ca, cb)
+        return _fwd2_raw(r, a, b, ca, cb)
+    return r
+
+
+cdef PyObject* _drop_escaped(PyObject* r, PyObject* h) except NULL:
+    """The result ``r`` of a step on a dual of a finished trace: dropped, and the error."""
+    Py_DECREF(<object>r)
+    raise escaped_error((<TraceHandle>h).level)
+
+
+cdef PyObject* _push_full(PyObject* r, PyObject* tp, Py_ssize_t p1, double c1, Py_ssize_t p2,
+                          double c2) except NULL:
+    """The binding of ``r`` on the tape ``tp`` whose buffer is full (it grows); ``r`` is
+    dropped if it cannot."""
+    try:
+        (<Dual>r).i = (<Tape>tp)._push(p1, c1, p2, c2)
+    except BaseException:
+        Py_DECREF(<object>r)
+        raise
+    return r
+
+
+cdef PyObject* _fwd1_objects(PyObject* r, PyObject* a, double ca) except NULL:
+    """The tangent of ``_rec1``'s result when the tangent is not a float."""
+    try:
+        (<Dual>r).i = -1
+        _set_tangent(<Dual>r, _tmul(ca, (<Dual>a).ot))
+    except BaseException:
+        Py_DECREF(<object>r)
+        raise
+    return r
+
+
+cdef PyObject* _fwd2_raw(PyObject* r, PyObject* a, PyObject* b, double ca, double cb) except NULL:
+    try:
+        _fwd2_objects(<Dual>r, <Dual>a, <Dual>b, ca, cb)
+    except BaseException:
+        Py_DECREF(<object>r)
+        raise
     return r
 
 
@@ -2201,77 +2417,75 @@ cdef binop_slot _cy_nb_mul = NULL
 cdef binop_slot _cy_nb_div = NULL
 
 
+# (Casts, not typed locals, below: a typed local would count a reference up and down.)
 cdef object _nb_add(object x, object y):
-    cdef Dual a
+    cdef PyObject* px = <PyObject*>x
+    cdef PyObject* py = <PyObject*>y
     if type(x) is Dual:
-        a = <Dual>x
-        if a.ov is None:
+        if (<Dual>x).ov is None:
             if type(y) is Dual:
-                if (<Dual>y).tr is a.tr and (<Dual>y).ov is None:
-                    return _fast2(a, <Dual>y, a.v + (<Dual>y).v, 1.0, 1.0)
+                if (<Dual>y).tr is (<Dual>x).tr and (<Dual>y).ov is None:
+                    return _steal(_rec2(px, py, (<Dual>x).v + (<Dual>y).v, 1.0, 1.0))
             elif type(y) is float:
-                return _fast1(a, a.v + PyFloat_AS_DOUBLE(y), 1.0)
+                return _steal(_rec1(px, (<Dual>x).v + PyFloat_AS_DOUBLE(y), 1.0))
     elif type(x) is float and type(y) is Dual and (<Dual>y).ov is None:
-        a = <Dual>y
-        return _fast1(a, PyFloat_AS_DOUBLE(x) + a.v, 1.0)
+        return _steal(_rec1(py, PyFloat_AS_DOUBLE(x) + (<Dual>y).v, 1.0))
     return _cy_nb_add(x, y)
 
 
 cdef object _nb_sub(object x, object y):
-    cdef Dual a
+    cdef PyObject* px = <PyObject*>x
+    cdef PyObject* py = <PyObject*>y
     if type(x) is Dual:
-        a = <Dual>x
-        if a.ov is None:
+        if (<Dual>x).ov is None:
             if type(y) is Dual:
-                if (<Dual>y).tr is a.tr and (<Dual>y).ov is None:
-                    return _fast2(a, <Dual>y, a.v - (<Dual>y).v, 1.0, -1.0)
+                if (<Dual>y).tr is (<Dual>x).tr and (<Dual>y).ov is None:
+                    return _steal(_rec2(px, py, (<Dual>x).v - (<Dual>y).v, 1.0, -1.0))
             elif type(y) is float:
-                return _fast1(a, a.v - PyFloat_AS_DOUBLE(y), 1.0)
+                return _steal(_rec1(px, (<Dual>x).v - PyFloat_AS_DOUBLE(y), 1.0))
     elif type(x) is float and type(y) is Dual and (<Dual>y).ov is None:
-        a = <Dual>y
-        return _fast1(a, PyFloat_AS_DOUBLE(x) - a.v, -1.0)
+        return _steal(_rec1(py, PyFloat_AS_DOUBLE(x) - (<Dual>y).v, -1.0))
     return _cy_nb_sub(x, y)
 
 
 cdef object _nb_mul(object x, object y):
-    cdef Dual a
+    cdef PyObject* px = <PyObject*>x
+    cdef PyObject* py = <PyObject*>y
     cdef double c
     if type(x) is Dual:
-        a = <Dual>x
-        if a.ov is None:
+        if (<Dual>x).ov is None:
             if type(y) is Dual:
-                if (<Dual>y).tr is a.tr and (<Dual>y).ov is None:
-                    return _fast2(a, <Dual>y, a.v * (<Dual>y).v, (<Dual>y).v, a.v)
+                if (<Dual>y).tr is (<Dual>x).tr and (<Dual>y).ov is None:
+                    return _steal(_rec2(px, py, (<Dual>x).v * (<Dual>y).v, (<Dual>y).v,
+                                        (<Dual>x).v))
             elif type(y) is float:
                 c = PyFloat_AS_DOUBLE(y)
-                return _fast1(a, a.v * c, c)
+                return _steal(_rec1(px, (<Dual>x).v * c, c))
     elif type(x) is float and type(y) is Dual and (<Dual>y).ov is None:
-        a = <Dual>y
         c = PyFloat_AS_DOUBLE(x)
-        return _fast1(a, c * a.v, c)
+        return _steal(_rec1(py, c * (<Dual>y).v, c))
     return _cy_nb_mul(x, y)
 
 
 cdef object _nb_div(object x, object y):
-    cdef Dual a
+    cdef PyObject* px = <PyObject*>x
+    cdef PyObject* py = <PyObject*>y
     cdef double bv, v
     if type(x) is Dual:
-        a = <Dual>x
-        if a.ov is None:
+        if (<Dual>x).ov is None:
             if type(y) is Dual:
-                if (<Dual>y).tr is a.tr and (<Dual>y).ov is None:
+                if (<Dual>y).tr is (<Dual>x).tr and (<Dual>y).ov is None:
                     bv = (<Dual>y).v
                     if bv != 0.0:
-                        v = a.v / bv
-                        return _fast2(a, <Dual>y, v, 1.0 / bv, -v / bv)
+                        v = (<Dual>x).v / bv
+                        return _steal(_rec2(px, py, v, 1.0 / bv, -v / bv))
             elif type(y) is float:
                 bv = PyFloat_AS_DOUBLE(y)
                 if bv != 0.0:
-                    return _fast1(a, a.v / bv, 1.0 / bv)
+                    return _steal(_rec1(px, (<Dual>x).v / bv, 1.0 / bv))
     elif type(x) is float and type(y) is Dual and (<Dual>y).ov is None and (<Dual>y).v != 0.0:
-        a = <Dual>y
-        v = PyFloat_AS_DOUBLE(x) / a.v
-        return _fast1(a, v, -v / a.v)
+        v = PyFloat_AS_DOUBLE(x) / (<Dual>y).v
+        return _steal(_rec1(py, v, -v / (<Dual>y).v))
     return _cy_nb_div(x, y)
 
 
@@ -2590,13 +2804,12 @@ cdef object _unary(object x, int code):
     if tx is float:
         _float_unary(code, PyFloat_AS_DOUBLE(x), &y, &d)
         return y
-    if tx is Dual:
-        a = <Dual>x
-        if a.tr.closed:
-            raise escaped_error(a.tr.level)
-        if a.ov is None:
-            _float_unary(code, a.v, &y, &d)
-            return _fast1(a, y, d)
+    if tx is Dual:  # casts, not a typed local: no reference counted (see _nb_add)
+        if (<Dual>x).tr.closed:
+            raise escaped_error((<Dual>x).tr.level)
+        if (<Dual>x).ov is None:
+            _float_unary(code, (<Dual>x).v, &y, &d)
+            return _steal(_rec1(<PyObject*>x, y, d))
         return _GENERIC[code](x)  # the value is a dual of an outer differentiation
     if tx is _dispatch_type and _dispatch_type is not None:
         return _recorder_dispatch(_UNARY_NAMES[code], x)
@@ -2613,31 +2826,58 @@ def _fallback(name, *args):
     return hook(name, *args)
 
 
+# One positional argument, as math's: called through METH_O, without parsing keywords.
+@cython.always_allow_keywords(False)
 def sin(x): return _unary(x, U_SIN)
+@cython.always_allow_keywords(False)
 def cos(x): return _unary(x, U_COS)
+@cython.always_allow_keywords(False)
 def tan(x): return _unary(x, U_TAN)
+@cython.always_allow_keywords(False)
 def arcsin(x): return _unary(x, U_ARCSIN)
+@cython.always_allow_keywords(False)
 def arccos(x): return _unary(x, U_ARCCOS)
+@cython.always_allow_keywords(False)
 def arctan(x): return _unary(x, U_ARCTAN)
+@cython.always_allow_keywords(False)
 def sinh(x): return _unary(x, U_SINH)
+@cython.always_allow_keywords(False)
 def cosh(x): return _unary(x, U_COSH)
+@cython.always_allow_keywords(False)
 def tanh(x): return _unary(x, U_TANH)
+@cython.always_allow_keywords(False)
 def arcsinh(x): return _unary(x, U_ARCSINH)
+@cython.always_allow_keywords(False)
 def arccosh(x): return _unary(x, U_ARCCOSH)
+@cython.always_allow_keywords(False)
 def arctanh(x): return _unary(x, U_ARCTANH)
+@cython.always_allow_keywords(False)
 def exp(x): return _unary(x, U_EXP)
+@cython.always_allow_keywords(False)
 def expm1(x): return _unary(x, U_EXPM1)
+@cython.always_allow_keywords(False)
 def exp2(x): return _unary(x, U_EXP2)
+@cython.always_allow_keywords(False)
 def log(x): return _unary(x, U_LOG)
+@cython.always_allow_keywords(False)
 def log1p(x): return _unary(x, U_LOG1P)
+@cython.always_allow_keywords(False)
 def log2(x): return _unary(x, U_LOG2)
+@cython.always_allow_keywords(False)
 def log10(x): return _unary(x, U_LOG10)
+@cython.always_allow_keywords(False)
 def sqrt(x): return _unary(x, U_SQRT)
+@cython.always_allow_keywords(False)
 def cbrt(x): return _unary(x, U_CBRT)
+@cython.always_allow_keywords(False)
 def absolute(x): return _unary(x, U_ABSOLUTE)
+@cython.always_allow_keywords(False)
 def erf(x): return _unary(x, U_ERF)
+@cython.always_allow_keywords(False)
 def erfc(x): return _unary(x, U_ERFC)
+@cython.always_allow_keywords(False)
 def sigmoid(x): return _unary(x, U_SIGMOID)
+@cython.always_allow_keywords(False)
 def softplus(x): return _unary(x, U_SOFTPLUS)
 
 

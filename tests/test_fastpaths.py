@@ -123,6 +123,103 @@ def test_core_reuses_freed_duals_and_tracemalloc_still_sees_them():
     assert deltaad.grad(lambda xs: xs[0] * xs[1])([2.0, 3.0]) == [3.0, 2.0]
 
 
+@pytest.mark.parametrize("how", ["grad", "vjp", "jvp"])
+def test_result_floats_are_reused_only_when_nothing_else_holds_them(how):
+    """Result lists (gradients, output values, tangents) reuse the floats of results the
+    caller dropped; any float the caller still holds (the list, one item of it, an item kept
+    after its list went) keeps its value, and every result is the one plain floats give."""
+    def f(xs):
+        return [deltaad.sin(x) * x for x in xs]
+
+    def run(xs):
+        if how == "grad":
+            return deltaad.grad(lambda v: sum(f(v)))(xs)
+        if how == "vjp":
+            out, pb = deltaad.vjp(f, xs)
+            return out + pb([1.0] * len(out))[0]
+        out, t = deltaad.jvp(f, (xs,), (xs,))
+        return out + t
+
+    kept_lists, kept_items, expect_lists, expect_items = [], [], [], []
+    for k in range(12):
+        xs = [0.01 * (k + 1) * j - 0.3 for j in range(300)]
+        r = run(xs)
+        assert _bits(r) == _bits(_expected(how, xs))
+        if k % 3 == 0:
+            kept_lists.append(r)
+            expect_lists.append(list(r))
+        if k % 3 == 1:
+            kept_items.append(r[7])
+            expect_items.append(float(repr(r[7])))
+        del r
+    assert [_bits(r) for r in kept_lists] == [_bits(r) for r in expect_lists]
+    assert _bits(kept_items) == _bits(expect_items)
+    _core.release_memory()
+    assert _bits(kept_items) == _bits(expect_items)
+
+
+def _bits(xs):
+    return [bits(x) for x in xs]
+
+
+def test_result_floats_are_fresh_while_tracemalloc_traces():
+    """While tracemalloc traces, a gradient's floats are new allocations (as its duals are),
+    so a memory measurement counts them: about 24 bytes each plus the list's 8."""
+    xs = [0.5 + k for k in range(5000)]
+    g = deltaad.grad(lambda v: sum(v))
+    g(xs)  # a first gradient: its floats would be reused, were nothing tracing
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        r = g(xs)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert r == [1.0] * len(xs)
+    assert grown >= 32 * len(xs), grown
+
+
+def _expected(how, xs):
+    """``run``'s result in plain floats, the core's operations in its order: the value
+    ``sin(x) * x``, its derivative ``sin(x) + cos(x) * x`` (the sweep adds the product's
+    term first), and the tangent along ``x``, ``x * (cos(x) * x) + sin(x) * x``."""
+    vals = [math.sin(x) * x for x in xs]
+    grads = [math.sin(x) + math.cos(x) * x for x in xs]
+    if how == "grad":
+        return grads
+    if how == "vjp":
+        return vals + grads
+    return vals + [x * (math.cos(x) * x) + math.sin(x) * x for x in xs]
+
+
+def _bits(xs):
+    return [bits(x) for x in xs]
+
+
+def _pure_run(how, f, xs):
+    """``run``'s result computed on the pure backend's types (no kept floats there)."""
+    n = len(xs)
+    if how == "jvp":
+        L = _pure.ForwardLevel(1)
+        out = f(L.inputs(xs, xs))
+        L.close()
+        return [o.value for o in out] + [o.tangent for o in out]
+    T = _pure.Tape(1)
+    out = f(T.inputs(xs))
+    T.close()
+    if how == "grad":
+        s = 0
+        T2 = _pure.Tape(1)
+        ins = T2.inputs(xs)
+        y = f(ins)
+        for o in y:
+            s = s + o
+        T2.close()
+        return T2.eval([(s.id, 1.0)], range(0, n))
+    adj = T.eval([(o.id, 1.0) for o in out], range(0, n))
+    return [o.value for o in out] + adj
+
+
 def test_core_reused_duals_across_threads():
     """Threads making and freeing many duals at once (so reusing each other's) all get their
     own exact gradients."""
@@ -183,6 +280,22 @@ def test_bulk_reads_agree(kinds):
             assert list(ro[0]) == [x.id for x in items_t]
             assert ro[1] == [x.value for x in items_t]
     assert res[0] == res[1]
+
+
+@given(st.lists(st.sampled_from([0.5, -0.0, math.nan, 1, True, "s", None, np.float64(2.0)]),
+                max_size=6), st.sampled_from([list, tuple, iter]))
+def test_float_copy_is_a_fresh_list_of_exact_floats(items, kind):
+    """``float_copy`` gives a new list equal to its list or tuple argument exactly when every
+    item is a float (not an int, a bool or a numpy float), else None, on both backends."""
+    for B in BACKENDS:
+        xs = kind(items)
+        got = B.float_copy(xs)
+        if kind is iter or not all(type(x) is float for x in items):
+            assert got is None
+        else:
+            assert type(got) is list and got is not xs
+            assert [bits(x) for x in got] == [bits(x) for x in items]
+            assert all(a is b for a, b in zip(got, items))
 
 
 @each_backend

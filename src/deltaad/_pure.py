@@ -76,6 +76,14 @@ def all_floats(xs):
     return list(map(type, xs)).count(float) == len(xs)
 
 
+def float_copy(xs):
+    """A new list of the items of the list or tuple ``xs`` when every one is exactly a float;
+    None otherwise (a flat float argument flattened and checked in one step)."""
+    if (type(xs) is list or type(xs) is tuple) and all_floats(xs):
+        return list(xs)
+    return None
+
+
 def all_scalars(xs):
     """True when every item of the list or tuple ``xs`` is a float or a scalar dual (a run of
     pytree leaves: flattened without a step per item)."""

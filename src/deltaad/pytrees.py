@@ -124,6 +124,18 @@ def _all_recorded(xs):
     return all(t in _recorders for t in types)
 
 
+def flatten_float_args(args):
+    """``tree_flatten(args)`` for the commonest arguments, a tuple holding one list or tuple of
+    floats (a one-argument call): ``(leaves, treedef)``, checked and copied in one step; None
+    for anything else."""
+    if len(args) == 1:
+        x = args[0]
+        leaves = B.float_copy(x)
+        if leaves is not None:
+            return leaves, TreeDef("tuple", None, (_flat_def(type(x), len(leaves)),))
+    return None
+
+
 def tree_flatten(tree):
     """Return ``(leaves, treedef)``."""
     # The commonest trees first, without the recursive walk (per-call cost of every grad/jvp):

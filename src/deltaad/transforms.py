@@ -20,7 +20,8 @@ from . import delta as _delta
 from ._backend import B
 from .numpy import complex_array as _complex
 from .numpy.array import array_input, asarray
-from .pytrees import LEAF, all_floats, all_scalars, tree_flatten, tree_unflatten, unflatten_owned
+from .pytrees import (LEAF, _flat_def, all_floats, all_scalars, flatten_float_args, tree_flatten,
+                      tree_unflatten, unflatten_owned)
 from .trace import dtype_of as _dtype_of
 from .trace import is_dual, traced
 from .trace import leaf_kind as _leaf_kind
@@ -366,6 +367,12 @@ class _Pullback:
         tc = type(cotangent)
         if self.out_leaves is None and (tc is float or tc is Dual):  # one real output, a float
             return tuple(unflatten_owned(self.in_def, self.grads([(self.out_ids[0], cotangent)])))
+        n = len(self.out_ids)
+        if (tc is list and self.out_float and n and len(cotangent) == n and self.out_def.flat
+                and self.out_def.kind == "list" and all_floats(cotangent)):
+            # a flat list of floats for a flat list of float outputs, the commonest: what the
+            # steps below check holds, and Seeds copies the list (no flattening copy first)
+            return tuple(unflatten_owned(self.in_def, self.grads(B.Seeds(self.out_ids, cotangent))))
         ct_leaves, ct_def = tree_flatten(cotangent)
         if ct_def is not self.out_def and ct_def != self.out_def:
             ct_leaves = _align_none(ct_def, self.out_def, iter(ct_leaves))
@@ -519,8 +526,14 @@ def _run_reverse(tape, fun, args, kwargs, argnums, has_aux, who, leaves, in_def,
 
 def _vjp(fun, args, kwargs, argnums, has_aux, who):
     """Run ``fun`` on a fresh tape, differentiating the arguments in ``argnums``."""
-    leaves, in_def = tree_flatten(tuple([args[n] for n in argnums]))
-    floats = all_floats(leaves) and len(leaves) > 0
+    sel = tuple([args[n] for n in argnums])
+    flat = flatten_float_args(sel)  # one list of floats, the commonest: one C loop
+    if flat is not None:
+        leaves, in_def = flat
+        floats = len(leaves) > 0
+    else:
+        leaves, in_def = tree_flatten(sel)
+        floats = all_floats(leaves) and len(leaves) > 0
     tape, (in_ids, wanted, out, aux) = traced(
         B.Tape, _run_reverse, fun, args, kwargs, argnums, has_aux, who, leaves, in_def, floats)
     pb = _Pullback()
@@ -540,7 +553,10 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
         pb.out_ids = [out.id]
         pb.out_leaves = None  # means [out.value]: one scalar
         return out.value, pb, aux
-    out_leaves, pb.out_def = tree_flatten(out)
+    if type(out) is list and all_scalars(out):  # a flat list (checked by _pack_outputs):
+        out_leaves, pb.out_def = out, _flat_def(list, len(out))  # read below, not kept
+    else:
+        out_leaves, pb.out_def = tree_flatten(out)
     read = B.read_outputs(out_leaves, tape)  # every leaf a float dual of this tape: one loop
     if read is not None:
         pb.out_ids, primals = read
@@ -723,12 +739,17 @@ def jvp(fun, primals, tangents, has_aux=False):
     tangent_out, aux)``, ``aux`` holding plain values."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp: primals and tangents must be tuples (one entry per argument)")
-    leaves, in_def = tree_flatten(tuple(primals))
-    t_leaves, t_def = tree_flatten(tuple(tangents))
+    primals = tuple(primals)
+    tangents = tuple(tangents)
+    flat = flatten_float_args(primals)  # one list of floats each, the commonest: one C loop
+    t_flat = flatten_float_args(tangents) if flat is not None else None
+    floats = None if flat is None else t_flat is not None and len(flat[0]) > 0
+    leaves, in_def = flat if flat is not None else tree_flatten(primals)
+    t_leaves, t_def = t_flat if t_flat is not None else tree_flatten(tangents)
     if t_def is not in_def and t_def != in_def:
         raise TypeError("jvp: tangents must have the structure of primals, %r; got %r" % (in_def, t_def))
     level, (out, aux) = traced(B.ForwardLevel, _run_forward, fun, leaves, in_def, t_leaves,
-                               has_aux)
+                               floats, has_aux)
     if has_aux:
         aux = _strip_tree(aux, level)
     if type(out) is Dual and out.trace is level:  # one real output, the commonest
@@ -749,9 +770,12 @@ def _split_aux(out, has_aux, who):
     return out
 
 
-def _run_forward(level, fun, leaves, in_def, t_leaves, has_aux=False):
-    """The part of ``jvp`` that runs with ``level`` open: the output and the aux."""
-    if leaves and all_floats(leaves) and all_floats(t_leaves):  # the common case
+def _run_forward(level, fun, leaves, in_def, t_leaves, floats=None, has_aux=False):
+    """The part of ``jvp`` that runs with ``level`` open (``floats``: every leaf and tangent a
+    float, when the caller knows): the output and the aux."""
+    if floats is None:
+        floats = leaves and all_floats(leaves) and all_floats(t_leaves)
+    if floats:  # the common case
         duals = level.inputs(leaves, t_leaves)
     else:
         duals, kinds = _dualise(level, leaves, t_leaves)
@@ -763,7 +787,10 @@ def _run_forward(level, fun, leaves, in_def, t_leaves, has_aux=False):
 def _read_forward(out, level, who):
     """The output of a forward trace as flat lists ``(primals, tangents, treedef)``: a zero
     tangent for a real constant, ``None`` for a static leaf."""
-    out_leaves, out_def = tree_flatten(out)
+    if type(out) is list and all_scalars(out):  # a flat list: read, not kept (see _vjp)
+        out_leaves, out_def = out, _flat_def(list, len(out))
+    else:
+        out_leaves, out_def = tree_flatten(out)
     read = B.read_tangents(out_leaves, level)  # every leaf a float dual of this level
     if read is not None:
         return read[0], read[1], out_def
