@@ -66,6 +66,22 @@ def bits(x):
     return struct.pack("<d", x)
 
 
+def agree_on(cg, g, points, same):
+    """``cg`` (a compiled ``g``) and ``g`` called on every point in order: results equal by
+    ``same``, or the same exception; ``cg`` is returned (for its recording counts)."""
+    import pytest
+    for xs in points:
+        try:
+            want = g(*xs)
+        except Exception as e:  # noqa: BLE001 - the compiled call must raise the same
+            with pytest.raises(type(e)):
+                cg(*xs)
+            continue
+        got = cg(*xs)
+        assert same(got, want), (xs, got, want)
+    return cg
+
+
 def same_bits(a, b):
     return bits(a) == bits(b)
 

@@ -13,7 +13,7 @@ import deltaad as d
 from deltaad import _replay_pure as P
 from deltaad import compile as _compile
 from deltaad.compile import CompileWarning, Recorder, Recording, ReplayMismatch
-from helpers import bits, finite_inputs, programs
+from helpers import agree_on, bits, finite_inputs, programs
 
 try:
     from deltaad import _replay as C
@@ -56,17 +56,7 @@ TRANSFORMS = {
 
 def run_both(g, points):
     """``compile(g)`` and ``g`` on every point, in order: same bits or the same exception."""
-    cg = d.compile(g)
-    for xs in points:
-        try:
-            want = g(*xs)
-        except Exception as e:  # noqa: BLE001 - the compiled call must raise the same
-            with pytest.raises(type(e)):
-                cg(*xs)
-            continue
-        got = cg(*xs)
-        assert same(got, want), (xs, got, want)
-    return cg
+    return agree_on(d.compile(g), g, points, same)
 
 
 @pytest.mark.parametrize("name", sorted(TRANSFORMS))

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 import deltaad as d
 from deltaad import _replay_pure as P
-from helpers import finite_inputs, programs
+from helpers import agree_on, finite_inputs, programs
 
 try:
     from deltaad import _replay as C
@@ -45,17 +45,7 @@ def compiled(g, path):
 
 def check(g, points, path="grad"):
     """``compile(g)`` and ``g`` on every point in order: same bits or the same exception."""
-    cg = compiled(g, path)
-    for xs in points:
-        try:
-            want = g(*xs)
-        except Exception as e:  # noqa: BLE001 - the compiled call must raise the same
-            with pytest.raises(type(e)):
-                cg(*xs)
-            continue
-        got = cg(*xs)
-        assert same(got, want), (xs, got, want)
-    return cg
+    return agree_on(compiled(g, path), g, points, same)
 
 
 def scalar_of(prog):
