@@ -28,6 +28,20 @@ def _median(fn, reps):
     return STAT(ts)
 
 
+def ten_ops(x, y):
+    """The 10-operation function of two inputs whose per-call overhead is reported."""
+    a = x * y
+    b = a + x
+    c = b * b
+    d = c - y
+    e = d / 3.0
+    g = e * x
+    h = g + 1.0
+    i = h * y
+    j = i - a
+    return j * 0.5
+
+
 def _size(program, ops):
     n = 1
     while program.ops(n * 2) <= ops and n * 2 <= program.n_max:
@@ -121,18 +135,7 @@ def overhead_10ops_grad(reps):
     inputs, and of the plain ``f``."""
     import deltaad as ad
 
-    def f(x, y):
-        a = x * y
-        b = a + x
-        c = b * b
-        d = c - y
-        e = d / 3.0
-        g = e * x
-        h = g + 1.0
-        i = h * y
-        j = i - a
-        return j * 0.5
-
+    f = ten_ops
     c = ad.compile(ad.value_and_grad(f, argnums=(0, 1)))
     c(1.0, 2.0)
     loops = 2000
@@ -149,18 +152,7 @@ def overhead_10ops(reps):
     """Per-call time of a compiled 10-operation function, and of the function itself."""
     import deltaad as ad
 
-    def f(x, y):
-        a = x * y
-        b = a + x
-        c = b * b
-        d = c - y
-        e = d / 3.0
-        g = e * x
-        h = g + 1.0
-        i = h * y
-        j = i - a
-        return j * 0.5
-
+    f = ten_ops
     c = ad.compile(f)
     c(1.0, 2.0)
     loops = 2000

@@ -13,6 +13,7 @@ import time
 
 from .array_programs import NUMPY, mlp, mlp_input, rk4small, rk4small_input, smallops, \
     smallops_input
+from .compiled import _median
 
 CASES = {
     "smallops": (smallops, smallops_input, 100),   # shape (3,), 201 operations
@@ -21,13 +22,6 @@ CASES = {
 }
 
 
-def _median(fn, reps):
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
 
 
 def measure(names, reps):

@@ -24,19 +24,13 @@ import subprocess
 import sys
 import time
 
+from .compiled import _median as _per_call
 from .compiled import _size
 from .programs import FLOAT_NS, NS, PROGRAMS, make_input
 
 SYSTEMS = ("deltaad-compiled", "casadi", "jax-jit")
 
 
-def _per_call(fn, reps):
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
 
 
 def _deltaad(p, n, xs):
