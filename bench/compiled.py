@@ -130,39 +130,34 @@ def slopes(names, ops, reps):
     return out
 
 
-def overhead_10ops_grad(reps):
-    """Per-call time of ``compile(value_and_grad(f))`` for a 10-operation ``f`` of two
-    inputs, and of the plain ``f``."""
-    import deltaad as ad
-
-    f = ten_ops
-    c = ad.compile(ad.value_and_grad(f, argnums=(0, 1)))
-    c(1.0, 2.0)
-    loops = 2000
-
+def _per_call_pair(c, reps, loops=2000):
+    """Per-call time of ``c`` (a compiled function of ``ten_ops``'s two inputs, called once
+    already) and of ``ten_ops`` itself."""
     def many(fn):
         def run():
             for _ in range(loops):
                 fn(1.25, 0.75)
         return run
-    return _median(many(c), reps) / loops, _median(many(f), reps) / loops
+    return _median(many(c), reps) / loops, _median(many(ten_ops), reps) / loops
+
+
+def overhead_10ops_grad(reps):
+    """Per-call time of ``compile(value_and_grad(f))`` for a 10-operation ``f`` of two
+    inputs, and of the plain ``f``."""
+    import deltaad as ad
+
+    c = ad.compile(ad.value_and_grad(ten_ops, argnums=(0, 1)))
+    c(1.0, 2.0)
+    return _per_call_pair(c, reps)
 
 
 def overhead_10ops(reps):
     """Per-call time of a compiled 10-operation function, and of the function itself."""
     import deltaad as ad
 
-    f = ten_ops
-    c = ad.compile(f)
+    c = ad.compile(ten_ops)
     c(1.0, 2.0)
-    loops = 2000
-
-    def many(fn):
-        def run():
-            for _ in range(loops):
-                fn(1.25, 0.75)
-        return run
-    return _median(many(c), reps) / loops, _median(many(f), reps) / loops
+    return _per_call_pair(c, reps)
 
 
 def hessian_10(reps):

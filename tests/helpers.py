@@ -66,6 +66,20 @@ def bits(x):
     return struct.pack("<d", x)
 
 
+def scalar_of(prog):
+    """A random program (``programs``) as a function of its inputs returning one real: the
+    sum of its outputs, computed with deltaad's functions."""
+    import deltaad
+
+    def f(*xs):
+        outs = prog.run(deltaad, xs)
+        s = outs[0]
+        for o in outs[1:]:
+            s = s + o
+        return s
+    return f
+
+
 def agree_on(cg, g, points, same):
     """``cg`` (a compiled ``g``) and ``g`` called on every point in order: results equal by
     ``same``, or the same exception; ``cg`` is returned (for its recording counts)."""

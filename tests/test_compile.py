@@ -13,7 +13,7 @@ import deltaad as d
 from deltaad import _replay_pure as P
 from deltaad import compile as _compile
 from deltaad.compile import CompileWarning, Recorder, Recording, ReplayMismatch
-from helpers import agree_on, bits, finite_inputs, programs
+from helpers import agree_on, bits, finite_inputs, programs, scalar_of
 
 try:
     from deltaad import _replay as C
@@ -30,17 +30,6 @@ def tree_bits(x):
 
 def same(a, b):
     return tree_bits(a) == tree_bits(b)
-
-
-def scalar_of(prog):
-    """The program as a function of its inputs returning one real (a sum of its outputs)."""
-    def f(*xs):
-        outs = prog.run(d, xs)
-        s = outs[0]
-        for o in outs[1:]:
-            s = s + o
-        return s
-    return f
 
 
 TRANSFORMS = {

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 import deltaad as d
 from deltaad import _replay_pure as P
-from helpers import agree_on, finite_inputs, programs
+from helpers import agree_on, finite_inputs, programs, scalar_of
 
 try:
     from deltaad import _replay as C
@@ -46,16 +46,6 @@ def compiled(g, path):
 def check(g, points, path="grad"):
     """``compile(g)`` and ``g`` on every point in order: same bits or the same exception."""
     return agree_on(compiled(g, path), g, points, same)
-
-
-def scalar_of(prog):
-    def f(*xs):
-        outs = prog.run(d, xs)
-        s = outs[0]
-        for o in outs[1:]:
-            s = s + o
-        return s
-    return f
 
 
 # the operations a gradient recording replays (the others fall back: pow, mod, erf, ...)
