@@ -16,11 +16,12 @@ from .functions import *  # noqa: F401,F403 -- the elementary functions, from th
 from .functions import __all__ as _functions
 from .functions import stop_gradient, value  # (named for readers and the API pages)
 from .numpy import ArrayDual, ComplexDual, asarray, at, defconst, defjvp, defvjp, logsumexp, stack
-from .pytrees import tree_flatten, tree_map, tree_unflatten
+from .pytrees import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
 from .custom import custom_jvp, custom_vjp, primitive
 from .compile import CompileWarning, ReplayMismatch, compile
 from .batching import vmap
 from .checkpointing import CheckpointError, checkpoint, fori_loop, remat, while_loop
+from .control import cond, scan, switch
 from .support import support_table
 from .trace import open_traces
 from .transforms import (
@@ -36,11 +37,11 @@ __all__ = [
     "backend", "Dual", "EscapedDualError", "delta", "math", "cmath",
     "grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacobian", "jacfwd", "hessian", "hvp",
     "linearize", "make_delta", "vmap",
-    "open_traces", "tree_flatten", "tree_unflatten", "tree_map",
+    "open_traces", "tree_flatten", "tree_unflatten", "tree_map", "tree_leaves", "tree_structure",
     "ArrayDual", "ComplexDual", "asarray", "stack", "at", "logsumexp",
     "custom_vjp", "custom_jvp", "primitive", "defvjp", "defjvp", "defconst", "support_table",
     "compile", "CompileWarning", "ReplayMismatch",
-    "checkpoint", "remat", "fori_loop", "while_loop", "CheckpointError",
+    "checkpoint", "remat", "fori_loop", "while_loop", "CheckpointError", "scan", "cond", "switch",
 ] + list(_functions)
 
 

@@ -264,3 +264,13 @@ def tree_map(f, tree, *rest):
     leaves, treedef = tree_flatten(tree)
     others = [tree_flatten(r)[0] for r in rest]
     return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
+
+
+def tree_leaves(tree):
+    """The leaves of ``tree``, in :func:`tree_flatten`'s order (``jax.tree_util.tree_leaves``)."""
+    return tree_flatten(tree)[0]
+
+
+def tree_structure(tree):
+    """The structure of ``tree`` without its leaves (``jax.tree_util.tree_structure``)."""
+    return tree_flatten(tree)[1]
