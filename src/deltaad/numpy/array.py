@@ -973,6 +973,9 @@ class ArrayDual:
         s = self.shape
         if not s:
             raise TypeError("iteration over a 0-d array")
+        if len(s) == 1:  # the scalars, by one gather: n getitems would cost n bindings each
+            yield from unpack(self)  # with its own cotangent, several times the time
+            return
         for i in range(s[0]):
             r = getitem(self, i, True)
             if type(r) is ArrayDual:
@@ -1153,7 +1156,10 @@ class ArrayDual:
     def tolist(self):
         if self.ndim == 0:
             return getitem(self, (), True)
-        return [row.tolist() if type(row) is ArrayDual else row for row in self]
+        flat = unpack(self)  # (one gather for all the scalars)
+        for n in reversed(self.shape[1:]):
+            flat = [flat[i:i + n] for i in range(0, len(flat), n)]
+        return flat
 
     def reshape(self, *shape, order="C"):
         if len(shape) == 1 and not isinstance(shape[0], int):
