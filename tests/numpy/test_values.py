@@ -391,6 +391,16 @@ def _scipy_calls(add, rng, u, pos, wc, spd):
     for f in (ss.fftconvolve, ss.oaconvolve):
         add(f, (f, [u(7), u(3)]), (lambda a, b, f=f: f(a, b, "same"), [u(4, 3), u(2, 2)]))
     add(sp.multigammaln, (lambda a: sp.multigammaln(a, 3), [u(4) + 3.0]))
+    b2, a2 = ss.butter(2, 0.3)
+    add(ss.lfilter, (lambda x: ss.lfilter(b2, a2, x), [u(9)]),
+        (lambda b, a, x: ss.lfilter(b, a, x), [b2, a2, u(9)]))
+    sos = ss.butter(4, 0.3, output="sos")
+    add(ss.sosfilt, (lambda x: ss.sosfilt(sos, x), [u(9)]))
+    add(ss.savgol_filter, (lambda x: ss.savgol_filter(x, 5, 2), [u(11)]))
+    add(ss.detrend, (ss.detrend, [u(11)]))
+    add(ss.medfilt, (ss.medfilt, [u(9)]))
+    for f in (ss.convolve2d, ss.correlate2d):
+        add(f, (f, [u(4, 5), u(2, 3)]), (lambda a, b, f=f: f(a, b, "same"), [u(4, 5), u(3, 2)]))
     import scipy.spatial.distance as sd
 
     for metric in ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine",

@@ -30,6 +30,7 @@ from . import scipy_roots  # noqa: F401 (a clear error where scipy.optimize's C 
 from . import scipy_distributions  # noqa: F401 (scipy's private distribution ufuncs)
 from . import scipy_integrate  # noqa: F401 (quad and solve_ivp: the derivative of scipy's discretisation)
 from . import scipy_interpolate  # noqa: F401 (scipy's interpolants at dual points)
+from . import scipy_signal  # noqa: F401 (scipy.signal's filters on duals)
 from . import fast  # noqa: F401 (the compiled fast path of small arrays, on the compiled backend)
 from .array import (
     ArrayDual, array_input, asarray, at, scalar_array_function, scalar_array_ufunc,
