@@ -28,6 +28,7 @@ from .transforms import (
     grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize, make_delta, value_and_grad,
     vjp,
 )
+from . import implicit  # noqa: F401 (scipy.optimize's solvers, differentiated implicitly)
 
 Dual = _B.Dual
 
