@@ -264,9 +264,18 @@ def support_table():
     out += ["", "Other scipy functions convert their arguments with `np.asarray`, which "
             "raises `TypeError` on a dual rather than drop its derivative: differentiate the "
             "numpy code around them, or give them a rule with `deltaad.defvjp` / "
-            "`deltaad.custom_vjp`. `scipy.optimize` and `scipy.integrate` *call* your "
-            "functions with plain arrays: hand them deltaad's gradients as `jac=` / `hess=` "
-            "(see the examples).", ""]
+            "`deltaad.custom_vjp`. Outside a differentiation `scipy.optimize` and "
+            "`scipy.integrate` *call* your functions with plain arrays: hand them deltaad's "
+            "gradients as `jac=` / `hess=` (see the examples).", "",
+            "Solvers and interpolants *inside* a differentiated function (their result carries "
+            "scipy's value; see [Arrays](arrays.md) for how each is differentiated): "
+            "`scipy.optimize`'s `fsolve`, `root`, `minimize`, `minimize_scalar`, "
+            "`least_squares` (the implicit function's derivative, every order); "
+            "`scipy.integrate`'s `quad` (and `dblquad`, `tplquad`, `nquad`) and `solve_ivp` "
+            "with `RK45`, `RK23`, `DOP853` (the derivative of scipy's discretisation); "
+            "`scipy.interpolate`'s `CubicSpline`, `PPoly`, `BPoly`, `PchipInterpolator`, "
+            "`Akima1DInterpolator`, `BSpline`, `interp1d`, `RegularGridInterpolator` evaluated "
+            "at dual points (scipy's own derivatives).", ""]
     out += ["## Coverage", "",
             "How many of numpy's public callables and of scipy.special's ufuncs differentiate "
             "(computed from the rules when this page was built, by "
