@@ -28,7 +28,9 @@ in the compiled core's ``_float_unary``, which a test holds to this table).
 Two extensions of the form: an entry with an ``order`` takes a leading *order* before its
 real argument -- an integer (``polygamma(n, x)``) or a real parameter (``jv(v, x)``,
 ``gammainc(a, x)``): the order is a static parameter, not differentiable (a dual there is an
-error naming it), and the derivative is ``(ns, n, x, y) -> dy/dx``. An entry with ``needs="scipy"`` computes its
+error naming it), and the derivative is ``(ns, n, x, y) -> dy/dx``; an entry that also gives
+``shape`` (``gammainc``'s derivative in ``a``, numerical) differentiates in its orders to first
+order. An entry with ``needs="scipy"`` computes its
 values with ``scipy.special`` (imported on first use: scipy is optional); without scipy it
 raises an ``ImportError`` naming the function, never a wrong value.
 """
@@ -668,8 +670,9 @@ unary("y1", _scipy_float("y1"), _scipy_array("y1"), lambda ns, x, y: ns.y0(x) - 
 
 
 # Functions of a static order or parameter and a real: Bessel functions of real order (their
-# x-derivatives are the recurrences), the incomplete gamma functions and their inverses (in x
-# only: their derivatives in the shape a have no closed form), the exponential integrals.
+# x-derivatives are the recurrences), the incomplete gamma functions and their inverses (in the
+# shape a too, to first order: that derivative has no closed form, deltaad.incomplete computes
+# it), the exponential integrals.
 REAL_ORDER = Order("v", integer=False, domain=REALS)
 SHAPE = Order("a", integer=False, domain=Domain(0.0))
 NO_ORDER = "no derivative in the first argument (static: a dual there is an error)"
@@ -836,8 +839,8 @@ unary("rgamma", _scipy_float("rgamma"), _scipy_array("rgamma"),
 
 # The distributions' functions of scipy.special (scipy.stats's chi2, f, t and poisson are written
 # with them), and scipy's companions of betainc and of numpy's functions. Their derivatives in
-# the variable are densities; the degrees of freedom and counts are static parameters, like
-# gammainc's a (their derivatives there have no closed form).
+# the variable are densities; in the degrees of freedom, first derivatives through gammainc's
+# and betainc's (numerical); the counts of pdtr/pdtrc are static (floored: piecewise constant).
 DF = Order("v", integer=False, domain=Domain(0.0))
 DFS = Order("dfn, dfd", integer=False, domain=Domain(0.0))
 COUNT = Order("k", integer=False, domain=Domain(0.0, INF, True))
