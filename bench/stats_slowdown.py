@@ -9,6 +9,7 @@ import sys
 import warnings
 
 import numpy as np
+import scipy.optimize as so
 import scipy.stats as st
 
 from bench.library_slowdown import slowdown
@@ -30,10 +31,14 @@ CALLS = {
     "t.cdf / df (stdtr)": lambda x: lambda v: np.sum(st.t.cdf(x - 1.0, v * 4.0)),
     "f.cdf / dfn (fdtr)": lambda x: lambda v: np.sum(st.f.cdf(x, v * 4.0, 6.5)),
     "gamma.logcdf / a (gammaincinv)": lambda x: lambda v: np.sum(st.gamma.logcdf(x * 2.0, v * 2.0)),
+    # scipy.optimize.brentq's root, by the implicit function theorem
+    "brentq / args (x^3 + v x - 2)": lambda x: lambda v: sum(
+        so.brentq(lambda r, c: r ** 3 + c * r - 2.0, -5.0, 5.0, args=(v * c,)) for c in x),
+    "exponnorm.ppf / q (brentq)": lambda x: lambda v: np.sum(st.exponnorm.ppf(x / 2.0 * v, 1.5)),
 }
 # the shape-derivative rows (the table in docs/arrays.md)
 SHAPES = [k for k in CALLS if k.startswith(("gamma.", "chi2.sf / df", "beta.cdf", "t.cdf / df",
-                                            "f.cdf / dfn"))]
+                                            "f.cdf / dfn", "brentq", "exponnorm"))]
 
 
 def main(sizes, names=None):
