@@ -726,15 +726,15 @@ def _gammaincinv_shape(ns, a, p, y):
 
 def _betainc_shape(ns, a, b, x, y):
     """(d/da, d/db) of ``betainc(a, b, x)`` (numerical: continued fraction, first order)."""
-    return incomplete.betainc_da_of(a, b, x), incomplete.betainc_db_of(a, b, x)
+    return incomplete.betainc_dab_of(a, b, x)
 
 
 def _betaincinv_shape(ns, a, b, p, y):
     """(d/da, d/db) of the inverse ``y`` of ``betainc(a, b, .)`` (or ``betaincc``):
     ``-I_a / I_x`` and ``-I_b / I_x`` at ``y``."""
     d = _beta_density(ns, a, b, y)
-    return (-ns.rdiv(incomplete.betainc_da_of(a, b, y), d),
-            -ns.rdiv(incomplete.betainc_db_of(a, b, y), d))
+    da, db = incomplete.betainc_dab_of(a, b, y)
+    return -ns.rdiv(da, d), -ns.rdiv(db, d)
 
 
 def _negated(shape):
@@ -932,7 +932,7 @@ def _t_dv(v, t):
         a = 0.5 * v
         ok = (t != 0) & np.isfinite(t) & np.isfinite(v) & (v > 0)
         zs, ws, vs, ss, as_ = (np.where(ok, q, 0.5) for q in (z, w, v, s, a))
-        ia = incomplete.betainc_da_of(as_, 0.5, zs, ws)
+        ia = incomplete.betainc_dab_of(as_, 0.5, zs, ws)[0]
         dens = np.exp((as_ - 1.0) * np.log(zs) + 0.5 * np.log(ws) - special("betaln")(as_, 0.5)
                       - np.log(ss))
         d = -0.5 * np.sign(t) * (0.5 * ia + dens)
@@ -951,8 +951,9 @@ def _f_dfs(n, m, x):
         zs, ws, ns_, ms = (np.where(ok, q, 0.5) for q in (z, w, n, m))
         a, b = 0.5 * ns_, 0.5 * ms
         g = np.exp(a * np.log(zs) + b * np.log(ws) - special("betaln")(a, b))
-        dn = 0.5 * incomplete.betainc_da_of(a, b, zs, ws) + g / ns_
-        dm = 0.5 * incomplete.betainc_db_of(a, b, zs, ws) - g / ms
+        ia, ib = incomplete.betainc_dab_of(a, b, zs, ws)
+        dn = 0.5 * ia + g / ns_
+        dm = 0.5 * ib - g / ms
         bad = np.isnan(n) | np.isnan(m) | np.isnan(x) | (n <= 0) | (m <= 0) | (x < 0)
         fill = np.where(bad, NAN, 0.0)
         dn, dm = np.where(ok, dn, fill), np.where(ok, dm, fill)

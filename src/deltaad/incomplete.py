@@ -175,8 +175,7 @@ def betainc_dab(a, b, x, y=None):
 
 
 _GAMMAINC_DA = np.vectorize(gammainc_da, otypes=[float])
-_BETAINC_DA = np.vectorize(lambda a, b, x, y: betainc_dab(a, b, x, y)[0], otypes=[float])
-_BETAINC_DB = np.vectorize(lambda a, b, x, y: betainc_dab(a, b, x, y)[1], otypes=[float])
+_BETAINC_DAB = np.vectorize(betainc_dab, otypes=[float, float])
 
 
 def _is_plain_scalar(*args):
@@ -191,17 +190,10 @@ def gammainc_da_of(a, x):
     return _GAMMAINC_DA(a, x)
 
 
-def betainc_da_of(a, b, x, y=None):
-    """dI/da of floats or arrays (broadcast); ``y`` is ``1 - x``."""
+def betainc_dab_of(a, b, x, y=None):
+    """``(dI/da, dI/db)`` of floats or arrays (broadcast), one continued fraction for both;
+    ``y`` is ``1 - x``."""
     y = 1.0 - np.asarray(x, dtype=float) if y is None else y
     if _is_plain_scalar(a, b, x, y):
-        return betainc_dab(a, b, x, float(y))[0]
-    return _BETAINC_DA(a, b, x, y)
-
-
-def betainc_db_of(a, b, x, y=None):
-    """dI/db of floats or arrays (broadcast); ``y`` is ``1 - x``."""
-    y = 1.0 - np.asarray(x, dtype=float) if y is None else y
-    if _is_plain_scalar(a, b, x, y):
-        return betainc_dab(a, b, x, float(y))[1]
-    return _BETAINC_DB(a, b, x, y)
+        return betainc_dab(a, b, x, float(y))
+    return _BETAINC_DAB(a, b, x, y)

@@ -99,7 +99,7 @@ def _beta_ppf_shape(j):
 
     def partial(p, a, b, y):
         _plain("_beta_ppf", name, (p, a, b, y))
-        d = (incomplete.betainc_da_of, incomplete.betainc_db_of)[j](a, b, y)
+        d = incomplete.betainc_dab_of(a, b, y)[j]
         return -d / _sp()._ufuncs._beta_pdf(y, a, b)
 
     return partial
@@ -156,7 +156,7 @@ def _nbinom_cdf_dn(k, n, p, y):
     _plain("_nbinom_cdf", "n", (k, n, p, y))
     kf = np.floor(_value(k))
     ok = kf >= 0
-    return np.where(ok, incomplete.betainc_da_of(n, np.where(ok, kf, 0.0) + 1.0, p), 0.0)
+    return np.where(ok, incomplete.betainc_dab_of(n, np.where(ok, kf, 0.0) + 1.0, p)[0], 0.0)
 
 
 def _nbinom_sf_dn(k, n, p, y):
