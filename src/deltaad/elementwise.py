@@ -28,7 +28,9 @@ in the compiled core's ``_float_unary``, which a test holds to this table).
 Two extensions of the form: an entry with an ``order`` takes a leading *order* before its
 real argument -- an integer (``polygamma(n, x)``) or a real parameter (``jv(v, x)``,
 ``gammainc(a, x)``): the order is a static parameter, not differentiable (a dual there is an
-error naming it), and the derivative is ``(ns, n, x, y) -> dy/dx``. An entry with ``needs="scipy"`` computes its
+error naming it), and the derivative is ``(ns, n, x, y) -> dy/dx``; an entry that also gives
+``shape`` (``gammainc``'s derivative in ``a``, numerical) differentiates in its orders to first
+order. An entry with ``needs="scipy"`` computes its
 values with ``scipy.special`` (imported on first use: scipy is optional); without scipy it
 raises an ``ImportError`` naming the function, never a wrong value.
 """
@@ -36,6 +38,8 @@ raises an ``ImportError`` naming the function, never a wrong value.
 import math
 
 import numpy as np
+
+from . import incomplete
 
 INF = math.inf
 NAN = math.nan
@@ -110,15 +114,20 @@ class Elementary:
       arrays, as the scalar paths do);
     - ``orders``: the number of leading orders (``polygamma(n, x)``: 1; ``betainc(a, b, x)``:
       2): ``float``, ``array`` and ``derivative`` take them before ``x``; they are not
-      differentiable; ``order`` (an :class:`Order`) says what they may be;
+      differentiable unless ``shape`` is given; ``order`` (an :class:`Order`) says what they
+      may be;
+    - ``shape``: ``(ns, *orders, x, y) -> (dy/dn for each order)``, the first derivatives in
+      the orders (``gammainc``'s in ``a``), computed numerically on plain values: with it a
+      dual order is differentiated to first order, and a second derivative that involves an
+      order is an error naming the function (without it, any dual order is an error);
     - ``needs``: the optional module its values come from (``"scipy"``), or ``""``.
     """
 
     __slots__ = ("name", "arity", "float", "array", "ufuncs", "math", "derivative", "domain",
-                 "chosen", "edges", "orders", "needs", "order")
+                 "chosen", "edges", "orders", "needs", "order", "shape")
 
     def __init__(self, name, arity, float_impl, array, ufuncs, math_names, derivative, domain,
-                 chosen, edges, orders=0, needs="", order=None):
+                 chosen, edges, orders=0, needs="", order=None, shape=None):
         self.name = name
         self.arity = arity
         self.float = float_impl
@@ -132,6 +141,7 @@ class Elementary:
         self.orders = orders
         self.needs = needs
         self.order = (order or Order()) if orders else None
+        self.shape = shape
 
     def __repr__(self):
         return "<elementary %s>" % self.name
@@ -141,13 +151,13 @@ TABLE = []
 
 
 def _entry(arity, name, float_impl, array, derivative, *, ufuncs=None, math=(), domain=REALS,
-           chosen="", edges=False, orders=0, needs="", order=None):
+           chosen="", edges=False, orders=0, needs="", order=None, shape=None):
     if ufuncs is None:
         ufuncs = (array,) if isinstance(array, np.ufunc) else ()
     if order is not None:
         orders = max(orders, 1)
     e = Elementary(name, arity, float_impl, array, tuple(ufuncs), tuple(math), derivative,
-                   domain, chosen, edges, orders, needs, order)
+                   domain, chosen, edges, orders, needs, order, shape)
     TABLE.append(e)
     return e
 
@@ -208,6 +218,9 @@ def lift(e, lift1, lift2, fallback, dual):
     by_order = {}
 
     def fn(*args):
+        if e.shape is not None and any(type(n) is dual or type(n).__name__ == "ArrayDual"
+                                       for n in args[:-1]):
+            return fallback(e.name, *args)  # a dual order: the array path differentiates it
         k = orders_of(e, args)
         x = args[-1]
         tx = type(x)
@@ -657,11 +670,15 @@ unary("y1", _scipy_float("y1"), _scipy_array("y1"), lambda ns, x, y: ns.y0(x) - 
 
 
 # Functions of a static order or parameter and a real: Bessel functions of real order (their
-# x-derivatives are the recurrences), the incomplete gamma functions and their inverses (in x
-# only: their derivatives in the shape a have no closed form), the exponential integrals.
+# x-derivatives are the recurrences), the incomplete gamma functions and their inverses (in the
+# shape a too, to first order: that derivative has no closed form, deltaad.incomplete computes
+# it), the exponential integrals.
 REAL_ORDER = Order("v", integer=False, domain=REALS)
 SHAPE = Order("a", integer=False, domain=Domain(0.0))
 NO_ORDER = "no derivative in the first argument (static: a dual there is an error)"
+IN_SHAPE = ("first derivative in the first argument, computed numerically (a second derivative "
+            "involving it is an error)")
+IN_SHAPES = IN_SHAPE.replace("the first argument", "the first two arguments")
 
 
 def _bessel_step(ns, f, v, x, sign):
@@ -694,6 +711,34 @@ def _beta_density(ns, a, b, x):
         return ns.where(p < 1.0, INF, ns.where(p == 1.0, edge, 0.0))
 
     return ns.where(inside, d, ns.where(xv == 0.0, end(a), ns.where(xv == 1.0, end(b), NAN)))
+
+
+def _gammainc_shape(ns, a, x, y):
+    """d/da of ``gammainc(a, x)`` (numerical: series or continued fraction, first order)."""
+    return (incomplete.gammainc_da_of(a, x),)
+
+
+def _gammaincinv_shape(ns, a, p, y):
+    """d/da of the inverse ``y`` of ``gammainc(a, .)`` (or of ``gammaincc``: the same):
+    ``-P_a / P_x`` at ``y`` (the implicit function theorem)."""
+    return (-ns.rdiv(incomplete.gammainc_da_of(a, y), _gamma_density(ns, a, y)),)
+
+
+def _betainc_shape(ns, a, b, x, y):
+    """(d/da, d/db) of ``betainc(a, b, x)`` (numerical: continued fraction, first order)."""
+    return incomplete.betainc_dab_of(a, b, x)
+
+
+def _betaincinv_shape(ns, a, b, p, y):
+    """(d/da, d/db) of the inverse ``y`` of ``betainc(a, b, .)`` (or ``betaincc``):
+    ``-I_a / I_x`` and ``-I_b / I_x`` at ``y``."""
+    d = _beta_density(ns, a, b, y)
+    da, db = incomplete.betainc_dab_of(a, b, y)
+    return -ns.rdiv(da, d), -ns.rdiv(db, d)
+
+
+def _negated(shape):
+    return lambda *args: tuple(-d for d in shape(*args))
 
 
 def _expn_partial(ns, n, x, y):
@@ -744,30 +789,33 @@ unary("kve", _scipy_float("kve", True), _scipy_array("kve"),
       order=REAL_ORDER, domain=Domain(0.0), chosen=NO_ORDER, needs=SCIPY)
 unary("gammainc", _scipy_float("gammainc"), _scipy_array("gammainc"),
       lambda ns, a, x, y: _gamma_density(ns, a, x), ufuncs=_sp("gammainc"), order=SHAPE,
-      domain=Domain(0.0, INF, True), edges=True, needs=SCIPY,
-      chosen=NO_ORDER + "; at x = 0 the one-sided derivative (+inf for a < 1)")
+      domain=Domain(0.0, INF, True), edges=True, needs=SCIPY, shape=_gammainc_shape,
+      chosen=IN_SHAPE + "; at x = 0 the one-sided derivative (+inf for a < 1)")
 unary("gammaincc", _scipy_float("gammaincc"), _scipy_array("gammaincc"),
       lambda ns, a, x, y: -_gamma_density(ns, a, x), ufuncs=_sp("gammaincc"), order=SHAPE,
       domain=Domain(0.0, INF, True), edges=True, needs=SCIPY,
-      chosen=NO_ORDER + "; at x = 0 the one-sided derivative (-inf for a < 1)")
+      shape=_negated(_gammainc_shape),
+      chosen=IN_SHAPE + "; at x = 0 the one-sided derivative (-inf for a < 1)")
 unary("gammaincinv", _scipy_float("gammaincinv"), _scipy_array("gammaincinv"),
       lambda ns, a, p, y: ns.rdiv(1.0, _gamma_density(ns, a, y)), ufuncs=_sp("gammaincinv"),
-      order=SHAPE, domain=Domain(0.0, 1.0), edges=True, chosen=NO_ORDER, needs=SCIPY)
+      order=SHAPE, domain=Domain(0.0, 1.0), edges=True, chosen=IN_SHAPE, needs=SCIPY,
+      shape=_gammaincinv_shape)
 unary("gammainccinv", _scipy_float("gammainccinv"), _scipy_array("gammainccinv"),
       lambda ns, a, q, y: -ns.rdiv(1.0, _gamma_density(ns, a, y)),
       ufuncs=_sp("gammainccinv"),
-      order=SHAPE, domain=Domain(0.0, 1.0), edges=True, chosen=NO_ORDER, needs=SCIPY)
+      order=SHAPE, domain=Domain(0.0, 1.0), edges=True, chosen=IN_SHAPE, needs=SCIPY,
+      shape=_gammaincinv_shape)
 unary("betainc", _scipy_float("betainc"), _scipy_array("betainc"),
       lambda ns, a, b, x, y: _beta_density(ns, a, b, x), ufuncs=_sp("betainc"),
       order=Order("a, b", integer=False, domain=Domain(0.0)), orders=2,
-      domain=Domain(0.0, 1.0, True, True), edges=True, needs=SCIPY,
-      chosen=NO_ORDER.replace("argument", "two arguments") +
-      "; at x = 0 and 1 the one-sided derivatives (+inf for a < 1, resp. b < 1)")
+      domain=Domain(0.0, 1.0, True, True), edges=True, needs=SCIPY, shape=_betainc_shape,
+      chosen=IN_SHAPES + "; at x = 0 and 1 the one-sided derivatives (+inf for a < 1, resp. "
+      "b < 1)")
 unary("betaincinv", _scipy_float("betaincinv"), _scipy_array("betaincinv"),
       lambda ns, a, b, p, y: ns.rdiv(1.0, _beta_density(ns, a, b, y)),
       ufuncs=_sp("betaincinv"), order=Order("a, b", integer=False, domain=Domain(0.0)),
-      orders=2, domain=Domain(0.0, 1.0), edges=True, needs=SCIPY,
-      chosen=NO_ORDER.replace("argument", "two arguments"))
+      orders=2, domain=Domain(0.0, 1.0), edges=True, needs=SCIPY, shape=_betaincinv_shape,
+      chosen=IN_SHAPES)
 unary("expn", _scipy_float("expn"), _scipy_array("expn"), _expn_partial, ufuncs=_sp("expn"),
       order=Order("n"), domain=Domain(0.0), chosen=NO_ORDER, needs=SCIPY)
 unary("exp1", _scipy_float("exp1"), _scipy_array("exp1"),
@@ -791,8 +839,8 @@ unary("rgamma", _scipy_float("rgamma"), _scipy_array("rgamma"),
 
 # The distributions' functions of scipy.special (scipy.stats's chi2, f, t and poisson are written
 # with them), and scipy's companions of betainc and of numpy's functions. Their derivatives in
-# the variable are densities; the degrees of freedom and counts are static parameters, like
-# gammainc's a (their derivatives there have no closed form).
+# the variable are densities; in the degrees of freedom, first derivatives through gammainc's
+# and betainc's (numerical); the counts of pdtr/pdtrc are static (floored: piecewise constant).
 DF = Order("v", integer=False, domain=Domain(0.0))
 DFS = Order("dfn, dfd", integer=False, domain=Domain(0.0))
 COUNT = Order("k", integer=False, domain=Domain(0.0, INF, True))
@@ -862,6 +910,63 @@ def _poisson_shape(k):
     return float(math.floor(k)) + 1.0 if math.isfinite(k) else k + 1.0
 
 
+def _chi2_shape(ns, v, x, y):
+    """d/dv of ``chdtr(v, x) = gammainc(v / 2, x / 2)``."""
+    return (0.5 * incomplete.gammainc_da_of(0.5 * v, 0.5 * x),)
+
+
+def _chi2_inverse_shape(ns, v, p, y):
+    """d/dv of ``chdtri(v, p)``, the ``x`` with ``chdtrc(v, x) = p``: ``-P_a / P_x`` at
+    ``(v / 2, x / 2)``."""
+    a, u = 0.5 * v, 0.5 * y
+    return (-ns.rdiv(incomplete.gammainc_da_of(a, u), _gamma_density(ns, a, u)),)
+
+
+def _t_dv(v, t):
+    """d/dv of ``stdtr(v, t)``: ``stdtr = I_z(v/2, 1/2) / 2`` (``1 -`` that for t > 0) with
+    ``z = v / (v + t^2)``; ``1 - z`` is computed as ``t^2 / (v + t^2)``, not by subtraction."""
+    v, t = np.asarray(v, dtype=float), np.asarray(t, dtype=float)
+    with np.errstate(all="ignore"):
+        s = v + t * t
+        z, w = v / s, t * t / s
+        a = 0.5 * v
+        ok = (t != 0) & np.isfinite(t) & np.isfinite(v) & (v > 0)
+        zs, ws, vs, ss, as_ = (np.where(ok, q, 0.5) for q in (z, w, v, s, a))
+        ia = incomplete.betainc_dab_of(as_, 0.5, zs, ws)[0]
+        dens = np.exp((as_ - 1.0) * np.log(zs) + 0.5 * np.log(ws) - special("betaln")(as_, 0.5)
+                      - np.log(ss))
+        d = -0.5 * np.sign(t) * (0.5 * ia + dens)
+        r = np.where(ok, d, np.where(np.isnan(v) | np.isnan(t) | (v <= 0), NAN, 0.0))
+    return r if r.ndim else float(r)
+
+
+def _f_dfs(n, m, x):
+    """(d/dn, d/dm) of ``fdtr(n, m, x) = I_z(n/2, m/2)``, ``z = n x / (m + n x)`` (``1 - z =
+    m / (m + n x)``): ``I_a / 2 + z^a w^b / (n B)`` and ``I_b / 2 - z^a w^b / (m B)``."""
+    n, m, x = (np.asarray(q, dtype=float) for q in (n, m, x))
+    with np.errstate(all="ignore"):
+        s = m + n * x
+        z, w = n * x / s, m / s
+        ok = (x > 0) & np.isfinite(x) & (n > 0) & (m > 0) & np.isfinite(n) & np.isfinite(m)
+        zs, ws, ns_, ms = (np.where(ok, q, 0.5) for q in (z, w, n, m))
+        a, b = 0.5 * ns_, 0.5 * ms
+        g = np.exp(a * np.log(zs) + b * np.log(ws) - special("betaln")(a, b))
+        ia, ib = incomplete.betainc_dab_of(a, b, zs, ws)
+        dn = 0.5 * ia + g / ns_
+        dm = 0.5 * ib - g / ms
+        bad = np.isnan(n) | np.isnan(m) | np.isnan(x) | (n <= 0) | (m <= 0) | (x < 0)
+        fill = np.where(bad, NAN, 0.0)
+        dn, dm = np.where(ok, dn, fill), np.where(ok, dm, fill)
+    return (dn, dm) if dn.ndim else (float(dn), float(dm))
+
+
+def _f_inverse_shape(ns, n, m, p, y):
+    """(d/dn, d/dm) of ``fdtri(n, m, p)``: ``-F_n / F_x`` and ``-F_m / F_x`` at the quantile."""
+    dn, dm = _f_dfs(n, m, y)
+    d = _f_density(ns, n, m, y)
+    return -ns.rdiv(dn, d), -ns.rdiv(dm, d)
+
+
 def _powm1_partials(ns, x, p, y):
     """d/dx ``p x^p / x`` (also for negative x, where scipy's value is real: integer p), and
     at 0 its limit; d/dp ``x^p log(x)`` for x > 0 (0 at x = 0 for p > 0), nan for x < 0."""
@@ -880,35 +985,37 @@ def _poch_partials(ns, z, m, y):
 
 unary("chdtr", _scipy_float("chdtr"), _scipy_array("chdtr"),
       lambda ns, v, x, y: _chi2_density(ns, v, x), ufuncs=_sp("chdtr"), order=DF,
-      domain=Domain(0.0, INF, True), edges=True, needs=SCIPY,
-      chosen=NO_ORDER + "; at x = 0 the one-sided derivative (+inf for v < 2)")
+      domain=Domain(0.0, INF, True), edges=True, needs=SCIPY, shape=_chi2_shape,
+      chosen=IN_SHAPE + "; at x = 0 the one-sided derivative (+inf for v < 2)")
 unary("chdtrc", _scipy_float("chdtrc"), _scipy_array("chdtrc"),
       lambda ns, v, x, y: -_chi2_density(ns, v, x), ufuncs=_sp("chdtrc"), order=DF,
-      domain=Domain(0.0, INF, True), edges=True, needs=SCIPY,
-      chosen=NO_ORDER + "; at x = 0 the one-sided derivative (-inf for v < 2)")
+      domain=Domain(0.0, INF, True), edges=True, needs=SCIPY, shape=_negated(_chi2_shape),
+      chosen=IN_SHAPE + "; at x = 0 the one-sided derivative (-inf for v < 2)")
 unary("chdtri", _scipy_float("chdtri"), _scipy_array("chdtri"),
       lambda ns, v, p, y: -ns.rdiv(1.0, _chi2_density(ns, v, y)), ufuncs=_sp("chdtri"),
-      order=DF, domain=Domain(0.0, 1.0), edges=True, chosen=NO_ORDER, needs=SCIPY)
+      order=DF, domain=Domain(0.0, 1.0), edges=True, chosen=IN_SHAPE, needs=SCIPY,
+      shape=_chi2_inverse_shape)
 unary("fdtr", _scipy_float("fdtr"), _scipy_array("fdtr"),
       lambda ns, n, m, x, y: _f_density(ns, n, m, x), ufuncs=_sp("fdtr"), order=DFS, orders=2,
       domain=Domain(0.0, INF, True), edges=True, needs=SCIPY,
-      chosen=NO_ORDER.replace("argument", "two arguments") +
+      shape=lambda ns, n, m, x, y: _f_dfs(n, m, x), chosen=IN_SHAPES +
       "; at x = 0 the one-sided derivative (+inf for dfn < 2)")
 unary("fdtrc", _scipy_float("fdtrc"), _scipy_array("fdtrc"),
       lambda ns, n, m, x, y: -_f_density(ns, n, m, x), ufuncs=_sp("fdtrc"), order=DFS,
       orders=2, domain=Domain(0.0, INF, True), edges=True, needs=SCIPY,
-      chosen=NO_ORDER.replace("argument", "two arguments") +
+      shape=lambda ns, n, m, x, y: tuple(-d for d in _f_dfs(n, m, x)), chosen=IN_SHAPES +
       "; at x = 0 the one-sided derivative (-inf for dfn < 2)")
 unary("fdtri", _scipy_float("fdtri"), _scipy_array("fdtri"),
       lambda ns, n, m, p, y: ns.rdiv(1.0, _f_density(ns, n, m, y)), ufuncs=_sp("fdtri"),
       order=DFS, orders=2, domain=Domain(0.0, 1.0), edges=True, needs=SCIPY,
-      chosen=NO_ORDER.replace("argument", "two arguments"))
+      shape=_f_inverse_shape, chosen=IN_SHAPES)
 unary("stdtr", _scipy_float("stdtr"), _scipy_array("stdtr"),
-      lambda ns, v, t, y: _t_density(ns, v, t), ufuncs=_sp("stdtr"), order=DF, chosen=NO_ORDER,
-      needs=SCIPY)
+      lambda ns, v, t, y: _t_density(ns, v, t), ufuncs=_sp("stdtr"), order=DF, chosen=IN_SHAPE,
+      needs=SCIPY, shape=lambda ns, v, t, y: (_t_dv(v, t),))
 unary("stdtrit", _scipy_float("stdtrit"), _scipy_array("stdtrit"),
       lambda ns, v, p, y: ns.rdiv(1.0, _t_density(ns, v, y)), ufuncs=_sp("stdtrit"),
-      order=DF, domain=Domain(0.0, 1.0), edges=True, chosen=NO_ORDER, needs=SCIPY)
+      order=DF, domain=Domain(0.0, 1.0), edges=True, chosen=IN_SHAPE, needs=SCIPY,
+      shape=lambda ns, v, p, y: (-ns.rdiv(_t_dv(v, y), _t_density(ns, v, y)),))
 unary("pdtr", _scipy_float("pdtr"), _scipy_array("pdtr"),
       lambda ns, k, m, y: -_gamma_density(ns, _poisson_shape(k), m), ufuncs=_sp("pdtr"),
       order=COUNT, domain=Domain(0.0, INF, True), edges=True, needs=SCIPY,
@@ -922,12 +1029,12 @@ unary("pdtrc", _scipy_float("pdtrc"), _scipy_array("pdtrc"),
 unary("betaincc", _scipy_float("betaincc"), _scipy_array("betaincc"),
       lambda ns, a, b, x, y: -_beta_density(ns, a, b, x), ufuncs=_sp("betaincc"), order=AB,
       orders=2, domain=Domain(0.0, 1.0, True, True), edges=True, needs=SCIPY,
-      chosen=NO_ORDER.replace("argument", "two arguments") +
+      shape=_negated(_betainc_shape), chosen=IN_SHAPES +
       "; at x = 0 and 1 the one-sided derivatives (-inf for a < 1, resp. b < 1)")
 unary("betainccinv", _scipy_float("betainccinv"), _scipy_array("betainccinv"),
       lambda ns, a, b, q, y: -ns.rdiv(1.0, _beta_density(ns, a, b, y)),
       ufuncs=_sp("betainccinv"), order=AB, orders=2, domain=Domain(0.0, 1.0), edges=True,
-      needs=SCIPY, chosen=NO_ORDER.replace("argument", "two arguments"))
+      needs=SCIPY, shape=_betaincinv_shape, chosen=IN_SHAPES)
 unary("cosm1", _scipy_float("cosm1"), _scipy_array("cosm1"), lambda ns, x, y: -ns.sin(x),
       ufuncs=_sp("cosm1"), needs=SCIPY)
 unary("ndtri_exp", _scipy_float("ndtri_exp"), _scipy_array("ndtri_exp"),

@@ -29,29 +29,21 @@ DISCRETE = {"poisson": (3.5,), "binom": (10, 0.3), "nbinom": (5, 0.4), "geom": (
 DENSITY = ["pdf", "logpdf", "cdf", "logcdf", "sf", "logsf"]
 CUMULATIVE = ["cdf", "logcdf", "sf", "logsf"]
 
-# What raises, and the function its error must name. Shape parameters of the incomplete gamma
-# and beta functions (and their inverses, and the t, chi2 and F functions written with them)
-# have no closed-form derivative; scipy's C code (von Mises' cdf, the root finder of numerical
-# quantiles) works on floats; some private methods write into arrays in place or run numpy's
-# object loops.
-SHAPE_ERROR = r"scipy\.special\.\w+: the parameters? .* must be (a )?plain|_beta_ppf has no derivative"
-SHAPE_RAISES = {"t": CUMULATIVE, "chi2": CUMULATIVE, "gamma": CUMULATIVE, "beta": CUMULATIVE,
-                "f": CUMULATIVE, "invgamma": CUMULATIVE, "loggamma": CUMULATIVE,
-                "nakagami": CUMULATIVE}
-BRENTQ = r"scipy\.optimize\.brentq on dual numbers"
+# What raises, and the function its error must name: scipy's C code (von Mises' cdf, the root
+# finder of numerical quantiles) works on floats; some private methods write into arrays in place
+# or run numpy's object loops. (The shape parameters of the incomplete gamma and beta functions --
+# t, chi2, gamma, beta, f, invgamma, loggamma, nakagami in df, a, b -- differentiate: first order.)
+PPFVEC = r"self\._ppfvec\(\.\.\.\) converts a deltaad Dual"
 
 
 def expected_error(name, method, arg):
     """The pattern of the error ``name.method`` in ``arg`` raises, or None if it differentiates."""
-    if arg.startswith("shape") and method in SHAPE_RAISES.get(name, ()):
-        return SHAPE_ERROR
-    if name == "vonmises" and method in CUMULATIVE:
-        return r"_stats\.von_mises_cdf\(\.\.\.\) converts a deltaad Dual"
     quantile_q = method in ("ppf", "isf") and arg == "q"  # (loc is added to a plain quantile)
-    if name in ("vonmises", "exponnorm") and quantile_q:
-        return BRENTQ
+    if name == "vonmises" and (method in CUMULATIVE or quantile_q):
+        # (its quantile is brentq on the cdf: the root differentiates, the compiled cdf not)
+        return r"_stats\.von_mises_cdf\(\.\.\.\) converts a deltaad Dual"
     if name == "exponnorm" and method in ("logcdf", "logsf") and arg == "shape0":
-        return BRENTQ  # scipy computes the median numerically there
+        return PPFVEC  # scipy computes the median with its vectorized numerical _ppf there
     if name == "truncnorm" and (method in ("cdf", "logcdf") or method == "isf" and quantile_q):
         return r"scipy\.stats\.truncnorm\.%s on dual numbers" % method
     if name == "truncnorm" and (method in ("sf", "logsf") or method == "ppf" and quantile_q):
@@ -144,22 +136,84 @@ def test_private_ufuncs_refuse_counts():
     with pytest.raises(NotImplementedError, match=r"_ufuncs\._binom_pmf has no derivative in "
                                                   r"the count k"):
         ad.grad(lambda k: u._binom_pmf(k, 10.0, 0.3))(3.0)
-    with pytest.raises(NotImplementedError, match=r"_ufuncs\._nbinom_cdf has no derivative in n"):
-        ad.grad(lambda n: u._nbinom_cdf(3.0, n, 0.3))(5.0)
+    with pytest.raises(NotImplementedError, match=r"_ufuncs\._nbinom_cdf has no derivative in "
+                                                  r"the count k"):
+        ad.grad(lambda k: u._nbinom_cdf(k, 5.0, 0.3))(3.0)
 
 
-def test_root_finders_name_themselves_instead_of_a_system_error():
-    """scipy's C root finders ignore a failed float conversion of f's value and call f again
-    with the exception set (a SystemError later, at some unrelated call). deltaad's guard raises
-    an error naming the solver, for duals in args= and for duals f closes over."""
+@pytest.mark.parametrize("case", ["_beta_ppf a", "_beta_ppf b", "_nbinom_cdf n", "_nbinom_sf n"])
+def test_private_ufuncs_in_incomplete_beta_parameters(case):
+    """The quantile of beta in a, b and nbinom's cumulative functions in n need the incomplete
+    beta function's derivatives in its parameters (numerical, first order): against central
+    differences and forward mode; a second derivative is an error naming the ufunc."""
+    from scipy.special import _ufuncs as u
+    f, x0 = {
+        "_beta_ppf a": (lambda v: u._beta_ppf(0.4, v, 3.5), 2.5),
+        "_beta_ppf b": (lambda v: u._beta_ppf(0.4, 2.5, v), 3.5),
+        "_nbinom_cdf n": (lambda v: u._nbinom_cdf(3.0, v, 0.4), 5.0),
+        "_nbinom_sf n": (lambda v: u._nbinom_sf(3.0, v, 0.4), 5.0),
+    }[case]
+    v, g = ad.value_and_grad(f)(x0)
+    assert v == f(x0)
+    fd = (f(x0 + 1e-6) - f(x0 - 1e-6)) / 2e-6
+    assert abs(g - fd) <= 1e-6 * max(1.0, abs(fd)), (g, fd)
+    _, t = ad.jvp(f, (x0,), (1.0,))
+    assert float(t) == g
+    name = case.split()[0]
+    with pytest.raises(NotImplementedError, match=r"%s differentiates in \w to first order "
+                                                  r"only" % name):
+        ad.hessian(f)(x0)
+
+
+@pytest.mark.parametrize("solver", ["brentq", "brenth", "ridder", "bisect", "root_scalar"])
+def test_root_finders_differentiate_by_the_implicit_function_theorem(solver):
+    """The root r(q) of x^3 + q x - 2 = 0: scipy's own root (to the bit), dr/dq = -r / (3 r^2 +
+    q), in reverse and forward mode, for duals in args= and for duals f closes over; a second
+    derivative through the root is an error naming the solver."""
     optimize = pytest.importorskip("scipy.optimize")
-    for solver in ("brentq", "brenth", "ridder", "bisect"):
-        s = getattr(optimize, solver)
-        with pytest.raises(NotImplementedError, match=r"scipy\.optimize\.%s on dual" % solver):
-            ad.grad(lambda q: s(lambda x, q: x - q, -5.0, 5.0, args=(q,)))(0.4)
-        with pytest.raises(NotImplementedError, match=r"the function returned a dual"):
-            ad.grad(lambda q: s(lambda x: x - q, -5.0, 5.0))(0.4)
-        assert abs(s(lambda x: x - 0.4, -5.0, 5.0) - 0.4) < 1e-9  # plain calls: scipy's own
+
+    def solve(f, args=()):
+        if solver == "root_scalar":
+            return optimize.root_scalar(f, args=args, bracket=[-5.0, 5.0], method="brentq").root
+        return getattr(optimize, solver)(f, -5.0, 5.0, args=args)
+
+    def with_args(q):
+        return solve(lambda x, q: x ** 3 + q * x - 2.0, (q,))
+
+    def closure(q):
+        return solve(lambda x: x ** 3 + q * x - 2.0)
+
+    for f in (with_args, closure):
+        for q in (0.4, 2.5, -1.0):
+            r = f(q)
+            v, g = ad.value_and_grad(f)(q)
+            assert v == r  # scipy's root, to the bit
+            want = -r / (3 * r * r + q)
+            assert abs(g - want) <= 1e-12 * abs(want), (f, q, g, want)
+            assert float(ad.jvp(f, (q,), (1.0,))[1]) == g
+    name = "brentq" if solver == "root_scalar" else solver
+    with pytest.raises(NotImplementedError, match=r"scipy\.optimize\.%s on dual numbers is not "
+                                                  r"supported: a second derivative" % name):
+        ad.hessian(with_args)(0.4)
+    assert abs(solve(lambda x: x - 0.4) - 0.4) < 1e-9  # plain calls: scipy's own
+
+
+def test_a_root_in_an_array_program_and_a_numerical_quantile():
+    """Duals of an array program in args=; scipy.stats's numerical ppf (brentq on the cdf)."""
+    optimize = pytest.importorskip("scipy.optimize")
+
+    def f(w):
+        roots = [optimize.brentq(lambda x, c: np.tanh(x) - c, -10.0, 10.0, args=(c,))
+                 for c in np.tanh(w) * 0.5]
+        return sum(roots)
+
+    w = np.array([0.3, -0.8])
+    g = ad.grad(f)(w)
+    fd = np.array([(f(w + e) - f(w - e)) / 2e-6 for e in np.eye(2) * 1e-6])
+    assert np.allclose(g, fd, rtol=1e-7)
+    ppf = lambda q: stats.exponnorm.ppf(q, 1.5, loc=0.3, scale=1.3)  # noqa: E731
+    d = 1.0 / stats.exponnorm.pdf(ppf(0.4), 1.5, loc=0.3, scale=1.3)  # 1 / density
+    assert abs(ad.grad(ppf)(0.4) - d) <= 1e-9 * d
 
 
 def test_putmask_and_place_with_an_empty_mask_are_no_ops():

@@ -230,12 +230,60 @@ def _ordered_primitive(name, impl, derivative, edges):
     return Primitive(name, lambda v, n: impl(*n, v), vjp, jvp)
 
 
+def _first_order_only(e, what):
+    """The error for a second derivative that involves ``e``'s orders: their derivatives are
+    computed numerically on plain values (``e.shape``), not as differentiable expressions."""
+    where = next((u for u in e.ufuncs if isinstance(u, str)), "deltaad." + e.name)
+    return NotImplementedError(
+        "%s: deltaad differentiates it in %s to first order only (that derivative is computed "
+        "numerically); a second derivative involving %s (hessian, nested grad, jvp of grad) "
+        "is not supported. Differentiate once in %s, or keep %s plain."
+        % (where, e.order.name, what, e.order.name, e.order.name))
+
+
+def _shaped_primitive(e, impl):
+    """The array primitive of an entry with orders and ``shape``, differentiable in every
+    argument: the orders' partials from ``e.shape`` (first order: on duals, an error naming
+    the function), ``x``'s from ``e.derivative``."""
+    k = e.orders
+
+    def plain(vals):
+        for v in vals:
+            if type(v) is ArrayDual or type(v) is Dual:
+                raise _first_order_only(e, e.order.name)
+
+    def order_partial(j):
+        def partial(*vals):
+            plain(vals)
+            return e.shape(NS, *vals)[j]
+
+        return partial
+
+    def x_partial(*vals):
+        plain(vals[:k])
+        return e.derivative(NS, *vals)
+
+    partials = tuple(order_partial(j) for j in range(k)) + (x_partial,)
+    return elementwise_primitive(e.name, impl, partials, with_out=True, edges=e.edges)
+
+
+def _dual_order(e, args):
+    """Whether a call of entry ``e`` has a dual among its orders and ``e`` differentiates in
+    them (``e.shape``)."""
+    if e.shape is None or len(args) != e.orders + 1:
+        return False
+    return any(type(n) is ArrayDual or type(n) is Dual for n in args[:-1])
+
+
 def _array_fn(e, impl):
     """The function of entry ``e`` on arrays (and array duals), with ``impl``'s values."""
     if e.orders:
         prim = _ordered_primitive(e.name, impl, e.derivative, e.edges)
+        full = _shaped_primitive(e, impl) if e.shape is not None else None
 
         def fn(*args):
+            if full is not None and _dual_order(e, args):
+                return apply(full, args)
             for n in args[:-1]:
                 if type(n) is ArrayDual or type(n) is Dual:
                     table.order_of(e.name, n)  # raises: an order is not differentiable
@@ -268,6 +316,8 @@ def _scalar_fn(e, impl, array_fn):
         by_order = {}
 
         def fn(*args):
+            if e.shape is not None and _dual_order(e, args):
+                return array_fn(*args)
             k = table.orders_of(e, args)
             if k is None:
                 return array_fn(*args)

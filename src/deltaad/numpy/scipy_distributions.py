@@ -7,9 +7,10 @@ plain values (the same bits as without deltaad) and whose partials are closed fo
 numpy and scipy.special functions (so they differentiate again): densities for the cumulative
 functions, ``1 / density`` at the quantile for the quantile functions (the implicit function
 theorem), the log-density's derivatives for the densities. A partial with no closed form (a
-cumulative function's derivative in a shape parameter that is an argument of the incomplete beta
-function) raises an error naming the ufunc and the argument, never a silent zero. They are late
-rules keyed ``scipy.special._ufuncs.<name>``: taken up when scipy has been imported.
+cumulative function's or quantile's derivative in a parameter of the incomplete beta
+function) is computed numerically (:mod:`deltaad.incomplete`), to first order: a second
+derivative there raises an error naming the ufunc and the argument, never a silent zero. They are
+late rules keyed ``scipy.special._ufuncs.<name>``: taken up when scipy has been imported.
 
 Choices: the count ``k`` of the binomial functions is floored, as scipy does, and is not
 differentiable (a dual there is an error); at ``p = 0`` or ``1`` the pmf's derivative is the
@@ -20,6 +21,8 @@ import sys
 
 import numpy as np
 
+from .. import incomplete
+from ..trace import is_dual
 from ..trace import value as strip
 from . import registry
 from .array import apply
@@ -79,6 +82,29 @@ def _beta_ppf_dp(p, a, b, y):
     return 1.0 / _sp()._ufuncs._beta_pdf(y, a, b)
 
 
+def _plain(name, arg, vals):
+    """The shape partials below are computed numerically on plain values (first order)."""
+    for v in vals:
+        if is_dual(v):
+            raise NotImplementedError(
+                "deltaad: %s%s differentiates in %s to first order only (that derivative is "
+                "computed numerically); a second derivative involving %s is not supported"
+                % (_MODULE, name, arg, arg))
+
+
+def _beta_ppf_shape(j):
+    """d/da (``j = 0``) or d/db of the quantile ``y``: ``-I_a / I_x`` at ``y`` (the implicit
+    function theorem on ``betainc(a, b, y) = p``)."""
+    name = "ab"[j]
+
+    def partial(p, a, b, y):
+        _plain("_beta_ppf", name, (p, a, b, y))
+        d = incomplete.betainc_dab_of(a, b, y)[j]
+        return -d / _sp()._ufuncs._beta_pdf(y, a, b)
+
+    return partial
+
+
 # --------------------------------------------------------------------------------------------
 # binom, nbinom: k is floored; the cumulative functions' derivatives in p are beta densities
 
@@ -123,6 +149,19 @@ def _nbinom_cdf_dp(k, n, p, y):
 
 def _nbinom_sf_dp(k, n, p, y):
     return -_nbinom_cdf_dp(k, n, p, y)
+
+
+def _nbinom_cdf_dn(k, n, p, y):
+    # cdf = I_p(n, k + 1): d/dn is the incomplete beta function's derivative in a
+    _plain("_nbinom_cdf", "n", (k, n, p, y))
+    kf = np.floor(_value(k))
+    ok = kf >= 0
+    return np.where(ok, incomplete.betainc_dab_of(n, np.where(ok, kf, 0.0) + 1.0, p)[0], 0.0)
+
+
+def _nbinom_sf_dn(k, n, p, y):
+    _plain("_nbinom_sf", "n", (k, n, p, y))
+    return -_nbinom_cdf_dn(k, n, p, y)
 
 
 # --------------------------------------------------------------------------------------------
@@ -237,20 +276,17 @@ def _invgauss_partials(sign):
 
 # --------------------------------------------------------------------------------------------
 
-NO_SHAPE = "the incomplete beta function's derivative in its parameters has no closed form"
-
 RULES = {
     "_beta_pdf": (_beta_pdf_dx, _beta_pdf_da, _beta_pdf_db),
-    "_beta_ppf": (_beta_ppf_dp, _none("_beta_ppf", "a", NO_SHAPE),
-                  _none("_beta_ppf", "b", NO_SHAPE)),
+    "_beta_ppf": (_beta_ppf_dp, _beta_ppf_shape(0), _beta_ppf_shape(1)),
     "_binom_pmf": (_count("_binom_pmf"), _none("_binom_pmf", "n", "n is a count"),
                    _binom_pmf_dp),
     "_binom_cdf": (_count("_binom_cdf"), _none("_binom_cdf", "n", "n is a count"),
                    _binom_cdf_dp),
     "_binom_sf": (_count("_binom_sf"), _none("_binom_sf", "n", "n is a count"), _binom_sf_dp),
     "_nbinom_pmf": (_count("_nbinom_pmf"), _nbinom_pmf_dn, _nbinom_pmf_dp),
-    "_nbinom_cdf": (_count("_nbinom_cdf"), _none("_nbinom_cdf", "n", NO_SHAPE), _nbinom_cdf_dp),
-    "_nbinom_sf": (_count("_nbinom_sf"), _none("_nbinom_sf", "n", NO_SHAPE), _nbinom_sf_dp),
+    "_nbinom_cdf": (_count("_nbinom_cdf"), _nbinom_cdf_dn, _nbinom_cdf_dp),
+    "_nbinom_sf": (_count("_nbinom_sf"), _nbinom_sf_dn, _nbinom_sf_dp),
     "_skewnorm_cdf": _skewnorm_cdf_partials(),
     "_skewnorm_ppf": _skewnorm_quantile_partials(1.0),
     "_skewnorm_isf": _skewnorm_quantile_partials(-1.0),
@@ -261,11 +297,12 @@ RULES = {
 }
 
 NOTES = {
-    "_beta_ppf": "in q only (a, b: an error)",
+    "_beta_ppf": "in q; in a, b to first order (numerical)",
     "_binom_pmf": "in p only (k, n: an error); one-sided at p = 0, 1",
     "_binom_cdf": "in p only (k, n: an error)", "_binom_sf": "in p only (k, n: an error)",
     "_nbinom_pmf": "in n and p (k: an error); one-sided at p = 0, 1",
-    "_nbinom_cdf": "in p only (k, n: an error)", "_nbinom_sf": "in p only (k, n: an error)",
+    "_nbinom_cdf": "in p; in n to first order (numerical); k: an error",
+    "_nbinom_sf": "in p; in n to first order (numerical); k: an error",
 }
 
 

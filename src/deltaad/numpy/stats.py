@@ -95,10 +95,28 @@ def _assemble(n, shape, base, pieces):
     return out
 
 
+def _numerical_quantile(dist, private, q, *args):
+    """scipy's generic ``_ppf`` (and ``_isf``, ``1 - q`` through it) on duals: its
+    ``np.vectorize`` would convert a dual to a float, so ``_ppf_single`` (brentq on the cdf,
+    whose root deltaad differentiates by the implicit function theorem) runs per element."""
+    q = 1.0 - q if private == "_isf" else q
+    n = int(np.size(_values(q)))
+    return asarray([dist._ppf_single(q[i], *[a[i] for a in args]) for i in range(n)])
+
+
+def _generic(dist, private):
+    """Whether ``dist``'s quantile is scipy's generic numerical one (``rv_continuous._ppf``)."""
+    base = sys.modules["scipy.stats"].rv_continuous
+    own = getattr(type(dist), private, None)
+    return own is getattr(base, private, None) and type(dist)._ppf is base._ppf
+
+
 def _private(dist, private, method, *args):
     """``dist.<private>(*args)`` on duals; numpy's own error from inside scipy's code (an object
     loop that has no method for a dual, say) becomes one naming the call the user wrote."""
     try:
+        if private in ("_ppf", "_isf") and _generic(dist, private):
+            return _numerical_quantile(dist, private, *args)
         return getattr(dist, private)(*args)
     except TypeError as exc:
         if "deltaad" in str(exc) or "scipy.special" in str(exc):
