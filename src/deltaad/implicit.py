@@ -1,8 +1,9 @@
 """scipy.optimize's solvers inside a differentiated function: the solution's derivative by the
 implicit function theorem.
 
-A model that solves an equation (``fsolve``, ``root``) or fits an inner problem (``minimize``,
-``minimize_scalar``, ``least_squares``) hands scipy a function that returns duals when the
+A model that solves an equation (``fsolve``, ``root``, the bracketing ``brentq``, ``brenth``,
+``ridder``, ``bisect`` and ``root_scalar`` through them) or fits an inner problem
+(``minimize``, ``minimize_scalar``, ``least_squares``) hands scipy a function that returns duals when the
 parameters it closes over are being differentiated. scipy's solvers run in C or convert with
 ``np.asarray(..., dtype=float)``. So, while a differentiation is open, each runs in two steps:
 
@@ -44,15 +45,16 @@ def _steps():
 
 
 def _newton(F, x_star, shape):
-    """Newton's steps for ``F(x) = 0`` on duals from scipy's solution ``x_star``."""
+    """Newton's steps for ``F(x) = 0`` on duals from scipy's solution ``x_star`` (``shape ==
+    ()``: a scalar equation, ``F`` called with a scalar)."""
     x = np.asarray(x_star, dtype=float).reshape(-1)
 
     def flat(x):
-        return np.reshape(operand(F(np.reshape(x, shape))), (-1,))
+        return np.reshape(operand(F(x[0] if shape == () else np.reshape(x, shape))), (-1,))
 
     for _ in range(_steps()):
         x = x - np.linalg.solve(jacfwd(flat)(x), flat(x))
-    return np.reshape(x, shape)
+    return x[0] if shape == () else np.reshape(x, shape)
 
 
 def _refuse(name, why):
@@ -236,6 +238,49 @@ def _least_squares(original):
     return least_squares
 
 
+def _split_args(rest, kwargs):
+    """``(args, rest, kwargs)`` with a bracketing solver's ``args=`` taken out (positional
+    after the bracket, or a keyword), a tuple as scipy makes it."""
+    if rest:
+        args, rest = rest[0], rest[1:]
+    else:
+        args = kwargs.pop("args", ())
+    return _args(args), rest, kwargs
+
+
+def _bracketing(name):
+    """``brentq``, ``brenth``, ``ridder``, ``bisect`` (C loops on floats; ``root_scalar`` with a
+    bracket calls them). A dual reaching the C loop would leave an exception set (an
+    interpreter ``SystemError`` later), so ``f`` always gets plain values here. The bracket's
+    derivative is irrelevant: the root does not move with it."""
+
+    def factory(original):
+        def solver(f, a, b, *rest, **kwargs):
+            if not open_traces():
+                return original(f, a, b, *rest, **kwargs)
+            args, rest, kwargs = _split_args(rest, dict(kwargs))
+            if holds_dual(list(rest)) or holds_dual(list(kwargs.values())):
+                _refuse(name, "a tolerance or option holds a dual number")
+            seen = [holds_dual(list(args))]
+            res = original(_plain_of(lambda x: f(x, *args), seen), strip(a), strip(b), (),
+                           *rest, **kwargs)
+            if not seen[0]:
+                return res
+            full = type(res) is tuple
+            r = res[0] if full else res
+            if full and not res[1].converged:
+                _refuse(name, "it did not converge (%s)" % res[1].flag)
+            root = revalue(_newton(lambda z: f(z, *args), r, ()), r, "scipy.optimize." + name)
+            if not full:
+                return root
+            res[1].root = root  # root_scalar returns these RootResults: its root is the dual
+            return (root,) + tuple(res[1:])
+
+        return solver
+
+    return factory
+
+
 SOLVERS = {
     "fsolve": (_fsolve, ("scipy.optimize", "scipy.optimize._minpack_py")),
     "root": (_root, ("scipy.optimize", "scipy.optimize._root")),
@@ -244,6 +289,8 @@ SOLVERS = {
     "least_squares": (_least_squares, ("scipy.optimize", "scipy.optimize._lsq",
                                        "scipy.optimize._lsq.least_squares")),
 }
+for _name in ("brentq", "brenth", "ridder", "bisect"):
+    SOLVERS[_name] = (_bracketing(_name), ("scipy.optimize", "scipy.optimize._zeros_py"))
 
 
 def install(module):

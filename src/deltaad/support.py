@@ -269,7 +269,8 @@ def support_table():
             "gradients as `jac=` / `hess=` (see the examples).", "",
             "Solvers and interpolants *inside* a differentiated function (their result carries "
             "scipy's value; see [Arrays](arrays.md) for how each is differentiated): "
-            "`scipy.optimize`'s `fsolve`, `root`, `minimize`, `minimize_scalar`, "
+            "`scipy.optimize`'s `brentq`, `brenth`, `ridder`, `bisect`, `root_scalar`, "
+            "`fsolve`, `root`, `minimize`, `minimize_scalar`, "
             "`least_squares` (the implicit function's derivative, every order); "
             "`scipy.integrate`'s `quad` (and `dblquad`, `tplquad`, `nquad`) and `solve_ivp` "
             "with `RK45`, `RK23`, `DOP853` (the derivative of scipy's discretisation); "

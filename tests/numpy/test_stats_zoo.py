@@ -168,8 +168,8 @@ def test_private_ufuncs_in_incomplete_beta_parameters(case):
 @pytest.mark.parametrize("solver", ["brentq", "brenth", "ridder", "bisect", "root_scalar"])
 def test_root_finders_differentiate_by_the_implicit_function_theorem(solver):
     """The root r(q) of x^3 + q x - 2 = 0: scipy's own root (to the bit), dr/dq = -r / (3 r^2 +
-    q), in reverse and forward mode, for duals in args= and for duals f closes over; a second
-    derivative through the root is an error naming the solver."""
+    q), in reverse and forward mode, for duals in args= and for duals f closes over; the second
+    derivative too (d2r/dq2 = -(r' G - r G') / G^2, G = 3 r^2 + q, G' = 6 r r' + 1)."""
     optimize = pytest.importorskip("scipy.optimize")
 
     def solve(f, args=()):
@@ -189,12 +189,16 @@ def test_root_finders_differentiate_by_the_implicit_function_theorem(solver):
             v, g = ad.value_and_grad(f)(q)
             assert v == r  # scipy's root, to the bit
             want = -r / (3 * r * r + q)
-            assert abs(g - want) <= 1e-12 * abs(want), (f, q, g, want)
-            assert float(ad.jvp(f, (q,), (1.0,))[1]) == g
-    name = "brentq" if solver == "root_scalar" else solver
-    with pytest.raises(NotImplementedError, match=r"scipy\.optimize\.%s on dual numbers is not "
-                                                  r"supported: a second derivative" % name):
-        ad.hessian(with_args)(0.4)
+            assert abs(g - want) <= 1e-10 * abs(want), (f, q, g, want)
+            assert float(ad.jvp(f, (q,), (1.0,))[1]) == pytest.approx(g, rel=1e-13)
+    for f in (with_args, closure):
+        q = 0.4
+        r = f(q)
+        G = 3 * r * r + q
+        dr = -r / G
+        d2r = -(dr * G - r * (6 * r * dr + 1.0)) / G ** 2
+        assert ad.hessian(f)(q) == pytest.approx(d2r, rel=1e-8)
+        assert ad.grad(ad.grad(f))(q) == pytest.approx(d2r, rel=1e-8)
     assert abs(solve(lambda x: x - 0.4) - 0.4) < 1e-9  # plain calls: scipy's own
 
 

@@ -26,7 +26,6 @@ from . import (  # noqa: F401 (the rule families)
 # (complex_array.load_rules)
 from . import complex_linalg, fft, library  # noqa: F401
 from . import scipy_fft, scipy_linalg, scipy_multivariate, scipy_spatial  # noqa: F401 (scipy's functions, taken up when scipy is imported)
-from . import scipy_roots  # noqa: F401 (scipy.optimize's C root finders: implicit derivatives)
 from . import scipy_distributions  # noqa: F401 (scipy's private distribution ufuncs)
 from . import scipy_integrate  # noqa: F401 (quad and solve_ivp: the derivative of scipy's discretisation)
 from . import scipy_interpolate  # noqa: F401 (scipy's interpolants at dual points)
