@@ -170,10 +170,17 @@ def agree(e, x, paths):
             assert v != "domain", "%s at %r: %s raised" % (e.name, x, k)
 
 
+def hangs(e, x):
+    """Points where scipy's own function does not return (``hyp1f1`` for large positive x:
+    its series runs on; the value overflows from about 700)."""
+    return getattr(e, "entry", e).name == "hyp1f1" and x > 700
+
+
 @pytest.mark.parametrize("e", UNARY, ids=[e.name for e in UNARY])
 def test_unary_paths_agree_at_special_points(e):
     for x in SPECIAL + edges(e):
-        agree(e, x, unary_paths(e, x))
+        if not hangs(e, x):
+            agree(e, x, unary_paths(e, x))
 
 
 @pytest.mark.parametrize("e", UNARY, ids=[e.name for e in UNARY])
