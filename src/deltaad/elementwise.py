@@ -1181,9 +1181,10 @@ def _ellipeinc_partials(ns, phi, m, E):
 
 
 def _agm_partials(ns, a, b, M):
-    """agm(a, b) = pi p / (2 K(1 - (q/p)^2)) with p the larger of a, b in magnitude and q the
-    other (of one sign): d/dq ``4 q M^2 K'(m) / (pi p^3)``, d/dp ``(M - q dM/dq) / p`` (M is
-    homogeneous of degree 1); nan where a or b is 0 (or infinite) or their signs differ."""
+    """agm(a, b) = pi p / (2 K(m)), m = 1 - (q/p)^2, with p the larger of a, b in magnitude
+    and q the other (of one sign): d/dq ``4 q M^2 K'(m) / (pi p^3)``, d/dp ``(M - q dM/dq) /
+    p`` (M is homogeneous of degree 1); nan where a or b is 0 (or infinite) or their signs
+    differ."""
     av, bv = ns.value(a), ns.value(b)
     ok = ((av > 0.0) & (bv > 0.0)) | ((av < 0.0) & (bv < 0.0))
     ok = ok & (abs(av) < INF) & (abs(bv) < INF)
@@ -1191,10 +1192,10 @@ def _agm_partials(ns, a, b, M):
     P = _safe(ns, ok, ns.where(first, a, b), 1.0)
     Q = _safe(ns, ok, ns.where(first, b, a), 1.0)
     Ms = _safe(ns, ok, M, 1.0)
-    r = Q / P
+    r, u = Q / P, Ms / P  # (ratios: no power of a or b under- or overflows)
     m = (1.0 - r) * (1.0 + r)
-    dq = 4.0 * Q * (Ms * Ms) * _dellipk(ns, m) / (math.pi * P * P * P)
-    dp = (Ms - Q * dq) / P
+    dq = (4.0 / math.pi) * r * (u * u) * _dellipk(ns, m)
+    dp = u - r * dq
     return (ns.where(ok, ns.where(first, dp, dq), NAN), ns.where(ok, ns.where(first, dq, dp), NAN))
 
 
@@ -1277,7 +1278,8 @@ ELL = "m <= 1: +inf at m = 1"
 unary("k0", _scipy_float("k0", True), _scipy_array("k0"), lambda ns, x, y: -ns.k1(x),
       ufuncs=_sp("k0"), domain=Domain(0.0), needs=SCIPY)
 unary("k1", _scipy_float("k1", True), _scipy_array("k1"),
-      lambda ns, x, y: -(ns.k0(x) + ns.rdiv(y, x)), ufuncs=_sp("k1"), domain=Domain(0.0), needs=SCIPY)
+      lambda ns, x, y: -(ns.k0(x) + ns.rdiv(y, x)), ufuncs=_sp("k1"), domain=Domain(0.0),
+      needs=SCIPY)
 unary("k0e", _scipy_float("k0e", True), _scipy_array("k0e"), lambda ns, x, y: y - ns.k1e(x),
       ufuncs=_sp("k0e"), domain=Domain(0.0), needs=SCIPY)
 unary("k1e", _scipy_float("k1e", True), _scipy_array("k1e"),
@@ -1401,6 +1403,22 @@ unary("eval_hermitenorm", _scipy_float("eval_hermitenorm", True),
 unary("eval_laguerre", _scipy_float("eval_laguerre", True), _scipy_array("eval_laguerre"),
       lambda ns, n, x, y: -_degree_sum(ns, n, ns.eval_laguerre, None, x),
       ufuncs=_sp("eval_laguerre"), order=DEGREE, chosen=DIEG, needs=SCIPY)
+unary("eval_chebyc", _scipy_float("eval_chebyc", True), _scipy_array("eval_chebyc"),
+      lambda ns, n, x, y: n * ns.eval_chebys(_down(n), x), ufuncs=_sp("eval_chebyc"),
+      order=DEGREE, chosen=DIEG, needs=SCIPY)
+unary("eval_chebys", _scipy_float("eval_chebys", True), _scipy_array("eval_chebys"),
+      lambda ns, n, x, y: _degree_sum(ns, n, ns.eval_chebys, lambda k: k + 1.0, x),
+      ufuncs=_sp("eval_chebys"), order=DEGREE, chosen=DIEG, needs=SCIPY)
+unary("eval_sh_legendre", _scipy_float("eval_sh_legendre", True),
+      _scipy_array("eval_sh_legendre"),
+      lambda ns, n, x, y: _degree_sum(ns, n, ns.eval_sh_legendre, lambda k: 4.0 * k + 2.0, x),
+      ufuncs=_sp("eval_sh_legendre"), order=DEGREE, chosen=DIEG, needs=SCIPY)
+unary("eval_sh_chebyt", _scipy_float("eval_sh_chebyt", True), _scipy_array("eval_sh_chebyt"),
+      lambda ns, n, x, y: (2 * n) * ns.eval_sh_chebyu(_down(n), x),
+      ufuncs=_sp("eval_sh_chebyt"), order=DEGREE, chosen=DIEG, needs=SCIPY)
+unary("eval_sh_chebyu", _scipy_float("eval_sh_chebyu", True), _scipy_array("eval_sh_chebyu"),
+      lambda ns, n, x, y: _degree_sum(ns, n, ns.eval_sh_chebyu, lambda k: 4.0 * k + 4.0, x),
+      ufuncs=_sp("eval_sh_chebyu"), order=DEGREE, chosen=DIEG, needs=SCIPY)
 DEG_ALPHA = Order("n, alpha", integer=False, domain=Domain(0.0, INF, True))
 unary("eval_genlaguerre", _scipy_float("eval_genlaguerre", True),
       _scipy_array("eval_genlaguerre"),
