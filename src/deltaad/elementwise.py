@@ -1307,10 +1307,11 @@ binary("rel_entr", _scipy_float("rel_entr"), _scipy_array("rel_entr"),
                            "the value is +inf")
 binary("huber", _scipy_float("huber"), _scipy_array("huber"), _huber_partials,
        ufuncs=_sp("huber"), needs=SCIPY,
-       chosen="continuous at |r| = delta (both one-sided partials agree); nan for delta < 0")
+       chosen="continuous where abs(r) = delta (both one-sided partials agree); nan for "
+              "delta < 0")
 binary("pseudo_huber", _scipy_float("pseudo_huber"), _scipy_array("pseudo_huber"),
        _pseudo_huber_partials, ufuncs=_sp("pseudo_huber"), needs=SCIPY,
-       chosen="at delta = 0 d/ddelta |r| (one-sided), d/dr 0; both 0 at the origin; nan for "
+       chosen="at delta = 0 d/ddelta abs(r) (one-sided), d/dr 0; both 0 at the origin; nan for "
               "delta < 0")
 binary("boxcox", _scipy_float("boxcox"), _scipy_array("boxcox"),
        lambda ns, x, lm, y: _boxcox_partials(ns, x, lm, y, ns.log, x), ufuncs=_sp("boxcox"),
@@ -1355,12 +1356,13 @@ binary("binom", _scipy_float("binom", True), _scipy_array("binom"), _binom_parti
 
 unary("ellipk", _scipy_float("ellipk", True), _scipy_array("ellipk"),
       lambda ns, m, y: _dellipk(ns, m), ufuncs=_sp("ellipk"), domain=Domain(-INF, 1.0),
-      edges=True, needs=SCIPY, chosen="a power series for |m| < 0.1 (the closed form is 0/0 "
+      edges=True, needs=SCIPY, chosen="a power series for abs(m) < 0.1 (the closed form is 0/0 "
                                       "at 0)")
 unary("ellipe", _scipy_float("ellipe"), _scipy_array("ellipe"),
       lambda ns, m, y: _dellipe(ns, m, y), ufuncs=_sp("ellipe"),
       domain=Domain(-INF, 1.0, False, True), edges=True, needs=SCIPY,
-      chosen="-inf at m = 1 (the one-sided derivative); a power series for |m| < 0.1")
+      chosen="-inf at m = 1 (the one-sided derivative); a power series for abs(m) < "
+             "0.1")
 unary("ellipkm1", _scipy_float("ellipkm1", True), _scipy_array("ellipkm1"),
       lambda ns, p, y: -_dellipk(ns, 1.0 - p), ufuncs=_sp("ellipkm1"), domain=Domain(0.0),
       edges=True, needs=SCIPY)
