@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from deltaad import _pure
 from deltaad.elementwise import TABLE
-from helpers import OP_NAMES, bits, function, programs, scaled, unary_entries
+from helpers import OP_NAMES, bits, function, programs, scaled, scipy_hangs, unary_entries
 
 _core = pytest.importorskip("deltaad._core")
 
@@ -108,7 +108,7 @@ def _results_unary(B, name, x):
 @pytest.mark.parametrize("name", UNARY)
 def test_unary_bit_for_bit(name):
     @scaled(0.6)
-    @given(any_float)
+    @given(any_float.filter(lambda x: not scipy_hangs(name, x)))
     def prop(x):
         rp = _results_unary(_pure, name, x)
         rc = _results_unary(_core, name, x)
@@ -121,6 +121,8 @@ def test_unary_bit_for_bit(name):
 @pytest.mark.parametrize("x", [0.0, -0.0, 1.0, -1.0, 0.5, 3.0, -3.0, 1e-300, 40.0, 800.0,
                                math.inf, -math.inf, math.nan], ids=repr)
 def test_unary_bit_for_bit_special_points(name, x):
+    if scipy_hangs(name, x):
+        pytest.skip("scipy's %s does not return at %r" % (name, x))
     assert _results_unary(_pure, name, x) == _results_unary(_core, name, x)
 
 

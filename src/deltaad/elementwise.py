@@ -1053,4 +1053,549 @@ for _name in ("log1p", "expm1", "exp2", "cbrt", "erf", "erfc"):
     _e.ufuncs = tuple(dict.fromkeys(_e.ufuncs + tuple(_sp(_name))))
 del _name, _e
 
+
+# --------------------------------------------------------------------------------------------
+# More of scipy.special: modified Bessel functions of integer order, losses and transforms,
+# elliptic integrals, hypergeometric functions, orthogonal polynomials in x and the binomial,
+# gamma and Kolmogorov distributions. Each derivative is written with the table's own
+# functions, so it nests; degrees, counts and the parameters of hypergeometric functions are
+# static (their derivatives have no closed form in scipy.special's functions).
+
+INTEGER_ORDER = Order("n", integer=True, domain=REALS)
+DEGREE = Order("n")  # an integer >= 0
+DIEG = "the degree n is static (a dual there is an error)"
+
+
+def _poly(ns, x, coefs):
+    """``sum coefs[k] x^k`` by Horner's rule (a power series cut to rounding)."""
+    s = coefs[-1]
+    for c in reversed(coefs[:-1]):
+        s = c + x * s
+    return s
+
+
+def _safe(ns, ok, x, at):
+    """``x`` where ``ok``, else the harmless point ``at``: a branch ``ns.where`` does not take
+    is still evaluated (and differentiated), so it must see no pole and no domain error."""
+    return ns.where(ok, x, at)
+
+
+# g(t) = (t e^t - expm1(t)) / t^2 = sum (k + 1) / (k + 2)! t^k: exprel's derivative, and the
+# lambda-derivative of boxcox over log(x)^2; the series for |t| < 1/2, where the quotient
+# cancels (0/0 at 0)
+_G_SERIES = [(k + 1) / math.factorial(k + 2) for k in range(20)]
+
+
+def _g(ns, t):
+    tv = ns.value(t)
+    small = abs(tv) < 0.5
+    ts = _safe(ns, small, t, 0.0)
+    tb = _safe(ns, small, 1.0, t)
+    return ns.where(small, _poly(ns, ts, _G_SERIES),
+                    (ns.exp(tb) * (tb - 1.0) + 1.0) / (tb * tb))
+
+
+# h(u) = (u / (1 + u) - log1p(u)) / u^2 = sum_{k >= 2} (-1)^(k-1) (k - 1) / k u^(k-2): the
+# lambda-derivative of inv_boxcox over y^2 x; the series for |u| < 1/10
+_H_SERIES = [(-1.0) ** (k - 1) * (k - 1) / k for k in range(2, 20)]
+
+
+def _h(ns, u):
+    uv = ns.value(u)
+    small = abs(uv) < 0.1
+    us = _safe(ns, small, u, 0.0)
+    ub = _safe(ns, small | (uv <= -1.0), 1.0, u)
+    return ns.where(small, _poly(ns, us, _H_SERIES),
+                    ns.where(uv > -1.0, (ub / (1.0 + ub) - ns.log1p(ub)) / (ub * ub), NAN))
+
+
+def _boxcox_partials(ns, x, lm, y, log, power):
+    """boxcox (``log``/``power`` = log, x) and boxcox1p (log1p, 1 + x): d/dx ``x^(lmbda-1)``,
+    d/dlmbda ``log(x)^2 g(lmbda log(x))``; at the end of the domain (x = 0 for boxcox, -1
+    for boxcox1p) the one-sided limits (+inf, 1 or 0 by lmbda in x; 1 / lmbda^2 for lmbda > 0
+    in lmbda), nan beyond."""
+    pv, lv = ns.value(power), ns.value(lm)
+    inside = pv > 0.0
+    xs = _safe(ns, inside, x, 0.0 if log is ns.log1p else 1.0)
+    L = log(xs)
+    dx = ns.exp((lm - 1.0) * L)
+    dl = L * L * _g(ns, lm * L)
+    end = pv == 0.0
+    lpos = _safe(ns, lv > 0.0, lm, 1.0)
+    dx_end = ns.where(lv < 1.0, INF, ns.where(lv == 1.0, 1.0, 0.0))
+    dl_end = ns.where(lv > 0.0, ns.rdiv(1.0, lpos * lpos), NAN)
+    return (ns.where(inside, dx, ns.where(end, dx_end, NAN)),
+            ns.where(inside, dl, ns.where(end, dl_end, NAN)))
+
+
+def _inv_boxcox_partials(ns, y, lm, x):
+    """x = inv_boxcox(y, lmbda) = (1 + lmbda y)^(1/lmbda): d/dy ``x / (1 + lmbda y)``,
+    d/dlmbda ``x y^2 h(lmbda y)``; nan where ``1 + lmbda y <= 0``."""
+    u = lm * y
+    ok = ns.value(u) > -1.0
+    us = _safe(ns, ok, u, 0.0)
+    return (ns.where(ok, x / (1.0 + us), NAN), ns.where(ok, x * (y * y) * _h(ns, us), NAN))
+
+
+def _kl_partials(ns, x, y, v, rel):
+    """kl_div (``rel`` False: ``x log(x/y) - x + y``) and rel_entr (``x log(x/y)``) for x, y > 0;
+    at x = 0 (where the value is y, resp. 0, for y >= 0) d/dx is -inf (the one-sided limit of
+    log x) and d/dy 1, resp. 0; nan elsewhere (the value is +inf there)."""
+    xv, yv = ns.value(x), ns.value(y)
+    both = (xv > 0.0) & (yv > 0.0)
+    xs, ys = _safe(ns, both, x, 1.0), _safe(ns, both, y, 1.0)
+    r = xs / ys
+    dx = ns.log(r) + (1.0 if rel else 0.0)
+    dy = -r if rel else 1.0 - r
+    at0 = (xv == 0.0) & (yv >= 0.0)
+    return (ns.where(both, dx, ns.where(at0, -INF, NAN)),
+            ns.where(both, dy, ns.where(at0, 0.0 if rel else 1.0, NAN)))
+
+
+def _huber_partials(ns, delta, r, y):
+    """d/ddelta ``|r| - delta`` outside ``|r| <= delta`` (0 inside), d/dr ``r`` inside and
+    ``delta sign(r)`` outside: both continuous at ``|r| = delta``; nan for delta < 0 (the value
+    is +inf there)."""
+    dv, rv = ns.value(delta), ns.value(r)
+    inside = abs(rv) <= dv
+    neg = dv < 0.0
+    dd = ns.where(inside, 0.0, ns.absolute(r) - delta)
+    dr = ns.where(inside, r, delta * ns.sign(r))
+    return ns.where(neg, NAN, dd), ns.where(neg, NAN, dr)
+
+
+def _pseudo_huber_partials(ns, delta, r, y):
+    """With ``s = hypot(delta, r)``: d/dr ``delta r / s``, d/ddelta ``(s - delta)^2 / s``
+    (written ``q (q / s)``, ``q = r^2 / (s + delta)``, which neither cancels nor underflows
+    early); at delta = 0 (the value is 0 for every r) the one-sided limits 0 and ``|r|``, at
+    the origin 0 and 0; nan for delta < 0."""
+    dv, rv = ns.value(delta), ns.value(r)
+    ok = (dv >= 0.0) & ((dv > 0.0) | (rv != 0.0))
+    ds = _safe(ns, ok, delta, 1.0)
+    s = ns.hypot(ds, r)
+    q = r * (r / (s + ds))
+    at0 = (dv == 0.0) & (rv == 0.0)
+    return (ns.where(ok, q * (q / s), ns.where(at0, 0.0, NAN)),
+            ns.where(ok, ds * (r / s), ns.where(at0, 0.0, NAN)))
+
+
+_ERF_SERIES = [TWO_OVER_SQRT_PI * (-1.0) ** k / (math.factorial(k) * (2 * k + 1))
+               for k in range(16)]
+
+
+def _erf(ns, z):
+    """erf with the same bits on every path (``ns.erf`` is ``math.erf`` on floats and scipy's
+    on arrays): its power series for |z| < 1/2, ``2 ndtr(z sqrt 2) - 1`` (scipy's) beyond."""
+    small = abs(ns.value(z)) < 0.5
+    zs = _safe(ns, small, z, 0.0)
+    return ns.where(small, zs * _poly(ns, zs * zs, _ERF_SERIES),
+                    2.0 * ns.ndtr(math.sqrt(2.0) * z) - 1.0)
+
+
+def _owens_t_partials(ns, h, a, y):
+    """d/dh ``-phi(h) erf(a h / sqrt 2) / 2``, d/da ``exp(-h^2 (1 + a^2) / 2) / (2 pi (1 +
+    a^2))`` (the integrand at a)."""
+    dh = -(INV_SQRT_2PI * 0.5) * ns.exp(-0.5 * (h * h)) * _erf(ns, a * h * (1.0 / math.sqrt(2.0)))
+    q = 1.0 + a * a
+    da = ns.exp(-0.5 * (h * h) * q) / (2.0 * math.pi * q)
+    return dh, da
+
+
+def _binom_partials(ns, n, k, y):
+    """binom(n, k) = Gamma(n + 1) / (Gamma(k + 1) Gamma(n - k + 1)): d/dn ``y (psi(n + 1) -
+    psi(n - k + 1))``, d/dk ``y (psi(n - k + 1) - psi(k + 1))``."""
+    s = ns.digamma(n - k + 1.0)
+    return y * (ns.digamma(n + 1.0) - s), y * (s - ns.digamma(k + 1.0))
+
+
+# K(m) = pi/2 sum c_j m^j, c_j = ((2j)! / (4^j j!^2))^2, and E(m) = pi/2 sum c_j m^j / (1 - 2j):
+# their derivatives' series near m = 0, where the closed forms are 0/0
+_C = [(math.factorial(2 * j) / (4.0 ** j * math.factorial(j) ** 2)) ** 2 for j in range(40)]
+_DK_SERIES = [0.5 * math.pi * (j + 1) * _C[j + 1] for j in range(30)]
+_DE_SERIES = [0.5 * math.pi * (j + 1) * _C[j + 1] / (1.0 - 2.0 * (j + 1)) for j in range(30)]
+SMALL_M = 0.1
+
+
+def _dellipk(ns, m):
+    """dK/dm = ``(E - (1 - m) K) / (2 m (1 - m))``, its series for |m| < 0.1; +inf at m = 1."""
+    mv = ns.value(m)
+    small = abs(mv) < SMALL_M
+    ok = ~small & (mv < 1.0) if isinstance(mv, np.ndarray) else (not small and mv < 1.0)
+    ms = _safe(ns, small, m, 0.0)
+    mb = _safe(ns, ok, m, 0.5)
+    kb = ns.ellipk(mb)
+    closed = (ns.ellipe(mb) - (1.0 - mb) * kb) / (2.0 * mb * (1.0 - mb))
+    return ns.where(small, _poly(ns, ms, _DK_SERIES),
+                    ns.where(ok, closed, ns.where(mv == 1.0, INF, NAN)))
+
+
+def _dellipe(ns, m, E):
+    """dE/dm = ``(E - K) / (2 m)``, its series for |m| < 0.1; -inf at m = 1."""
+    mv = ns.value(m)
+    small = abs(mv) < SMALL_M
+    ok = ~small & (mv < 1.0) if isinstance(mv, np.ndarray) else (not small and mv < 1.0)
+    ms = _safe(ns, small, m, 0.0)
+    mb = _safe(ns, ok, m, 0.5)
+    eb = _safe(ns, ok, E, 1.3506438810476755)
+    return ns.where(small, _poly(ns, ms, _DE_SERIES),
+                    ns.where(ok, (eb - ns.ellipk(mb)) / (2.0 * mb), ns.where(mv == 1.0, -INF, NAN)))
+
+
+def _incomplete_elliptic(ns, phi, m):
+    """The parts of the incomplete integrals' partials: ``Delta = sqrt(1 - m sin^2 phi)``, where
+    it is real and positive (``ok``), and the points to evaluate at."""
+    mv = ns.value(m)
+    s = ns.sin(phi)
+    dv = 1.0 - mv * ns.value(s) ** 2
+    ok = dv > 0.0
+    ms = _safe(ns, ok, m, 0.0)
+    ps = _safe(ns, ok, phi, 0.0)
+    sp = ns.sin(ps)
+    delta = ns.sqrt(1.0 - ms * (sp * sp))
+    return ok, ms, ps, delta
+
+
+def _ellipkinc_partials(ns, phi, m, F):
+    """d/dphi ``1 / Delta``; d/dm ``(E - (1 - m) F) / (2 m (1 - m)) - sin(2 phi) / (4 (1 - m)
+    Delta)``, at m = 0 its limit ``(2 phi - sin 2 phi) / 8`` (near 0 it loses about
+    log10(1/|m|) digits to cancellation); nan where ``m sin^2 phi >= 1`` or m = 1."""
+    ok, ms, ps, delta = _incomplete_elliptic(ns, phi, m)
+    mv = ns.value(ms)
+    gen = ok & (mv != 0.0) & (mv != 1.0)
+    mg = _safe(ns, gen, ms, 0.5)
+    pg = _safe(ns, gen, ps, 0.5)
+    sg = ns.sin(pg)
+    dg = ns.sqrt(1.0 - mg * (sg * sg))
+    Fg = ns.ellipkinc(pg, mg)
+    dm = (ns.ellipeinc(pg, mg) - (1.0 - mg) * Fg) / (2.0 * mg * (1.0 - mg)) - \
+        ns.sin(2.0 * pg) / (4.0 * (1.0 - mg) * dg)
+    lim = (2.0 * ps - ns.sin(2.0 * ps)) / 8.0
+    return (ns.where(ok, 1.0 / delta, NAN),
+            ns.where(gen, dm, ns.where(ok & (mv == 0.0), lim, NAN)))
+
+
+def _ellipeinc_partials(ns, phi, m, E):
+    """d/dphi ``Delta``; d/dm ``(E - F) / (2 m)``, at m = 0 its limit ``-(2 phi - sin 2 phi) /
+    8`` (near 0 it loses about log10(1/|m|) digits); nan where ``m sin^2 phi > 1``."""
+    ok, ms, ps, delta = _incomplete_elliptic(ns, phi, m)
+    mv = ns.value(ms)
+    gen = ok & (mv != 0.0)
+    mg = _safe(ns, gen, ms, 0.5)
+    pg = _safe(ns, gen, ps, 0.5)
+    dm = (ns.ellipeinc(pg, mg) - ns.ellipkinc(pg, mg)) / (2.0 * mg)
+    lim = -(2.0 * ps - ns.sin(2.0 * ps)) / 8.0
+    return (ns.where(ok, delta, NAN), ns.where(gen, dm, ns.where(ok & (mv == 0.0), lim, NAN)))
+
+
+def _agm_partials(ns, a, b, M):
+    """agm(a, b) = pi p / (2 K(m)), m = 1 - (q/p)^2, with p the larger of a, b in magnitude
+    and q the other (of one sign): d/dq ``4 q M^2 K'(m) / (pi p^3)``, d/dp ``(M - q dM/dq) /
+    p`` (M is homogeneous of degree 1); nan where a or b is 0 (or infinite) or their signs
+    differ."""
+    av, bv = ns.value(a), ns.value(b)
+    ok = ((av > 0.0) & (bv > 0.0)) | ((av < 0.0) & (bv < 0.0))
+    ok = ok & (abs(av) < INF) & (abs(bv) < INF)
+    first = abs(av) >= abs(bv)
+    P = _safe(ns, ok, ns.where(first, a, b), 1.0)
+    Q = _safe(ns, ok, ns.where(first, b, a), 1.0)
+    Ms = _safe(ns, ok, M, 1.0)
+    r, u = Q / P, Ms / P  # (ratios: no power of a or b under- or overflows)
+    m = (1.0 - r) * (1.0 + r)
+    dq = (4.0 / math.pi) * r * (u * u) * _dellipk(ns, m)
+    dp = u - r * dq
+    return (ns.where(ok, ns.where(first, dp, dq), NAN), ns.where(ok, ns.where(first, dq, dp), NAN))
+
+
+def _kolmogorov_partial(ns, y, v):
+    """d/dy of the Kolmogorov survival function ``2 sum (-1)^(k-1) exp(-2 k^2 y^2)``: that
+    series' derivative for y >= 0.8, the derivative of its theta-function form ``1 - sqrt(2
+    pi) / y sum exp(-(2k-1)^2 pi^2 / (8 y^2))`` below; 0 for y < 0.04 (below 1e-300) and y <=
+    0, where the function is 1."""
+    yv = ns.value(y)
+    big = yv >= 0.8
+    mid = (yv >= 0.04) & (yv < 0.8)
+    yb = _safe(ns, big, y, 1.0)
+    yy = yb * yb
+    alt = 0.0
+    for k in range(1, 9):
+        alt = alt + (-1.0) ** (k - 1) * (k * k) * ns.exp(-2.0 * (k * k) * yy)
+    alt = -8.0 * yb * alt
+    ym = _safe(ns, mid, y, 0.5)
+    u = 1.0 / (ym * ym)
+    theta = 0.0
+    for k in range(1, 6):
+        c = (2 * k - 1) ** 2 * math.pi ** 2 / 8.0
+        theta = theta + ns.exp(-c * u) * (u - 2.0 * c * (u * u))
+    theta = SQRT_2PI * theta
+    return ns.where(big, alt, ns.where(mid, theta, ns.where(yv == yv, 0.0, NAN)))
+
+
+def _degree_sum(ns, n, f, coef, x):
+    """``sum coef(k) f(k, x)`` over the degrees ``k = n-1, n-3, ...`` (``coef`` None: every
+    ``k < n``) -- the derivatives of Legendre's, Chebyshev's U and Laguerre's polynomials in
+    their own integer-degree family (the same bits on every path; n may be an array)."""
+    if isinstance(n, np.ndarray):
+        if not np.all(n == np.floor(n)):  # (a float n on scalars is refused by order_of)
+            raise TypeError("scipy.special.%s: deltaad differentiates it for integer degrees "
+                            "n only (pass integers)" % f.__name__)
+        top = int(np.max(n, initial=0))
+    else:
+        top = int(n)
+    total = 0.0 * x
+    for k in range(top):
+        use = (k <= n - 1) & ((n - 1 - k) % 2 == 0) if coef else (k <= n - 1)
+        c = coef(k) if coef else 1.0
+        c = np.where(use, c, 0.0) if isinstance(use, np.ndarray) else (c if use else 0.0)
+        total = total + c * f(k, x)
+    return total
+
+
+def _down(n):
+    """``n - 1`` (the degree of the derivative's polynomial), and 0 where n is 0: a constant,
+    whose derivative is 0 (the formulas' degree -1 is not evaluated)."""
+    return np.where(n == 0, 0, n - 1) if isinstance(n, np.ndarray) else (n - 1 if n else 0)
+
+
+def _bdtr_density(ns, k, n, p):
+    """d/dp of ``bdtrc(k, n, p) = betainc(k + 1, n - k, p)`` (k floored, as scipy); 0 where k >=
+    n or k < 0 (the function is 0 or 1 there)."""
+    kf = np.floor(k) if isinstance(k, np.ndarray) else float(math.floor(k))
+    live = (kf >= 0) & (kf < n) if isinstance(kf, np.ndarray) else 0 <= kf < n
+    a = np.where(live, kf + 1.0, 1.0) if isinstance(kf, np.ndarray) else (kf + 1.0 if live else 1.0)
+    b = np.where(live, n - kf, 1.0) if isinstance(kf, np.ndarray) else (n - kf if live else 1.0)
+    return ns.where(live, _beta_density(ns, a, b, p), 0.0 * p)
+
+
+def _nbdtr_density(ns, k, n, p):
+    """d/dp of ``nbdtr(k, n, p) = betainc(n, k + 1, p)`` (k floored, as scipy)."""
+    kf = np.floor(k) if isinstance(k, np.ndarray) else float(math.floor(k))
+    return _beta_density(ns, n, kf + 1.0, p)
+
+
+def _gdtr_density(ns, a, b, x):
+    """d/dx of ``gdtr(a, b, x) = gammainc(b, a x)`` (a the rate, b the shape)."""
+    return a * _gamma_density(ns, b, a * x)
+
+
+RATE_SHAPE = Order("a, b", integer=False, domain=Domain(0.0))
+TRIALS = Order("k, n", integer=True, domain=Domain(0.0, INF, True))
+NB = Order("k, n", integer=True, domain=Domain(0.0))
+ELL = "m <= 1: +inf at m = 1"
+
+unary("k0", _scipy_float("k0", True), _scipy_array("k0"), lambda ns, x, y: -ns.k1(x),
+      ufuncs=_sp("k0"), domain=Domain(0.0), needs=SCIPY)
+unary("k1", _scipy_float("k1", True), _scipy_array("k1"),
+      lambda ns, x, y: -(ns.k0(x) + ns.rdiv(y, x)), ufuncs=_sp("k1"), domain=Domain(0.0),
+      needs=SCIPY)
+unary("k0e", _scipy_float("k0e", True), _scipy_array("k0e"), lambda ns, x, y: y - ns.k1e(x),
+      ufuncs=_sp("k0e"), domain=Domain(0.0), needs=SCIPY)
+unary("k1e", _scipy_float("k1e", True), _scipy_array("k1e"),
+      lambda ns, x, y: y - ns.k0e(x) - ns.rdiv(y, x), ufuncs=_sp("k1e"), domain=Domain(0.0),
+      needs=SCIPY)
+unary("kn", _scipy_float("kn", True), _scipy_array("kn"),
+      lambda ns, n, x, y: -0.5 * (ns.kn(n - 1, x) + ns.kn(n + 1, x)), ufuncs=_sp("kn"),
+      order=INTEGER_ORDER, domain=Domain(0.0), chosen=NO_ORDER, needs=SCIPY)
+unary("jve", _scipy_float("jve"), _scipy_array("jve"),
+      lambda ns, v, x, y: _bessel_step(ns, ns.jve, v, x, -1.0), ufuncs=_sp("jve"),
+      order=REAL_ORDER, domain=Domain(0.0), chosen=NO_ORDER + "; jve is jv on reals",
+      needs=SCIPY)
+unary("yve", _scipy_float("yve"), _scipy_array("yve"),
+      lambda ns, v, x, y: _bessel_step(ns, ns.yve, v, x, -1.0), ufuncs=_sp("yve"),
+      order=REAL_ORDER, domain=Domain(0.0), chosen=NO_ORDER + "; yve is yv on reals",
+      needs=SCIPY)
+
+binary("kl_div", _scipy_float("kl_div"), _scipy_array("kl_div"),
+       lambda ns, x, y, v: _kl_partials(ns, x, y, v, False), ufuncs=_sp("kl_div"), edges=True,
+       needs=SCIPY, chosen="at x = 0 (y >= 0) d/dx -inf (the one-sided limit), d/dy 1; nan where "
+                           "the value is +inf")
+binary("rel_entr", _scipy_float("rel_entr"), _scipy_array("rel_entr"),
+       lambda ns, x, y, v: _kl_partials(ns, x, y, v, True), ufuncs=_sp("rel_entr"), edges=True,
+       needs=SCIPY, chosen="at x = 0 (y >= 0) d/dx -inf (the one-sided limit), d/dy 0; nan where "
+                           "the value is +inf")
+binary("huber", _scipy_float("huber"), _scipy_array("huber"), _huber_partials,
+       ufuncs=_sp("huber"), needs=SCIPY,
+       chosen="continuous where abs(r) = delta (both one-sided partials agree); nan for "
+              "delta < 0")
+binary("pseudo_huber", _scipy_float("pseudo_huber"), _scipy_array("pseudo_huber"),
+       _pseudo_huber_partials, ufuncs=_sp("pseudo_huber"), needs=SCIPY,
+       chosen="at delta = 0 d/ddelta abs(r) (one-sided), d/dr 0; both 0 at the origin; nan for "
+              "delta < 0")
+binary("boxcox", _scipy_float("boxcox"), _scipy_array("boxcox"),
+       lambda ns, x, lm, y: _boxcox_partials(ns, x, lm, y, ns.log, x), ufuncs=_sp("boxcox"),
+       edges=True, needs=SCIPY,
+       chosen="at x = 0 the one-sided limits (d/dx +inf for lmbda < 1; d/dlmbda 1/lmbda^2)")
+binary("boxcox1p", _scipy_float("boxcox1p"), _scipy_array("boxcox1p"),
+       lambda ns, x, lm, y: _boxcox_partials(ns, x, lm, y, ns.log1p, 1.0 + x),
+       ufuncs=_sp("boxcox1p"), edges=True, needs=SCIPY,
+       chosen="at x = -1 the one-sided limits (d/dx +inf for lmbda < 1; d/dlmbda 1/lmbda^2)")
+binary("inv_boxcox", _scipy_float("inv_boxcox", True), _scipy_array("inv_boxcox"),
+       lambda ns, y, lm, x: _inv_boxcox_partials(ns, y, lm, x), ufuncs=_sp("inv_boxcox"),
+       edges=True, needs=SCIPY, chosen="nan where 1 + lmbda y <= 0")
+binary("inv_boxcox1p", _scipy_float("inv_boxcox1p", True), _scipy_array("inv_boxcox1p"),
+       lambda ns, y, lm, x: _inv_boxcox_partials(ns, y, lm, x + 1.0),
+       ufuncs=_sp("inv_boxcox1p"), edges=True, needs=SCIPY, chosen="nan where 1 + lmbda y <= 0")
+unary("exprel", _scipy_float("exprel", True), _scipy_array("exprel"),
+      lambda ns, x, y: _g(ns, x), ufuncs=_sp("exprel"), needs=SCIPY,
+      chosen="1/2 at 0 (the limit; a power series near 0)")
+unary("erfi", _scipy_float("erfi", True), _scipy_array("erfi"),
+      lambda ns, x, y: TWO_OVER_SQRT_PI * ns.exp(x * x), ufuncs=_sp("erfi"), needs=SCIPY)
+unary("loggamma", _scipy_float("loggamma"), _scipy_array("loggamma"),
+      lambda ns, x, y: ns.digamma(x), ufuncs=_sp("loggamma"), domain=Domain(0.0),
+      needs=SCIPY, chosen="real arguments only (scipy's loggamma is nan for x < 0)")
+_DG = DEG2RAD
+unary("sindg", _scipy_float("sindg"), _scipy_array("sindg"),
+      lambda ns, x, y: _DG * ns.cosdg(x), ufuncs=_sp("sindg"), needs=SCIPY)
+unary("cosdg", _scipy_float("cosdg"), _scipy_array("cosdg"),
+      lambda ns, x, y: -(_DG * ns.sindg(x)), ufuncs=_sp("cosdg"), needs=SCIPY)
+unary("tandg", _scipy_float("tandg", True), _scipy_array("tandg"),
+      lambda ns, x, y: _DG * (1.0 + y * y), ufuncs=_sp("tandg"), needs=SCIPY,
+      chosen="the poles 90 + 180 k are outside its domain")
+unary("cotdg", _scipy_float("cotdg", True), _scipy_array("cotdg"),
+      lambda ns, x, y: -(_DG * (1.0 + y * y)), ufuncs=_sp("cotdg"), needs=SCIPY,
+      chosen="the poles 180 k are outside its domain")
+binary("agm", _scipy_float("agm"), _scipy_array("agm"), _agm_partials, ufuncs=_sp("agm"),
+       needs=SCIPY, chosen="nan where a or b is 0 (or infinite) or their signs differ")
+binary("owens_t", _scipy_float("owens_t"), _scipy_array("owens_t"), _owens_t_partials,
+       ufuncs=_sp("owens_t"), needs=SCIPY)
+binary("binom", _scipy_float("binom", True), _scipy_array("binom"), _binom_partials,
+       ufuncs=_sp("binom"), needs=SCIPY,
+       chosen="Gamma's formula: nan where n + 1, k + 1 or n - k + 1 is a pole of digamma")
+
+unary("ellipk", _scipy_float("ellipk", True), _scipy_array("ellipk"),
+      lambda ns, m, y: _dellipk(ns, m), ufuncs=_sp("ellipk"), domain=Domain(-INF, 1.0),
+      edges=True, needs=SCIPY, chosen="a power series for abs(m) < 0.1 (the closed form is 0/0 "
+                                      "at 0)")
+unary("ellipe", _scipy_float("ellipe"), _scipy_array("ellipe"),
+      lambda ns, m, y: _dellipe(ns, m, y), ufuncs=_sp("ellipe"),
+      domain=Domain(-INF, 1.0, False, True), edges=True, needs=SCIPY,
+      chosen="-inf at m = 1 (the one-sided derivative); a power series for abs(m) < "
+             "0.1")
+unary("ellipkm1", _scipy_float("ellipkm1", True), _scipy_array("ellipkm1"),
+      lambda ns, p, y: -_dellipk(ns, 1.0 - p), ufuncs=_sp("ellipkm1"), domain=Domain(0.0),
+      edges=True, needs=SCIPY)
+binary("ellipkinc", _scipy_float("ellipkinc", True), _scipy_array("ellipkinc"),
+       _ellipkinc_partials, ufuncs=_sp("ellipkinc"), edges=True, needs=SCIPY,
+       chosen="d/dm at m = 0 its limit (2 phi - sin 2 phi) / 8; nan where m sin^2 phi >= 1")
+binary("ellipeinc", _scipy_float("ellipeinc"), _scipy_array("ellipeinc"),
+       _ellipeinc_partials, ufuncs=_sp("ellipeinc"), edges=True, needs=SCIPY,
+       chosen="d/dm at m = 0 its limit -(2 phi - sin 2 phi) / 8; nan where m sin^2 phi >= 1")
+
+HYP = Order("a, b, c", integer=False, domain=REALS)
+unary("hyp2f1", _scipy_float("hyp2f1", True), _scipy_array("hyp2f1"),
+      lambda ns, a, b, c, z, y: (a * b / c) * ns.hyp2f1(a + 1.0, b + 1.0, c + 1.0, z),
+      ufuncs=_sp("hyp2f1"), order=HYP, orders=3, domain=Domain(-INF, 1.0), needs=SCIPY,
+      chosen="no derivative in a, b, c (static: a dual there is an error)")
+unary("hyp1f1", _scipy_float("hyp1f1", True), _scipy_array("hyp1f1"),
+      lambda ns, a, b, x, y: (a / b) * ns.hyp1f1(a + 1.0, b + 1.0, x), ufuncs=_sp("hyp1f1"),
+      order=Order("a, b", integer=False, domain=REALS), orders=2, needs=SCIPY,
+      chosen="no derivative in a, b (static: a dual there is an error)")
+unary("hyp0f1", _scipy_float("hyp0f1", True), _scipy_array("hyp0f1"),
+      lambda ns, v, z, y: ns.hyp0f1(v + 1.0, z) / v, ufuncs=_sp("hyp0f1"),
+      order=Order("v", integer=False, domain=REALS), needs=SCIPY, chosen=NO_ORDER)
+
+unary("eval_legendre", _scipy_float("eval_legendre", True), _scipy_array("eval_legendre"),
+      lambda ns, n, x, y: _degree_sum(ns, n, ns.eval_legendre, lambda k: 2.0 * k + 1.0, x),
+      ufuncs=_sp("eval_legendre"), order=DEGREE, chosen=DIEG, needs=SCIPY)
+unary("eval_chebyt", _scipy_float("eval_chebyt", True), _scipy_array("eval_chebyt"),
+      lambda ns, n, x, y: n * ns.eval_chebyu(_down(n), x), ufuncs=_sp("eval_chebyt"),
+      order=DEGREE, chosen=DIEG, needs=SCIPY)
+unary("eval_chebyu", _scipy_float("eval_chebyu", True), _scipy_array("eval_chebyu"),
+      lambda ns, n, x, y: _degree_sum(ns, n, ns.eval_chebyu, lambda k: 2.0 * k + 2.0, x),
+      ufuncs=_sp("eval_chebyu"), order=DEGREE, chosen=DIEG, needs=SCIPY)
+unary("eval_hermite", _scipy_float("eval_hermite", True), _scipy_array("eval_hermite"),
+      lambda ns, n, x, y: (2 * n) * ns.eval_hermite(_down(n), x), ufuncs=_sp("eval_hermite"),
+      order=DEGREE, chosen=DIEG, needs=SCIPY)
+unary("eval_hermitenorm", _scipy_float("eval_hermitenorm", True),
+      _scipy_array("eval_hermitenorm"),
+      lambda ns, n, x, y: n * ns.eval_hermitenorm(_down(n), x),
+      ufuncs=_sp("eval_hermitenorm"), order=DEGREE, chosen=DIEG, needs=SCIPY)
+unary("eval_laguerre", _scipy_float("eval_laguerre", True), _scipy_array("eval_laguerre"),
+      lambda ns, n, x, y: -_degree_sum(ns, n, ns.eval_laguerre, None, x),
+      ufuncs=_sp("eval_laguerre"), order=DEGREE, chosen=DIEG, needs=SCIPY)
+unary("eval_chebyc", _scipy_float("eval_chebyc", True), _scipy_array("eval_chebyc"),
+      lambda ns, n, x, y: n * ns.eval_chebys(_down(n), x), ufuncs=_sp("eval_chebyc"),
+      order=DEGREE, chosen=DIEG, needs=SCIPY)
+unary("eval_chebys", _scipy_float("eval_chebys", True), _scipy_array("eval_chebys"),
+      lambda ns, n, x, y: _degree_sum(ns, n, ns.eval_chebys, lambda k: k + 1.0, x),
+      ufuncs=_sp("eval_chebys"), order=DEGREE, chosen=DIEG, needs=SCIPY)
+unary("eval_sh_legendre", _scipy_float("eval_sh_legendre", True),
+      _scipy_array("eval_sh_legendre"),
+      lambda ns, n, x, y: _degree_sum(ns, n, ns.eval_sh_legendre, lambda k: 4.0 * k + 2.0, x),
+      ufuncs=_sp("eval_sh_legendre"), order=DEGREE, chosen=DIEG, needs=SCIPY)
+unary("eval_sh_chebyt", _scipy_float("eval_sh_chebyt", True), _scipy_array("eval_sh_chebyt"),
+      lambda ns, n, x, y: (2 * n) * ns.eval_sh_chebyu(_down(n), x),
+      ufuncs=_sp("eval_sh_chebyt"), order=DEGREE, chosen=DIEG, needs=SCIPY)
+unary("eval_sh_chebyu", _scipy_float("eval_sh_chebyu", True), _scipy_array("eval_sh_chebyu"),
+      lambda ns, n, x, y: _degree_sum(ns, n, ns.eval_sh_chebyu, lambda k: 4.0 * k + 4.0, x),
+      ufuncs=_sp("eval_sh_chebyu"), order=DEGREE, chosen=DIEG, needs=SCIPY)
+DEG_ALPHA = Order("n, alpha", integer=False, domain=Domain(0.0, INF, True))
+unary("eval_genlaguerre", _scipy_float("eval_genlaguerre", True),
+      _scipy_array("eval_genlaguerre"),
+      lambda ns, n, al, x, y: ns.where(n != 0, -ns.eval_genlaguerre(_down(n), al + 1.0, x),
+                                       0.0 * x),
+      ufuncs=_sp("eval_genlaguerre"), order=DEG_ALPHA, orders=2, chosen=DIEG, needs=SCIPY)
+unary("eval_gegenbauer", _scipy_float("eval_gegenbauer", True),
+      _scipy_array("eval_gegenbauer"),
+      lambda ns, n, al, x, y: ns.where(n != 0, (2.0 * al) * ns.eval_gegenbauer(
+          _down(n), al + 1.0, x), 0.0 * x),
+      ufuncs=_sp("eval_gegenbauer"), order=DEG_ALPHA, orders=2, chosen=DIEG, needs=SCIPY)
+unary("eval_jacobi", _scipy_float("eval_jacobi", True), _scipy_array("eval_jacobi"),
+      lambda ns, n, al, be, x, y: ns.where(n != 0, (0.5 * (n + al + be + 1.0)) * ns.eval_jacobi(
+          _down(n), al + 1.0, be + 1.0, x), 0.0 * x),
+      ufuncs=_sp("eval_jacobi"), order=Order("n, alpha, beta", integer=False,
+                                             domain=Domain(0.0, INF, True)),
+      orders=3, chosen=DIEG, needs=SCIPY)
+unary("lpmv", _scipy_float("lpmv", True), _scipy_array("lpmv"),
+      lambda ns, m, v, x, y: -ns.rdiv(v * x * y - (v + m) * ns.lpmv(m, v - 1.0, x),
+                                      1.0 - x * x),
+      ufuncs=_sp("lpmv"), order=Order("m, v", integer=False, domain=REALS), orders=2,
+      domain=Domain(-1.0, 1.0), needs=SCIPY,
+      chosen="no derivative in m, v (static); the ends -1 and 1 are outside its domain")
+
+unary("gdtr", _scipy_float("gdtr"), _scipy_array("gdtr"),
+      lambda ns, a, b, x, y: _gdtr_density(ns, a, b, x), ufuncs=_sp("gdtr"), order=RATE_SHAPE,
+      orders=2, domain=Domain(0.0, INF, True), edges=True, needs=SCIPY,
+      chosen=NO_ORDER.replace("argument", "two arguments") +
+      "; at x = 0 the one-sided derivative (+inf for b < 1)")
+unary("gdtrc", _scipy_float("gdtrc"), _scipy_array("gdtrc"),
+      lambda ns, a, b, x, y: -_gdtr_density(ns, a, b, x), ufuncs=_sp("gdtrc"),
+      order=RATE_SHAPE, orders=2, domain=Domain(0.0, INF, True), edges=True, needs=SCIPY,
+      chosen=NO_ORDER.replace("argument", "two arguments") +
+      "; at x = 0 the one-sided derivative (-inf for b < 1)")
+unary("gdtrix", _scipy_float("gdtrix"), _scipy_array("gdtrix"),
+      lambda ns, a, b, p, y: ns.rdiv(1.0, _gdtr_density(ns, a, b, y)), ufuncs=_sp("gdtrix"),
+      order=RATE_SHAPE, orders=2, domain=Domain(0.0, 1.0), edges=True, needs=SCIPY,
+      chosen=NO_ORDER.replace("argument", "two arguments"))
+unary("bdtr", _scipy_float("bdtr"), _scipy_array("bdtr"),
+      lambda ns, k, n, p, y: -_bdtr_density(ns, k, n, p), ufuncs=_sp("bdtr"), order=TRIALS,
+      orders=2, domain=Domain(0.0, 1.0, True, True), edges=True, needs=SCIPY,
+      chosen="no derivative in k, n (counts: static); in p the one-sided derivatives at 0 and 1")
+unary("bdtrc", _scipy_float("bdtrc"), _scipy_array("bdtrc"),
+      lambda ns, k, n, p, y: _bdtr_density(ns, k, n, p), ufuncs=_sp("bdtrc"), order=TRIALS,
+      orders=2, domain=Domain(0.0, 1.0, True, True), edges=True, needs=SCIPY,
+      chosen="no derivative in k, n (counts: static); in p the one-sided derivatives at 0 and 1")
+unary("bdtri", _scipy_float("bdtri"), _scipy_array("bdtri"),
+      lambda ns, k, n, q, p: -ns.rdiv(1.0, _bdtr_density(ns, k, n, p)), ufuncs=_sp("bdtri"),
+      order=TRIALS, orders=2, domain=Domain(0.0, 1.0), edges=True, needs=SCIPY,
+      chosen="no derivative in k, n (counts: static)")
+unary("nbdtr", _scipy_float("nbdtr"), _scipy_array("nbdtr"),
+      lambda ns, k, n, p, y: _nbdtr_density(ns, k, n, p), ufuncs=_sp("nbdtr"), order=NB,
+      orders=2, domain=Domain(0.0, 1.0, True, True), edges=True, needs=SCIPY,
+      chosen="no derivative in k, n (counts: static); in p the one-sided derivatives at 0 and 1")
+unary("nbdtrc", _scipy_float("nbdtrc"), _scipy_array("nbdtrc"),
+      lambda ns, k, n, p, y: -_nbdtr_density(ns, k, n, p), ufuncs=_sp("nbdtrc"), order=NB,
+      orders=2, domain=Domain(0.0, 1.0, True, True), edges=True, needs=SCIPY,
+      chosen="no derivative in k, n (counts: static); in p the one-sided derivatives at 0 and 1")
+unary("nbdtri", _scipy_float("nbdtri"), _scipy_array("nbdtri"),
+      lambda ns, k, n, q, p: ns.rdiv(1.0, _nbdtr_density(ns, k, n, p)), ufuncs=_sp("nbdtri"),
+      order=NB, orders=2, domain=Domain(0.0, 1.0), edges=True, needs=SCIPY,
+      chosen="no derivative in k, n (counts: static)")
+unary("kolmogorov", _scipy_float("kolmogorov"), _scipy_array("kolmogorov"),
+      _kolmogorov_partial, ufuncs=_sp("kolmogorov"), needs=SCIPY,
+      chosen="0 for y <= 0 (the function is 1 there)")
+unary("kolmogi", _scipy_float("kolmogi", True), _scipy_array("kolmogi"),
+      lambda ns, p, y: -ns.rdiv(1.0, -_kolmogorov_partial(ns, y, p)), ufuncs=_sp("kolmogi"),
+      domain=Domain(0.0, 1.0, False, True), edges=True, needs=SCIPY,
+      chosen="-inf at p = 1 (kolmogi is 0 there, where kolmogorov is flat)")
+
 BY_NAME = {e.name: e for e in TABLE}

@@ -280,6 +280,45 @@ if _special is not None:
                          ("powm1", (0.3, 2), (-2, 2)), ("poch", (0.5, 3), (-0.4, 2))):
         op("scipy.special." + _n)(_binary(getattr(_special, _n), _ra, _rb))
 
+    # more of scipy.special: functions of x (then of static orders, some given as arrays
+    # broadcast against x), and of two differentiable arguments
+    for _n, (_lo, _hi) in (("k0", (0.3, 3)), ("k1", (0.3, 3)), ("k0e", (0.3, 3)),
+                           ("k1e", (0.3, 3)), ("exprel", (-2, 2)), ("erfi", (-2, 2)),
+                           ("loggamma", (0.3, 4)), ("sindg", (-90, 90)), ("cosdg", (-90, 90)),
+                           ("tandg", (-60, 60)), ("cotdg", (20, 160)), ("ellipk", (-2, 0.9)),
+                           ("ellipe", (-2, 0.9)), ("ellipkm1", (0.05, 2)),
+                           ("kolmogorov", (0.2, 2)), ("kolmogi", (0.1, 0.9))):
+        op("scipy.special." + _n)(_unary(getattr(_special, _n), _lo, _hi))
+    _DEGREES = np.array([0, 1, 3])
+    for _n, (_k, (_lo, _hi)) in {
+        "kn": ((_DEGREES,), (0.3, 3)), "jve": ((1.5,), (0.5, 4)), "yve": ((_ORDERS,), (0.5, 4)),
+        "hyp2f1": ((_ORDERS, 1.5, 2.5), (-2, 0.8)), "hyp1f1": ((0.5, _ORDERS), (-2, 2)),
+        "hyp0f1": ((_ORDERS,), (-2, 2)), "eval_legendre": ((_DEGREES,), (-2, 2)),
+        "eval_chebyt": ((_DEGREES,), (-2, 2)), "eval_chebyu": ((_DEGREES,), (-2, 2)),
+        "eval_hermite": ((_DEGREES,), (-2, 2)), "eval_hermitenorm": ((_DEGREES,), (-2, 2)),
+        "eval_laguerre": ((_DEGREES,), (-2, 2)), "eval_genlaguerre": ((_ORDERS, 1.5), (-2, 2)),
+        "eval_chebyc": ((_DEGREES,), (-2, 2)), "eval_chebys": ((_DEGREES,), (-2, 2)),
+        "eval_sh_legendre": ((_DEGREES,), (-2, 2)), "eval_sh_chebyt": ((_DEGREES,), (-2, 2)),
+        "eval_sh_chebyu": ((_DEGREES,), (-2, 2)),
+        "eval_gegenbauer": ((_ORDERS, 0.7), (-0.9, 0.9)),
+        "eval_jacobi": ((3.0, _ORDERS, 1.5), (-0.9, 0.9)), "lpmv": ((1, _ORDERS), (-0.9, 0.9)),
+        "gdtr": ((_ORDERS, 1.5), (0.1, 4)), "gdtrc": ((2.0, _ORDERS), (0.1, 4)),
+        "gdtrix": ((2.0, _ORDERS), (0.1, 0.9)), "bdtr": ((_DEGREES, 4), (0.1, 0.9)),
+        "bdtrc": ((_DEGREES, 4), (0.1, 0.9)), "bdtri": ((_DEGREES, 4), (0.1, 0.9)),
+        "nbdtr": ((_DEGREES, 3), (0.1, 0.9)), "nbdtrc": ((2, _DEGREES + 1), (0.1, 0.9)),
+        "nbdtri": ((_DEGREES, 3), (0.1, 0.9)),
+    }.items():
+        op("scipy.special.%s(orders, x)" % _n)(
+            _unary(lambda x, f=getattr(_special, _n), k=_k: f(*_orders_like(k, x), x), _lo, _hi))
+    for _n, _ra, _rb in (("kl_div", (0.2, 2), (0.2, 2)), ("rel_entr", (0.2, 2), (0.2, 2)),
+                         ("pseudo_huber", (0.2, 2), (-2, 2)), ("boxcox", (0.2, 2), (-2, 2)),
+                         ("boxcox1p", (-0.6, 2), (-2, 2)), ("inv_boxcox", (-1, 1), (-0.4, 0.4)),
+                         ("inv_boxcox1p", (-1, 1), (-0.4, 0.4)), ("agm", (0.2, 2), (0.2, 2)),
+                         ("owens_t", (-2, 2), (-2, 2)), ("binom", (3, 6), (0.2, 2)),
+                         ("ellipkinc", (-1.2, 1.2), (-2, 0.5)),
+                         ("ellipeinc", (-1.2, 1.2), (-2, 0.5))):
+        op("scipy.special." + _n)(_binary(getattr(_special, _n), _ra, _rb))
+
 
 test_first_order, test_second_order = family.tests()
 
