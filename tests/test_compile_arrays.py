@@ -8,7 +8,15 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import deltaad as d
+from deltaad import compile_arrays
 from deltaad.compile import CompileWarning
+
+
+@pytest.fixture(autouse=True)
+def always_replay(monkeypatch):
+    """These tests are about replays: no call is handed to the uncompiled function because
+    it was timed faster (the choice is tested by itself, in test_compile_tree.py)."""
+    monkeypatch.setattr(compile_arrays, "CHOOSE", "replay")
 
 
 def tree_bits(x):
