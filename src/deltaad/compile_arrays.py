@@ -317,7 +317,8 @@ class ArrayRecording:
                 self.fail("an object array met a recorded array")
             # a constant, by reference: a copy could have another memory layout, and numpy's
             # (BLAS's) results can depend on it. A write to it before the call ends is caught
-            # at the end (``finish``); one between calls is seen on replay as the call would.
+            # at the end (``finish``); one between calls fails the replay (a derivative rule may
+            # have folded the constant into an unrecorded array: see ArrayProgram.run).
             self.consts.append((x, x.copy(order="K")))
             return x, x
         if is_dual(x):
@@ -666,7 +667,7 @@ class ArrayProgram:
     order) gives the output values, or None where a guard or a step's result differs."""
 
     __slots__ = ("steps", "plan", "init", "nslots", "inputs", "outs", "code", "funcs", "nfloat",
-                 "n", "err0", "loops", "cplan")
+                 "n", "err0", "loops", "cplan", "consts")
 
     def __init__(self, arec, outs, code, funcs, nfloat):
         self.steps = list(arec.steps)
@@ -679,6 +680,12 @@ class ArrayProgram:
         self.n = len(self.code)
         self.err0 = arec.err0
         self.loops = dict(arec.loops)
+        seen = set()
+        self.consts = []  # the constant arrays read, with their bits when recorded (once each)
+        for c, was in arec.consts:
+            if id(c) not in seen:
+                seen.add(id(c))
+                self.consts.append((c, was))
         self._plan()
         self.cplan = self._cplan() if _creplay is not None else None
 
@@ -777,6 +784,15 @@ class ArrayProgram:
         where a step's check or guard failed)."""
         if np.geterr() != self.err0:  # other error handling: numpy may raise or warn otherwise
             return None
+        if fail is None:
+            fail = []
+        for c, was in self.consts:
+            # a constant array the caller wrote to since the recording: what numpy computed
+            # from it while recording without a recorded operand (a rule's product of the seed
+            # and the constant, say) is in the recording as a constant of its own: record afresh
+            if not _unchanged(c, was):
+                fail.append((-1, None))
+                return None
         vals = list(self.init)
         floats = []
         if len(self.inputs) == len(inputs):
@@ -790,8 +806,6 @@ class ArrayProgram:
                     floats.append(x)
                 else:
                     vals[s] = x
-        if fail is None:
-            fail = []
         svals = [0.0] * self.n
         i = 0
         code = self.code
@@ -996,6 +1010,18 @@ def finish(rec, arec, leaves, out_def, replay):
     nfloat = rec.ninputs - arec.links
     prog = ArrayProgram(arec, outs, rec.code, rec.funcs, nfloat)
     return replay(prog, out_def, spec, leaves), tree_unflatten(out_def, result)
+
+
+def _unchanged(c, was):
+    """Constant array ``c`` has the bits (and shape and dtype) of its copy ``was``."""
+    if c.shape != was.shape or c.dtype != was.dtype:
+        return False
+    if c.flags.c_contiguous and was.flags.c_contiguous:
+        try:  # (no copy)
+            return memoryview(c).cast("B") == memoryview(was).cast("B")
+        except (TypeError, ValueError):  # a dtype without the buffer protocol, a 0-d array
+            pass
+    return c.tobytes() == was.tobytes()
 
 
 def same_bits(x, y):
