@@ -23,6 +23,7 @@ from cpython.ref cimport Py_INCREF, Py_REFCNT
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
+from libc.string cimport memcmp
 
 cdef extern from "<fenv.h>" nogil:
     int feclearexcept(int)
@@ -348,3 +349,37 @@ cdef object _fast(Step* s, list vals, list bufs, Py_ssize_t k):
         feclearexcept(_FPE)
         return None
     return out
+
+
+def same_bits(a, b):
+    """Whether ndarrays ``a`` and ``b`` (C-contiguous, same shape and dtype) hold the same
+    bytes: a memcmp, where ``a.tobytes() == b.tobytes()`` copies both (a constant's check on
+    every replay). None where they are not such arrays (the caller compares otherwise)."""
+    if type(a) is not cnp.ndarray or type(b) is not cnp.ndarray:
+        return None
+    cdef cnp.ndarray x = <cnp.ndarray>a
+    cdef cnp.ndarray y = <cnp.ndarray>b
+    if not (cnp.PyArray_IS_C_CONTIGUOUS(x) and cnp.PyArray_IS_C_CONTIGUOUS(y)):
+        return None
+    cdef intp n = cnp.PyArray_NBYTES(x)
+    if n != cnp.PyArray_NBYTES(y):
+        return False
+    if <PyObject*>cnp.PyArray_DESCR(x) != <PyObject*>cnp.PyArray_DESCR(y) and x.dtype != y.dtype:
+        return False
+    if not cnp.PyArray_SAMESHAPE(x, y):
+        return False
+    return memcmp(cnp.PyArray_BYTES(x), cnp.PyArray_BYTES(y), <size_t>n) == 0
+
+
+def first_changed(list consts, list copies):
+    """The index of the first array of ``consts`` whose bytes differ from its copy in
+    ``copies`` (same shapes and dtypes, both C-contiguous: checked when recorded, and
+    again here, where any other pair counts as changed), or -1: the constants' check of every
+    replay in one call."""
+    cdef Py_ssize_t k, m = len(consts)
+    if len(copies) != m:
+        raise ValueError("first_changed: %d constants, %d copies" % (m, len(copies)))
+    for k in range(m):
+        if same_bits(consts[k], copies[k]) is not True:
+            return k
+    return -1

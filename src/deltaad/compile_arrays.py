@@ -667,7 +667,7 @@ class ArrayProgram:
     order) gives the output values, or None where a guard or a step's result differs."""
 
     __slots__ = ("steps", "plan", "init", "nslots", "inputs", "outs", "code", "funcs", "nfloat",
-                 "n", "err0", "loops", "cplan", "consts")
+                 "n", "err0", "loops", "cplan", "consts", "cconsts")
 
     def __init__(self, arec, outs, code, funcs, nfloat):
         self.steps = list(arec.steps)
@@ -688,6 +688,13 @@ class ArrayProgram:
                 self.consts.append((c, was))
         self._plan()
         self.cplan = self._cplan() if _creplay is not None else None
+        # the constants the C check takes in one call (C-contiguous with C-contiguous copies)
+        self.cconsts = None
+        if _creplay is not None:
+            cc = [(c, was) for c, was in self.consts if type(c) is np.ndarray and
+                  type(was) is np.ndarray and c.flags.c_contiguous and was.flags.c_contiguous]
+            if len(cc) == len(self.consts):
+                self.cconsts = ([c for c, _ in cc], [w for _, w in cc])
 
     def _plan(self):
         """Each step as what its replay does: arguments that are array slots or constants
@@ -786,13 +793,18 @@ class ArrayProgram:
             return None
         if fail is None:
             fail = []
-        for c, was in self.consts:
-            # a constant array the caller wrote to since the recording: what numpy computed
-            # from it while recording without a recorded operand (a rule's product of the seed
-            # and the constant, say) is in the recording as a constant of its own: record afresh
-            if not _unchanged(c, was):
+        # a constant array the caller wrote to since the recording: what numpy computed from
+        # it while recording without a recorded operand (a rule's product of the seed and the
+        # constant, say) is in the recording as a constant of its own: record afresh
+        if self.cconsts is not None:
+            if _creplay.first_changed(*self.cconsts) >= 0:
                 fail.append((-1, None))
                 return None
+        else:
+            for c, was in self.consts:
+                if not _unchanged(c, was):
+                    fail.append((-1, None))
+                    return None
         vals = list(self.init)
         floats = []
         if len(self.inputs) == len(inputs):
@@ -1016,11 +1028,10 @@ def _unchanged(c, was):
     """Constant array ``c`` has the bits (and shape and dtype) of its copy ``was``."""
     if c.shape != was.shape or c.dtype != was.dtype:
         return False
-    if c.flags.c_contiguous and was.flags.c_contiguous:
-        try:  # (no copy)
-            return memoryview(c).cast("B") == memoryview(was).cast("B")
-        except (TypeError, ValueError):  # a dtype without the buffer protocol, a 0-d array
-            pass
+    if _creplay is not None:
+        same = _creplay.same_bits(c, was)  # a memcmp (None: not two C-contiguous ndarrays)
+        if same is not None:
+            return same
     return c.tobytes() == was.tobytes()
 
 
