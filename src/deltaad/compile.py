@@ -178,9 +178,7 @@ class Compiled:
         if entries is not None:
             for entry in entries:
                 if entry[0] == treedef:
-                    progs = entry[1]
-                    if type(progs) is _Tree:
-                        return self._call_tree(progs, key, treedef, floats, args, kwargs)
+                    progs = entry[1]  # (empty for arrays: their tree is entry[2], see _record)
                     for prog in list(progs):
                         res = prog.prog.run(floats)
                         if res is not None:
@@ -213,7 +211,7 @@ class Compiled:
             t0 = time.perf_counter()
         node, res, attach = tree.find(floats)
         if node is None:
-            return self._record(key, treedef, floats, args, kwargs, attach)
+            return self._recording(key, treedef, floats, args, kwargs, attach)
         out = node.build(res)
         if mode is None:
             tree.times[0].append(time.perf_counter() - t0)
@@ -222,7 +220,17 @@ class Compiled:
             self._check(out, args, kwargs)
         return out
 
-    def _record(self, key, treedef, floats, args, kwargs, attach=None):
+    def _record(self, key, treedef, floats, args, kwargs):
+        """A call no kept recording of floats answered: an array structure's tree, else a new
+        recording. (The tree is looked up here, off the path of float calls.)"""
+        entries = self._cache.get(key)
+        if entries is not None:
+            for entry in entries:
+                if entry[0] == treedef and len(entry) > 2:
+                    return self._call_tree(entry[2], key, treedef, floats, args, kwargs)
+        return self._recording(key, treedef, floats, args, kwargs, None)
+
+    def _recording(self, key, treedef, floats, args, kwargs, attach):
         if self._grad is not None and all(type(v) is float for v in floats):
             # (array inputs record the general way: numpy steps, see compile_arrays)
             out = self._record_grad(key, treedef, floats, args, kwargs)
@@ -297,11 +305,13 @@ class Compiled:
                 if entry[0] == treedef:
                     break
             else:
-                entry = [treedef, _Tree() if type(prog.prog) is _arrays.ArrayProgram else []]
+                entry = [treedef, []]  # [treedef, recordings of floats(, tree of arrays)]
+                if type(prog.prog) is _arrays.ArrayProgram:
+                    entry.append(_Tree())
                 entries.append(entry)
             progs = entry[1]
-            if type(progs) is _Tree:
-                progs.add(prog, attach, self.max_recordings)
+            if len(entry) > 2:
+                entry[2].add(prog, attach, self.max_recordings)
             else:
                 progs.insert(0, prog)
                 del progs[self.max_recordings:]
@@ -339,7 +349,7 @@ class Compiled:
     @property
     def nrecordings(self):
         """How many recordings are kept now (over every input structure)."""
-        return sum(len(e[1]) for es in self._cache.values() for e in es)
+        return sum(len(e[-1]) for es in self._cache.values() for e in es)
 
 
 class _Tree:
