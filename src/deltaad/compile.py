@@ -84,7 +84,9 @@ def compile(fun, *, static_argnums=(), max_recordings=8, check=False):
     also runs ``fun`` uncompiled on every call and raises ``ReplayMismatch`` unless the
     results agree bit for bit. Arguments at ``static_argnums`` are part of the key (they must
     be hashable). Float ndarray inputs are recorded as numpy steps (their shapes, dtypes and
-    layouts part of the key; see :mod:`deltaad.compile_arrays`). Inputs that are duals
+    layouts part of the key; see :mod:`deltaad.compile_arrays`); for such a structure the
+    first replays are timed against uncompiled calls and the faster is kept (those uncompiled
+    calls run ``fun``'s Python, side effects included; ``compile_arrays.CHOOSE``). Inputs that are duals
     (``grad(compile(f))``) run ``fun`` uncompiled, as does, with one ``CompileWarning``, a
     function that does something recording cannot capture, such as numpy calls on its float
     inputs or in-place writes to arrays.

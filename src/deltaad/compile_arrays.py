@@ -12,7 +12,10 @@ derivative rules being numpy calls on the same values: they are recorded alike.
 
 A replay calls the same numpy functions in the same order on the new values (same bits), the
 scalar instructions of the same call interleaved where they were recorded (in Python: the
-compiled replayer takes floats only). Where a value leaves the recorded world as a Python
+compiled replayer takes floats only). With the compiled core the steps run in a C loop
+(``deltaad._array_replay``), elementwise ufunc steps on plain float64 arrays by numpy's own
+float64 loops; the Python loop of :meth:`ArrayProgram.run` is its twin and runs the steps the
+C loop hands back. Where a value leaves the recorded world as a Python
 value -- ``bool`` of an array comparison, ``float()``, ``int()``, ``.item()``, an index, a
 result that is no array -- the outcome is a *guard*; a step whose result has another type,
 shape or dtype fails too, and the caller records afresh. What cannot be replayed soundly --
