@@ -197,7 +197,7 @@ def _counting(clock):
 @pytest.mark.parametrize("extra, replays", [(5.0, True), (-0.5, False), (0.0, True)])
 def test_the_faster_is_chosen(monkeypatch, extra, replays):
     """With ``CHOOSE = "race"``, the first ``RACE_CALLS`` replays and as many uncompiled calls
-    are timed (alternating); the faster by median is kept (replay on a tie)."""
+    are timed (alternating); the faster by least time is kept (replay on a tie)."""
     clock = FakeClock(extra)
     monkeypatch.setattr(compile_arrays, "CHOOSE", "race")
     monkeypatch.setattr(compile_arrays, "RACE_CALLS", 2)

@@ -65,14 +65,14 @@ if _backend_name == "c":
 # steps costs numpy's calls without the function's Python, but the uncompiled call of a program
 # of few large numpy calls costs about as much, and on some platform or numpy a replay could be
 # slower: "race" times the first RACE_CALLS replays against as many uncompiled calls
-# (alternating) and keeps the faster by median; "replay" always replays; "uncompiled" runs
+# (alternating) and keeps the faster by least time; "replay" always replays; "uncompiled" runs
 # the function uncompiled after its recording call. Tests and benchmarks set these (or the
 # environment variable DELTAAD_COMPILE_ARRAYS, read at import).
 CHOOSE = _os.environ.get("DELTAAD_COMPILE_ARRAYS", "").strip().lower() or "race"
 if CHOOSE not in ("race", "replay", "uncompiled"):
     raise ValueError("DELTAAD_COMPILE_ARRAYS must be race, replay or uncompiled, not %r"
                      % CHOOSE)
-RACE_CALLS = 3
+RACE_CALLS = 5
 
 # Elementwise ufuncs whose recorded calls on C-contiguous float64 arrays of one shape (and Python
 # scalars) the C replayer runs by numpy's own float64 loop: the array duals' fast path's set,
@@ -87,22 +87,22 @@ _F8 = np.dtype(np.float64)
 def _loop_operands(fn, templates, values, r):
     """The operands of a call of ufunc ``fn`` that the C replayer may run by numpy's float64
     loop -- per operand ``True`` (an array, read from its slot) or the float a constant
-    scalar is -- or None: every operand a C-contiguous native float64 ndarray of the result's
-    shape (recorded or constant) or a constant Python float (or an int exact as a float:
-    numpy's weak scalars become float64)."""
-    if not (type(r) is np.ndarray and r.dtype == _F8 and r.ndim >= 1 and r.size > 0
-            and r.flags.c_contiguous and len(values) == fn.nin):
+    scalar is -- or None: a float64 array result, every operand an ndarray of its shape
+    (recorded or constant) or a constant Python float (or an int exact as a float: numpy's
+    weak scalars become float64). (Each replay checks again that the arrays are C-contiguous
+    native float64 ones -- numpy's result is then C-contiguous too -- else calls ``fn``.)"""
+    shape = r.shape
+    if not shape or r.dtype != _F8 or len(values) != fn.nin or 0 in shape:
         return None
     ops = []
     for t, v in zip(templates, values):
         tv = type(v)
-        if type(t) is _S or type(t) is _N or (type(t) is _A and tv is not np.ndarray):
-            return None  # (a recorded float, lifted or not: its value changes per call)
         if tv is np.ndarray:
-            if not (v.dtype == _F8 and v.shape == r.shape and v.flags.c_contiguous
-                    and v.flags.aligned):
+            if type(t) is _S or type(t) is _N or v.shape != shape:
                 return None
             ops.append(True)
+        elif type(t) is _A or type(t) is _S or type(t) is _N:
+            return None  # (a recorded float, lifted or not: its value changes per call)
         elif tv is float:
             ops.append(v)
         elif tv is int and -2 ** 53 <= v <= 2 ** 53:
@@ -356,7 +356,8 @@ class ArrayRecording:
         if type(tk) is _N:
             tk = _N(dict, tk.items)
         out = self._result(replay_fn or fn, ta, tk, r, name or getattr(fn, "__name__", fn))
-        if replay_fn is None and not kwargs and type(fn) is np.ufunc and fn in _LOOP_UFUNCS:
+        if replay_fn is None and not kwargs and type(fn) is np.ufunc and type(r) is np.ndarray \
+                and fn in _LOOP_UFUNCS:
             ops = _loop_operands(fn, ta, va, r)
             if ops is not None:
                 self.loops[len(self.steps) - 1] = ops
@@ -690,7 +691,7 @@ class ArrayProgram:
                 seen.add(id(c))
                 self.consts.append((c, was))
         self._plan()
-        self.cplan = self._cplan() if _creplay is not None else None
+        self.cplan = _LATER if _creplay is not None else None  # made by the first replay
         # the constants the C check takes in one call (C-contiguous with C-contiguous copies)
         self.cconsts = None
         if _creplay is not None:
@@ -771,7 +772,7 @@ class ArrayProgram:
                 rows.append((_C_PY, 0, None, (), None, out, None, None, None, (), None))
                 continue
             args = (a,) if op == _P1 else (a, b) if op == _P2 else a
-            check = {_CA: _C_ARRAY, _CT: _C_TUPLE, _CG: _C_TYPE}[ck]
+            check = _C_CHECK[ck]
             loop = self.loops.get(k)
             fast = None
             if loop is not None and op != _PK and len(loop) == len(args):
@@ -787,6 +788,8 @@ class ArrayProgram:
     @property
     def nloops(self):
         """How many steps the C replayer runs by numpy's loops (0 without it)."""
+        if self.cplan is _LATER:
+            self.cplan = self._cplan()
         return self.cplan.nfast if self.cplan is not None else 0
 
     def run(self, inputs, fail=None):
@@ -827,6 +830,8 @@ class ArrayProgram:
         ndarray = np.ndarray
         plan = self.plan
         cplan = self.cplan
+        if cplan is _LATER:  # (a recording never replayed never pays for it)
+            cplan = self.cplan = self._cplan()
         m = len(plan)
         k = 0
         while k < m:
@@ -904,6 +909,8 @@ _CA, _CT, _CG = 1, 2, 3              # checks: an array, a tuple of arrays, a nu
 # the C replayer's step kinds and checks (cext/_array_replay.pyx)
 _C_PY, _C_CALL, _C_FAST = 0, 1, 2
 _C_ARRAY, _C_TUPLE, _C_TYPE = 1, 2, 3
+_C_CHECK = {_CA: _C_ARRAY, _CT: _C_TUPLE, _CG: _C_TYPE}
+_LATER = object()  # ArrayProgram.cplan before its first replay
 
 
 def _slots_of(t):
