@@ -354,9 +354,12 @@ cdef class ArrayRule:
         cdef intp n
         cdef object r
         p = _cotangent(ct, self.out)
+        if p is not ct and (self.kind == R_MATVEC or self.kind == R_ADD or self.kind == R_SUB):
+            # a strided cotangent's copy: numpy's matmul may add in another order, and + and -
+            # hand the cotangent itself on, whose layout steers later matmuls: the Python rule
+            p = None
         if p is not None and self.kind == R_MATVEC:
-            if p is ct:  # (a strided one: numpy's matmul may add in another order)
-                return self._matvec(<cnp.ndarray>p)
+            return self._matvec(<cnp.ndarray>p)
         elif p is not None:
             c = <cnp.ndarray>p
             n = cnp.PyArray_SIZE(c)
@@ -801,9 +804,9 @@ cdef int _pull(object rule, tuple parents, list adj, object ct) except -1:
         return 0
     cdef cnp.ndarray c = <cnp.ndarray>cp
     cdef tuple cts
+    if cp is not ct and (r.kind == R_MATVEC or r.kind == R_ADD or r.kind == R_SUB):
+        return 0  # a strided cotangent: as in ArrayRule.__call__
     if r.kind == R_MATVEC:
-        if cp is not ct:
-            return 0
         cts = r._matvec(c)
     else:
         feclearexcept(_FPE)
