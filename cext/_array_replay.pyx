@@ -98,6 +98,8 @@ cdef class Plan:
         or a float (a scalar)."""
         cdef Py_ssize_t k, j, m
         cdef Step* s
+        if self.steps != NULL:
+            raise TypeError("array replay: a Plan is made once")
         rows = list(rows)
         m = len(rows)
         self.nslots = nslots
@@ -201,6 +203,8 @@ cdef class Plan:
         if start < 0:
             start = 0
         for k in range(start, self.n):
+            if PyList_GET_SIZE(vals) != self.nslots:  # (the slots' bounds were checked for it)
+                raise RuntimeError("array replay: the values changed length")
             s = &self.steps[k]
             if s.op == OP_PY:
                 return k
