@@ -135,7 +135,7 @@ bench-deps: venv
 
 clean:
 	rm -rf build/ dist/ site/ *.egg-info src/*.egg-info $(WHEEL_VENV)
-	rm -f src/deltaad/_core*.so src/deltaad/_core*.pyd src/deltaad/_replay*.so src/deltaad/_replay*.pyd cext/*.c cext/*.html
+	rm -f src/deltaad/_core*.so src/deltaad/_core*.pyd src/deltaad/_replay*.so src/deltaad/_replay*.pyd src/deltaad/_arrays*.so src/deltaad/_arrays*.pyd src/deltaad/_array_replay*.so src/deltaad/_array_replay*.pyd cext/*.c cext/*.html
 
 distclean: clean
 	rm -rf $(VENV)

@@ -79,6 +79,16 @@ ARRAYS = Extension(
     language="c",
 )
 
+# The compiled replayer of deltaad.compile's array steps (its Python twin is the loop of
+# deltaad.compile_arrays.ArrayProgram.run): numpy's inner loops, so numpy's headers too.
+ARRAY_REPLAY = Extension(
+    "deltaad._array_replay",
+    sources=["cext/_array_replay.pyx"],
+    include_dirs=["cext"],
+    define_macros=DEFINE_MACROS + [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    language="c",
+)
+
 # Optimisation flags by compiler family (extra_compile_args are chosen once the
 # compiler is known, so that a non-gcc compiler is not handed gcc flags).
 OPT_FLAGS = {"unix": ["-O3"], "mingw32": ["-O3"], "cygwin": ["-O3"], "msvc": ["/O2"]}
@@ -115,7 +125,7 @@ class optional_build_ext(build_ext):
 
     def build_extension(self, ext):
         try:
-            if ext.name == "deltaad._arrays":
+            if ext.name in ("deltaad._arrays", "deltaad._array_replay"):
                 import numpy  # a build requirement of this extension only
 
                 if numpy.get_include() not in ext.include_dirs:
@@ -196,6 +206,6 @@ class optional_build_ext(build_ext):
 
 
 setup(
-    ext_modules=[CORE, REPLAY, ARRAYS],
+    ext_modules=[CORE, REPLAY, ARRAYS, ARRAY_REPLAY],
     cmdclass={"build_ext": optional_build_ext},
 )

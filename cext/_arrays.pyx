@@ -361,7 +361,7 @@ cdef class ArrayRule:
             c = <cnp.ndarray>p
             n = cnp.PyArray_SIZE(c)
             feclearexcept(_FPE)
-            r = self._run(c, n)
+            r = self._run(c, n, ct)
             if not fetestexcept(_FPE):
                 return r
         if self.py is None:
@@ -375,7 +375,10 @@ cdef class ArrayRule:
             self.py = _python_rule(_PRIMS[self.code], self.out, vals, list(on), keep)
         return self.py(ct)
 
-    cdef object _run(self, cnp.ndarray c, intp n):
+    cdef object _run(self, cnp.ndarray c, intp n, object ct):
+        """The cotangents of ``c`` (``ct`` itself, or its C-ordered copy): what + and - hand on
+        unchanged is ``ct``, the object the Python rule hands on (its layout steers later
+        rules, a ``matmul``'s order of additions among them)."""
         cdef int kind = self.kind
         cdef cnp.ndarray g
         if kind == R_SCALE:
@@ -388,13 +391,13 @@ cdef class ArrayRule:
             return (_u(NEG, c, n),)
         if kind == R_ADD:
             if self.oa and self.ob:
-                return (c, c)
-            return (c,)
+                return (ct, ct)
+            return (ct,)
         if kind == R_SUB:
             if self.oa and self.ob:
-                return (c, _u(NEG, c, n))
+                return (ct, _u(NEG, c, n))
             if self.oa:
-                return (c,)
+                return (ct,)
             return (_u(NEG, c, n),)
         if kind == R_SQUARE:
             g = _aa(MUL, c, <cnp.ndarray>self.e, n)
@@ -467,8 +470,8 @@ cdef class ArrayRule:
 
 cdef object _cotangent(object ct, cnp.ndarray out):
     """A cotangent the loops take for the output ``out``: ``ct`` itself when it is a plain
-    float64 array of ``out``'s shape, a C-ordered copy of a strided one (as a reduction's rule
-    spreads its cotangent by ``np.broadcast_to``: elementwise loops give the same bits on
+    float64 array of ``out``'s shape, a C-ordered copy of a broadcast one (as a reduction's
+    rule spreads its cotangent by ``np.broadcast_to``: elementwise loops give the same bits on
     either), or None."""
     if type(ct) is not cnp.ndarray:
         return None
@@ -480,7 +483,16 @@ cdef object _cotangent(object ct, cnp.ndarray out):
     if (cnp.PyArray_TYPE(a) != cnp.NPY_DOUBLE or not cnp.PyArray_ISNOTSWAPPED(a)
             or cnp.PyArray_SIZE(a) == 0):
         return None
-    return cnp.PyArray_NewCopy(a, cnp.NPY_CORDER)
+    # only a broadcast one (a zero stride): numpy's elementwise results from it are C-ordered
+    # as the loops' are; from another strided one (a transposed array) numpy may make them
+    # in another order, which later rules (a matmul) could see
+    cdef int k
+    cdef intp* st = cnp.PyArray_STRIDES(a)
+    cdef intp* dm = cnp.PyArray_DIMS(a)
+    for k in range(cnp.PyArray_NDIM(a)):
+        if st[k] == 0 and dm[k] > 1:
+            return cnp.PyArray_NewCopy(a, cnp.NPY_CORDER)
+    return None
 
 
 cdef inline ArrayRule _rule(int kind, int code, bint oa, bint ob, cnp.ndarray out, object va,
@@ -807,7 +819,7 @@ cdef int _pull(object rule, tuple parents, list adj, object ct) except -1:
         cts = r._matvec(c)
     else:
         feclearexcept(_FPE)
-        cts = r._run(c, cnp.PyArray_SIZE(c))
+        cts = r._run(c, cnp.PyArray_SIZE(c), ct)
         if fetestexcept(_FPE):
             return 0
     cdef Py_ssize_t k, p

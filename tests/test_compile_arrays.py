@@ -8,7 +8,15 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import deltaad as d
+from deltaad import compile_arrays
 from deltaad.compile import CompileWarning
+
+
+@pytest.fixture(autouse=True)
+def always_replay(monkeypatch):
+    """These tests are about replays: no call is handed to the uncompiled function because
+    it was timed faster (the choice is tested by itself, in test_compile_tree.py)."""
+    monkeypatch.setattr(compile_arrays, "CHOOSE", "replay")
 
 
 def tree_bits(x):
@@ -402,3 +410,159 @@ def test_mixed_float_power_and_where():
 
     for g in (d.grad(f, argnums=(0, 1)), d.value_and_grad(f), d.jacrev(f, argnums=1)):
         run_both(g, [(POINTS[0], 0.5), (POINTS[1], -0.25), (POINTS[2], 2.5)])
+
+
+# --------------------------------------------------------------------------------------------
+# The C replayer (deltaad._array_replay): elementwise steps by numpy's own loops, buffers
+
+
+def _program_of(cg):
+    """The (only) array recording of compiled function ``cg``."""
+    (entries,) = cg._cache.values()
+    (tree,) = [e[2] for e in entries]
+    (rep,) = tree.order
+    return rep.prog
+
+
+_SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -2.5, 1e-310, -1e-310, 1e300, -1e300, 710.0,
+            -745.5, float("inf"), float("-inf"), float("nan"), np.pi / 2, 1e-8, -7.25]
+_LOOP_UFUNCS = sorted(compile_arrays._LOOP_UFUNCS, key=lambda u: u.__name__)
+
+
+@pytest.mark.parametrize("ufunc", _LOOP_UFUNCS, ids=lambda u: u.__name__)
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.sampled_from(_SPECIAL) | st.floats(allow_nan=True, allow_infinity=True),
+                min_size=2, max_size=12),
+       st.floats(-4.0, 4.0) | st.sampled_from([0.0, 2.0, -1.0, 0.5, 3]))
+def test_loop_steps_are_the_ufuncs_bits(ufunc, vals, scalar):
+    """Every elementwise ufunc the replayer runs by numpy's loop, on arrays and scalars of
+    special values: the bits and the warnings of calling the ufunc."""
+    x = np.array(vals)
+    y = np.array(vals[::-1])
+    if ufunc.nin == 1:
+        fs = [lambda a, b: ufunc(a) + 0.0 * b]
+    else:
+        fs = [lambda a, b: ufunc(a, b), lambda a, b: ufunc(a, scalar),
+              lambda a, b: ufunc(scalar, b)]
+    for f in fs:
+        cg = d.compile(f)
+        for args in ((x, y), (y, x), (x, x)):
+            with warnings.catch_warnings(record=True) as want_w:
+                warnings.simplefilter("always")
+                want = f(*args)
+            with warnings.catch_warnings(record=True) as got_w:
+                warnings.simplefilter("always")
+                got = cg(*args)
+            assert tree_bits(got) == tree_bits(want)
+            assert [str(w.message) for w in got_w] == [str(w.message) for w in want_w]
+        assert cg.recordings_made == 1
+        if d.backend == "c":
+            assert _program_of(cg).nloops >= 1  # the loop was taken, not the ufunc call
+
+
+def test_loops_on_a_long_chain(backend):
+    """The programs the loops are for: long chains of elementwise operations on small arrays,
+    forward and backward."""
+    def f(x):
+        y = x
+        for k in range(30):
+            y = np.sin(y) * 0.5 + x / (1.0 + y * y) - np.tanh(y) ** 2
+        return np.sum(y)
+
+    g = d.value_and_grad(f)
+    cg = run_both(g, [(p,) for p in POINTS + POINTS[:2]])
+    assert cg.recordings_made == 1
+    if backend == "c":
+        prog = _program_of(cg)
+        assert prog.nloops > prog.nsteps // 2
+
+
+def test_results_are_not_overwritten_by_the_next_call():
+    """Arrays handed to the caller (or views of them, or arrays the caller keeps alive) are
+    never the buffers the next replay writes into."""
+    def f(x):
+        y = np.sin(x) * 2.0
+        z = np.exp(y) + x
+        return y, z[1:], (z * z).reshape(2, 2), np.sum(z)
+
+    cg = d.compile(f)
+    first = cg(POINTS[0])
+    bits = tree_bits(first)
+    for p in POINTS[1:] + POINTS:
+        got = cg(p)
+        assert tree_bits(got) == tree_bits(f(p))
+        assert tree_bits(first) == bits  # the first call's arrays kept their values
+    kept = [cg(p) for p in POINTS]
+    assert [tree_bits(k) for k in kept] == [tree_bits(f(p)) for p in POINTS]
+    g = d.compile(d.grad(lambda x: np.sum(np.sin(x) * x)))
+    grads = [g(p) for p in POINTS]
+    assert [tree_bits(v) for v in grads] == [tree_bits(d.grad(lambda x: np.sum(np.sin(x) * x))(p))
+                                             for p in POINTS]
+    assert len(set(id(v) for v in grads)) == len(grads)
+
+
+def test_a_constant_written_between_calls_records_afresh():
+    """A constant array read by reference and changed in place between calls: the gradient
+    rule folded it with the seed into an unrecorded array while recording, so a replay would
+    return the old gradient; the constants' bits are checked and the call records afresh."""
+    c = np.array([1.0, 2.0, 3.0, 4.0])
+
+    def f(x):
+        return np.sum(np.sin(x) * c + c)
+
+    g = d.value_and_grad(f)
+    cg = d.compile(g)
+    assert tree_bits(cg(POINTS[0])) == tree_bits(g(POINTS[0]))
+    for k, p in enumerate(POINTS):
+        c[:] = c * 1.5 + k
+        for q in (p, POINTS[0]):
+            assert tree_bits(cg(q)) == tree_bits(g(q))
+    assert cg.recordings_made == 1 + len(POINTS)
+    c[:] = [1.0, 2.0, 3.0, 4.0]  # the first recording's constant again (if still kept)
+    assert tree_bits(cg(POINTS[1])) == tree_bits(g(POINTS[1]))
+
+
+@pytest.mark.skipif(compile_arrays._creplay is None, reason="the C replayer is not in use")
+def test_c_plan_calls_the_ufunc_where_an_operand_is_not_a_plain_array():
+    """A loop step whose operand is, on this call, not a C-contiguous native float64 array of
+    the step's shape calls numpy's ufunc (whose bits and checks then hold)."""
+    plan = compile_arrays._creplay.Plan(
+        [(compile_arrays._C_FAST, compile_arrays._C_ARRAY, np.sin, (0,), None, 1, None, (3,),
+          np.dtype(np.float64), (), (np.sin, (0,)))], 2, compile_arrays._same_value)
+    assert plan.nfast == 1
+    for x in (np.arange(3.0), np.arange(6.0)[::2], np.arange(3.0).astype(">f8"),
+              np.arange(9.0).reshape(3, 3)[:, 0]):
+        vals = [x, None]
+        fail = []
+        assert plan.run(vals, 0, fail) == 1 and fail == []
+        assert tree_bits(vals[1]) == tree_bits(np.sin(x))
+    for bad in (np.arange(3, dtype=np.float32), np.arange(4.0), np.float64(1.0)):
+        vals = [bad, None]
+        fail = []
+        assert plan.run(vals, 0, fail) == -1  # numpy's result is not the recorded one
+        assert fail and fail[0][0] == 0
+    with pytest.raises(ValueError):
+        plan.run([np.arange(3.0)], 0, [])  # values for another number of slots
+
+
+def test_floating_point_errors_warn_and_raise_as_numpy_does():
+    def f(x):
+        return np.sum(np.log(x) * x)
+
+    cg = d.compile(f)
+    ok = np.array([1.0, 2.0, 3.0])
+    zero = np.array([1.0, 0.0, 3.0])
+    assert tree_bits(cg(ok)) == tree_bits(f(ok))
+    with warnings.catch_warnings(record=True) as want_w:
+        warnings.simplefilter("always")
+        want = f(zero)
+    with warnings.catch_warnings(record=True) as got_w:
+        warnings.simplefilter("always")
+        assert tree_bits(cg(zero)) == tree_bits(want)
+    assert [str(w.message) for w in got_w] == [str(w.message) for w in want_w]
+    assert "divide by zero encountered in log" in [str(w.message) for w in got_w]
+    assert cg.recordings_made == 1
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError):
+            cg(zero)
+        assert tree_bits(cg(ok)) == tree_bits(f(ok))

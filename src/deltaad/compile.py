@@ -8,11 +8,21 @@ flow becomes a guard (CppAD's operation sequence with its comparison checks; ADO
 retaping). Later calls replay the program over doubles (in C with the compiled core) without
 running the function's Python; a call whose guards come out differently records afresh, and up
 to ``max_recordings`` recordings are kept per structure, least recently used dropped.
+
+The recordings of a structure with array inputs form a tree keyed by guard outcomes
+(:class:`_Tree`): a replay that fails says at which step and with what outcome, and the call
+follows that outcome to the recording made for it, so the lookup costs the depth of the tree,
+not the number of recordings. Such a structure also times its first replays against the
+uncompiled call and keeps the faster (:data:`deltaad.compile_arrays.CHOOSE`). The scalar
+replayer does not say where it failed: a structure of floats keeps its recordings in a list,
+most recently used first.
 """
 
+import collections
 import functools
 import os as _os
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -73,7 +83,9 @@ def compile(fun, *, static_argnums=(), max_recordings=8, check=False):
     also runs ``fun`` uncompiled on every call and raises ``ReplayMismatch`` unless the
     results agree bit for bit. Arguments at ``static_argnums`` are part of the key (they must
     be hashable). Float ndarray inputs are recorded as numpy steps (their shapes, dtypes and
-    layouts part of the key; see :mod:`deltaad.compile_arrays`). Inputs that are duals
+    layouts part of the key; see :mod:`deltaad.compile_arrays`); for such a structure the
+    first replays are timed against uncompiled calls and the faster is kept (those uncompiled
+    calls run ``fun``'s Python, side effects included; ``compile_arrays.CHOOSE``). Inputs that are duals
     (``grad(compile(f))``) run ``fun`` uncompiled, as does, with one ``CompileWarning``, a
     function that does something recording cannot capture, such as numpy calls on its float
     inputs or in-place writes to arrays.
@@ -167,7 +179,7 @@ class Compiled:
         if entries is not None:
             for entry in entries:
                 if entry[0] == treedef:
-                    progs = entry[1]
+                    progs = entry[1]  # (empty for arrays: their tree is entry[2], see _record)
                     for prog in list(progs):
                         res = prog.prog.run(floats)
                         if res is not None:
@@ -183,7 +195,43 @@ class Compiled:
                     break
         return self._record(key, treedef, floats, args, kwargs)
 
+    def _call_tree(self, tree, key, treedef, floats, args, kwargs):
+        """A call of a structure with array inputs: its recordings' tree, or the uncompiled
+        function where that was timed faster (and, while deciding, every other call)."""
+        mode = tree.mode
+        if mode is False:
+            return self.fun(*args, **kwargs)
+        if mode is None:
+            t_rep, t_unc = tree.times
+            if len(t_unc) < len(t_rep):
+                t0 = time.perf_counter()
+                out = self.fun(*args, **kwargs)
+                t_unc.append(time.perf_counter() - t0)
+                tree.decide()
+                return out
+            t0 = time.perf_counter()
+        node, res, attach = tree.find(floats)
+        if node is None:
+            return self._recording(key, treedef, floats, args, kwargs, attach)
+        out = node.build(res)
+        if mode is None:
+            tree.times[0].append(time.perf_counter() - t0)
+            tree.decide()
+        if self.check:
+            self._check(out, args, kwargs)
+        return out
+
     def _record(self, key, treedef, floats, args, kwargs):
+        """A call no kept recording of floats answered: an array structure's tree, else a new
+        recording. (The tree is looked up here, off the path of float calls.)"""
+        entries = self._cache.get(key)
+        if entries is not None:
+            for entry in entries:
+                if entry[0] == treedef and len(entry) > 2:
+                    return self._call_tree(entry[2], key, treedef, floats, args, kwargs)
+        return self._recording(key, treedef, floats, args, kwargs, None)
+
+    def _recording(self, key, treedef, floats, args, kwargs, attach):
         if self._grad is not None and all(type(v) is float for v in floats):
             # (array inputs record the general way: numpy steps, see compile_arrays)
             out = self._record_grad(key, treedef, floats, args, kwargs)
@@ -228,7 +276,7 @@ class Compiled:
                 self._uncompiled[key] = rec.failed
             self._warn(rec.failed)
             return self.fun(*args, **kwargs)
-        self._keep(key, treedef, prog)
+        self._keep(key, treedef, prog, attach)
         if self.check:
             self._check(result, args, kwargs)
         return result
@@ -251,18 +299,23 @@ class Compiled:
         self._grad = None
         return _NONE
 
-    def _keep(self, key, treedef, prog):
+    def _keep(self, key, treedef, prog, attach=None):
         with self._lock:
             entries = self._cache.setdefault(key, [])
             for entry in entries:
                 if entry[0] == treedef:
                     break
             else:
-                entry = [treedef, []]
+                entry = [treedef, []]  # [treedef, recordings of floats(, tree of arrays)]
+                if type(prog.prog) is _arrays.ArrayProgram:
+                    entry.append(_Tree())
                 entries.append(entry)
             progs = entry[1]
-            progs.insert(0, prog)
-            del progs[self.max_recordings:]
+            if len(entry) > 2:
+                entry[2].add(prog, attach, self.max_recordings)
+            else:
+                progs.insert(0, prog)
+                del progs[self.max_recordings:]
             self.recordings_made += 1
 
     def _dynamic(self, args):
@@ -297,7 +350,124 @@ class Compiled:
     @property
     def nrecordings(self):
         """How many recordings are kept now (over every input structure)."""
-        return sum(len(e[1]) for es in self._cache.values() for e in es)
+        return sum(len(e[-1]) for es in self._cache.values() for e in es)
+
+
+class _Tree:
+    """The recordings of one input structure with arrays, as a tree keyed by guard outcomes.
+
+    Two recordings of one function and structure run the same steps until the first guard
+    (or checked result) whose outcome differs: a recording made because a replay of ``node``
+    failed at step ``k`` with outcome ``o`` is ``node``'s child ``(k, o)``. A call replays
+    the root; where it fails, it follows the outcome it met to that child, and so on -- an
+    input that satisfies a recording's guards meets, in each ancestor, the step and outcome
+    where that recording branched off, so it reaches it. At most ``max_recordings`` are
+    kept; dropping the least recently used makes its children roots (a call then tries the
+    roots in turn, most recently used first). Every result comes from a replay whose every
+    guard held, whichever path found it.
+
+    ``mode``: whether calls replay (True), run the uncompiled function (False: its replay
+    was timed slower), or are still being timed (None; see ``decide``)."""
+
+    __slots__ = ("roots", "kids", "parent", "order", "mode", "times")
+
+    def __init__(self):
+        self.roots = []                         # recordings without a parent, most recent first
+        self.kids = {}                          # recording -> {outcome: recording}
+        self.parent = {}                        # recording -> (its parent, outcome)
+        self.order = collections.OrderedDict()  # every recording, least recently used first
+        choose = _arrays.CHOOSE
+        self.mode = True if choose == "replay" else False if choose == "uncompiled" else None
+        self.times = ([], [])                   # seconds of timed replays, uncompiled calls
+
+    def __len__(self):
+        return len(self.order)
+
+    def find(self, floats):
+        """``(recording, its results, None)`` of the recording whose guards ``floats``
+        satisfy, or ``(None, None, where)``: where a new recording hangs (a recording and the
+        outcome it failed with; None: a new root)."""
+        attach = None
+        for node in list(self.roots):
+            while node is not None:
+                fail = []
+                res = node.prog.run(floats, fail)
+                if res is not None:
+                    self._touch(node)
+                    return node, res, None
+                key = _outcome(fail)
+                nxt = None
+                if key is not None:
+                    kids = self.kids.get(node)
+                    if kids is not None:
+                        nxt = kids.get(key)
+                    if nxt is None and attach is None:
+                        attach = (node, key)
+                node = nxt
+        return None, None, attach
+
+    def _touch(self, node):
+        if len(self.order) > 1:
+            try:
+                self.order.move_to_end(node)
+                if node in self.roots and self.roots[0] is not node:
+                    self.roots.remove(node)
+                    self.roots.insert(0, node)
+            except (KeyError, ValueError):  # dropped by another thread meanwhile
+                pass
+
+    def add(self, prog, attach, most):
+        """Keep recording ``prog`` (at ``attach``, see ``find``); drop the least recently used
+        beyond ``most``. (Under the compiled function's lock.)"""
+        self.order[prog] = None
+        if attach is not None and attach[0] in self.order:
+            kids = self.kids.setdefault(attach[0], {})
+            if attach[1] not in kids:
+                kids[attach[1]] = prog
+                self.parent[prog] = attach
+                attach = True
+        if attach is not True:
+            self.roots.insert(0, prog)
+        while len(self.order) > most:
+            old = next(iter(self.order))
+            del self.order[old]
+            up = self.parent.pop(old, None)
+            if up is not None:
+                del self.kids[up[0]][up[1]]
+            else:
+                self.roots.remove(old)
+            for kid in self.kids.pop(old, {}).values():
+                del self.parent[kid]
+                self.roots.append(kid)
+
+    def decide(self):
+        """Replay or run uncompiled, once ``RACE_CALLS`` replays and uncompiled calls are
+        timed: the faster by the least time of each (what a call costs when nothing else
+        takes the machine: other load only adds time), replay on a tie."""
+        t_rep, t_unc = self.times
+        n = _arrays.RACE_CALLS
+        if self.mode is None and len(t_rep) >= n and len(t_unc) >= n:
+            self.mode = min(t_rep) <= min(t_unc)
+
+
+def _outcome(fail):
+    """The key of a failed replay's outcome ``[(step, what it gave)]`` (None: no key)."""
+    if not fail:
+        return None
+    k, r = fail[0]
+    if r is None:
+        return (k, None)
+    tr = type(r)
+    if tr is float:
+        return (k, tr, _replay_pure._BITS.pack(r))
+    if isinstance(r, (np.ndarray, np.generic)):
+        r = np.asarray(r)
+        return (k, tr, r.shape, r.dtype.str, r.tobytes() if r.size <= 64 else None)
+    try:
+        hash(r)
+    except TypeError:
+        return None
+    return (k, tr, r)
 
 
 def _flat_key(args):

@@ -12,7 +12,10 @@ derivative rules being numpy calls on the same values: they are recorded alike.
 
 A replay calls the same numpy functions in the same order on the new values (same bits), the
 scalar instructions of the same call interleaved where they were recorded (in Python: the
-compiled replayer takes floats only). Where a value leaves the recorded world as a Python
+compiled replayer takes floats only). With the compiled core the steps run in a C loop
+(``deltaad._array_replay``), elementwise ufunc steps on plain float64 arrays by numpy's own
+float64 loops; the Python loop of :meth:`ArrayProgram.run` is its twin and runs the steps the
+C loop hands back. Where a value leaves the recorded world as a Python
 value -- ``bool`` of an array comparison, ``float()``, ``int()``, ``.item()``, an index, a
 result that is no array -- the outcome is a *guard*; a step whose result has another type,
 shape or dtype fails too, and the caller records afresh. What cannot be replayed soundly --
@@ -24,6 +27,7 @@ the function uncompiled, with one warning.
 
 import math
 import operator
+import os as _os
 import struct
 import threading
 
@@ -31,6 +35,7 @@ import numpy as np
 
 from . import _replay_pure as _P
 from . import trace as _trace
+from ._backend import name as _backend_name
 from .pytrees import tree_unflatten
 from .trace import is_dual, register_recorded_array_type
 
@@ -45,6 +50,66 @@ except ImportError:  # (another numpy: ask np.geterr each time)
 def _err_token():
     return _ERR.get() if _ERR is not None else None
 _new = object.__new__
+
+# The steps' loop in C with the compiled core (deltaad._array_replay, built with it); the pure
+# backend replays in Python (same numpy calls, same bits).
+_creplay = None
+if _backend_name == "c":
+    try:
+        from . import _array_replay as _creplay
+    except ImportError:
+        if _os.environ.get("DELTAAD_BACKEND", "").strip().lower() in ("c", "core"):
+            raise
+
+# How ``compile`` runs an input structure with arrays once it is recorded. Replaying numpy
+# steps costs numpy's calls without the function's Python, but the uncompiled call of a program
+# of few large numpy calls costs about as much, and on some platform or numpy a replay could be
+# slower: "race" times the first RACE_CALLS replays against as many uncompiled calls
+# (alternating) and keeps the faster by least time; "replay" always replays; "uncompiled" runs
+# the function uncompiled after its recording call. Tests and benchmarks set these (or the
+# environment variable DELTAAD_COMPILE_ARRAYS, read at import).
+CHOOSE = _os.environ.get("DELTAAD_COMPILE_ARRAYS", "").strip().lower() or "race"
+if CHOOSE not in ("race", "replay", "uncompiled"):
+    raise ValueError("DELTAAD_COMPILE_ARRAYS must be race, replay or uncompiled, not %r"
+                     % CHOOSE)
+RACE_CALLS = 5
+
+# Elementwise ufuncs whose recorded calls on C-contiguous float64 arrays of one shape (and Python
+# scalars) the C replayer runs by numpy's own float64 loop: the array duals' fast path's set,
+# whose loops are checked against the ufuncs bit for bit.
+_LOOP_UFUNCS = frozenset((np.add, np.subtract, np.multiply, np.true_divide, np.power,
+                          np.negative, np.sin, np.cos, np.tan, np.tanh, np.exp, np.log, np.sqrt,
+                          np.square, np.absolute, np.arctan, np.sinh, np.cosh, np.expm1,
+                          np.log1p, np.reciprocal, np.sign))
+_F8 = np.dtype(np.float64)
+
+
+def _loop_operands(fn, templates, values, r):
+    """The operands of a call of ufunc ``fn`` that the C replayer may run by numpy's float64
+    loop -- per operand ``True`` (an array, read from its slot) or the float a constant
+    scalar is -- or None: a float64 array result, every operand an ndarray of its shape
+    (recorded or constant) or a constant Python float (or an int exact as a float: numpy's
+    weak scalars become float64). (Each replay checks again that the arrays are C-contiguous
+    native float64 ones -- numpy's result is then C-contiguous too -- else calls ``fn``.)"""
+    shape = r.shape
+    if not shape or r.dtype != _F8 or len(values) != fn.nin or 0 in shape:
+        return None
+    ops = []
+    for t, v in zip(templates, values):
+        tv = type(v)
+        if tv is np.ndarray:
+            if type(t) is _S or type(t) is _N or v.shape != shape:
+                return None
+            ops.append(True)
+        elif type(t) is _A or type(t) is _S or type(t) is _N:
+            return None  # (a recorded float, lifted or not: its value changes per call)
+        elif tv is float:
+            ops.append(v)
+        elif tv is int and -2 ** 53 <= v <= 2 ** 53:
+            ops.append(float(v))
+        else:
+            return None
+    return tuple(ops)
 
 
 class _A:
@@ -167,7 +232,7 @@ class ArrayRecording:
     """The array steps of one recording, beside its scalar :class:`Recording`."""
 
     __slots__ = ("rec", "steps", "nslots", "inputs", "links", "_rtype", "consts", "err0",
-                 "_tok0")
+                 "_tok0", "loops")
 
     def __init__(self, rec, recorder_type):
         self.rec = rec          # the scalar recording (its ``closed``/``failed`` are the call's)
@@ -179,6 +244,7 @@ class ArrayRecording:
         self.consts = []        # (constant array, its bytes when first used)
         self.err0 = np.geterr()  # numpy's floating-point error handling: part of the key
         self._tok0 = _err_token()
+        self.loops = {}         # step index -> its operands for numpy's loop (_loop_operands)
         with _OPEN_LOCK:
             _BY_REC[id(rec)] = self
             _trace.lifting = True
@@ -254,7 +320,8 @@ class ArrayRecording:
                 self.fail("an object array met a recorded array")
             # a constant, by reference: a copy could have another memory layout, and numpy's
             # (BLAS's) results can depend on it. A write to it before the call ends is caught
-            # at the end (``finish``); one between calls is seen on replay as the call would.
+            # at the end (``finish``); one between calls fails the replay (a derivative rule may
+            # have folded the constant into an unrecorded array: see ArrayProgram.run).
             self.consts.append((x, x.copy(order="K")))
             return x, x
         if is_dual(x):
@@ -288,7 +355,13 @@ class ArrayRecording:
                 replay_fn = _errstate(replay_fn or fn, err)
         if type(tk) is _N:
             tk = _N(dict, tk.items)
-        return self._result(replay_fn or fn, ta, tk, r, name or getattr(fn, "__name__", fn))
+        out = self._result(replay_fn or fn, ta, tk, r, name or getattr(fn, "__name__", fn))
+        if replay_fn is None and not kwargs and type(fn) is np.ufunc and type(r) is np.ndarray \
+                and fn in _LOOP_UFUNCS:
+            ops = _loop_operands(fn, ta, va, r)
+            if ops is not None:
+                self.loops[len(self.steps) - 1] = ops
+        return out
 
     def _result(self, fn, ta, tk, r, name):
         tr = type(r)
@@ -598,7 +671,7 @@ class ArrayProgram:
     order) gives the output values, or None where a guard or a step's result differs."""
 
     __slots__ = ("steps", "plan", "init", "nslots", "inputs", "outs", "code", "funcs", "nfloat",
-                 "n", "err0")
+                 "n", "err0", "loops", "cplan", "consts", "cconsts")
 
     def __init__(self, arec, outs, code, funcs, nfloat):
         self.steps = list(arec.steps)
@@ -610,7 +683,22 @@ class ArrayProgram:
         self.nfloat = nfloat
         self.n = len(self.code)
         self.err0 = arec.err0
+        self.loops = dict(arec.loops)
+        seen = set()
+        self.consts = []  # the constant arrays read, with their bits when recorded (once each)
+        for c, was in arec.consts:
+            if id(c) not in seen:
+                seen.add(id(c))
+                self.consts.append((c, was))
         self._plan()
+        self.cplan = _LATER if _creplay is not None else None  # made by the first replay
+        # the constants the C check takes in one call (C-contiguous with C-contiguous copies)
+        self.cconsts = None
+        if _creplay is not None:
+            cc = [(c, was) for c, was in self.consts if type(c) is np.ndarray and
+                  type(was) is np.ndarray and c.flags.c_contiguous and was.flags.c_contiguous]
+            if len(cc) == len(self.consts):
+                self.cconsts = ([c for c, _ in cc], [w for _, w in cc])
 
     def _plan(self):
         """Each step as what its replay does: arguments that are array slots or constants
@@ -671,13 +759,58 @@ class ArrayProgram:
         self.plan = [tuple(p + [tuple(dj)]) for p, dj in zip(plan, dead)]
         self.init = init
 
+    def _cplan(self):
+        """The plan as the C replayer's steps: those with slot-and-constant arguments (and
+        the elementwise ones by numpy's loop); the others, and each step before which scalar
+        instructions run, handed back to :meth:`run`'s Python loop."""
+        rows = []
+        prev = 0
+        for k, (op, pos, fn, a, b, out, ck, ctype, cshape, cdtype, dead) in enumerate(self.plan):
+            sync = pos > prev
+            prev = max(prev, pos)
+            if sync or op >= _GENERAL:
+                rows.append((_C_PY, 0, None, (), None, out, None, None, None, (), None))
+                continue
+            args = (a,) if op == _P1 else (a, b) if op == _P2 else a
+            check = _C_CHECK[ck]
+            loop = self.loops.get(k)
+            fast = None
+            if loop is not None and op != _PK and len(loop) == len(args):
+                fast = (fn, tuple(a if v is True else v for v, a in zip(loop, args)))
+            rows.append((_C_FAST if fast is not None else _C_CALL, check, fn, args,
+                         b if op == _PK else None, out, ctype, cshape, cdtype, dead, fast))
+        return _creplay.Plan(rows, len(self.init), _same_value)
+
     @property
     def nsteps(self):
         return len(self.steps)
 
-    def run(self, inputs):
+    @property
+    def nloops(self):
+        """How many steps the C replayer runs by numpy's loops (0 without it)."""
+        if self.cplan is _LATER:
+            self.cplan = self._cplan()
+        return self.cplan.nfast if self.cplan is not None else 0
+
+    def run(self, inputs, fail=None):
+        """The output values, or None (``(step, what it gave)`` then appended to ``fail``
+        where a step's check or guard failed)."""
         if np.geterr() != self.err0:  # other error handling: numpy may raise or warn otherwise
             return None
+        if fail is None:
+            fail = []
+        # a constant array the caller wrote to since the recording: what numpy computed from
+        # it while recording without a recorded operand (a rule's product of the seed and the
+        # constant, say) is in the recording as a constant of its own: record afresh
+        if self.cconsts is not None:
+            if _creplay.first_changed(*self.cconsts) >= 0:
+                fail.append((-1, None))
+                return None
+        else:
+            for c, was in self.consts:
+                if not _unchanged(c, was):
+                    fail.append((-1, None))
+                    return None
         vals = list(self.init)
         floats = []
         if len(self.inputs) == len(inputs):
@@ -695,9 +828,23 @@ class ArrayProgram:
         i = 0
         code = self.code
         ndarray = np.ndarray
-        for op, pos, fn, a, b, out, ck, ctype, cshape, cdtype, dead in self.plan:
+        plan = self.plan
+        cplan = self.cplan
+        if cplan is _LATER:  # (a recording never replayed never pays for it)
+            cplan = self.cplan = self._cplan()
+        m = len(plan)
+        k = 0
+        while k < m:
+            if cplan is not None:  # the C loop, up to the next step that needs Python
+                k = cplan.run(vals, k, fail)
+                if k < 0:
+                    return None
+                if k >= m:
+                    break
+            op, pos, fn, a, b, out, ck, ctype, cshape, cdtype, dead = plan[k]
             if i < pos:
                 if not _scalar_run(code, self.funcs, svals, floats, i, pos):
+                    fail.append((k, None))
                     return None
                 i = pos
             try:
@@ -713,6 +860,7 @@ class ArrayProgram:
                     vals[out] = svals[a[0].i]
                     for j in dead:
                         vals[j] = None
+                    k += 1
                     continue
                 else:
                     args = [_fill(t, vals, svals) for t in a]
@@ -721,29 +869,36 @@ class ArrayProgram:
                     else:
                         r = fn(*args)
             except Exception:  # noqa: BLE001 - the uncompiled call raises here: record it
+                fail.append((k, None))
                 return None
             if ck == _CA:  # an array: of the recorded shape and dtype
                 if type(r) is not ndarray or r.shape != cshape or (
                         r.dtype is not cdtype and r.dtype != cdtype):
+                    fail.append((k, r))
                     return None
                 vals[out] = r
             elif ck == _CG:
                 if type(r) is not ctype:
+                    fail.append((k, r))
                     return None
                 vals[out] = r
             elif ck == _CT:
                 if type(r) is not ctype or len(r) != cshape:
+                    fail.append((k, r))
                     return None
                 vals[out] = r
             elif op == _GENERAL + GUARD:
                 if not _same_value(r, cdtype):
+                    fail.append((k, r))
                     return None
             else:  # LINK: the array's value as the scalar recording's next input
                 floats.append(r)
             if dead:
                 for j in dead:
                     vals[j] = None
+            k += 1
         if i < self.n and not _scalar_run(code, self.funcs, svals, floats, i, self.n):
+            fail.append((m, None))
             return None
         return [vals[s] if k == "a" else svals[s] for k, s in self.outs]
 
@@ -751,6 +906,11 @@ class ArrayProgram:
 _P1, _P2, _PN, _PK = 10, 11, 12, 13  # plan: fn(v), fn(v, w), fn(*vs), fn(*vs, **constants)
 _GENERAL = 20                        # plan: _GENERAL + the step's kind
 _CA, _CT, _CG = 1, 2, 3              # checks: an array, a tuple of arrays, a numpy scalar
+# the C replayer's step kinds and checks (cext/_array_replay.pyx)
+_C_PY, _C_CALL, _C_FAST = 0, 1, 2
+_C_ARRAY, _C_TUPLE, _C_TYPE = 1, 2, 3
+_C_CHECK = {_CA: _C_ARRAY, _CT: _C_TUPLE, _CG: _C_TYPE}
+_LATER = object()  # ArrayProgram.cplan before its first replay
 
 
 def _slots_of(t):
@@ -872,6 +1032,17 @@ def finish(rec, arec, leaves, out_def, replay):
     nfloat = rec.ninputs - arec.links
     prog = ArrayProgram(arec, outs, rec.code, rec.funcs, nfloat)
     return replay(prog, out_def, spec, leaves), tree_unflatten(out_def, result)
+
+
+def _unchanged(c, was):
+    """Constant array ``c`` has the bits (and shape and dtype) of its copy ``was``."""
+    if c.shape != was.shape or c.dtype != was.dtype:
+        return False
+    if _creplay is not None:
+        same = _creplay.same_bits(c, was)  # a memcmp (None: not two C-contiguous ndarrays)
+        if same is not None:
+            return same
+    return c.tobytes() == was.tobytes()
 
 
 def same_bits(x, y):

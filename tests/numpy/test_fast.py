@@ -346,3 +346,21 @@ def test_matmul_cases_left_to_the_python_path():
     for f in cases:
         g = d.grad(f)(x)
         assert g.tobytes() == _switched(False, d.grad(f), x).tobytes()
+
+
+def test_strided_cotangent_passed_on_keeps_its_layout():
+    """``a + b`` and ``a - b`` hand their cotangent on unchanged; one that is strided (``det``'s
+    rule gives a transposed inverse) must reach the next rule as the Python path hands it on,
+    not as a C-ordered copy: a later ``matmul`` (here ``outer``'s rule) may add in another
+    order on another layout."""
+    if not fast.enabled():
+        pytest.skip("no compiled fast path")
+    m = np.array([[0.5, -0.25, 0.0], [0.125, 1.0, -0.5], [0.0, 0.75, 0.25]])
+
+    def f(v):
+        return np.linalg.det(m + 3.0 * np.eye(3) + np.outer(v, v))
+
+    for x in (np.array([1.0, 1.0, 2.0]), np.array([0.3, -1.2, 0.7]), np.array([2.0, 0.5, 1.0])):
+        got = _switched(True, d.grad(f), x)
+        want = _switched(False, d.grad(f), x)
+        assert got.tobytes() == want.tobytes()
