@@ -6,6 +6,8 @@ operations, one replayed call (after the recording call and one warm replay), in
 process under ``valgrind --tool=callgrind --toggle-collect=_operator_call``, and prints
 instructions per recorded operation: the whole call, the forward pass (``Program._run``) and
 the sweep (``Program._sweep``, inclusive), and the plain-float ``f`` counted the same way.
+``python -m bench.compiled_callgrind --worker PROGRAM N MODE`` is the counted process (MODE:
+``replay``, ``compiled-f`` for ``compile(f)``, ``float``).
 (needs ``valgrind`` and ``callgrind_annotate`` on the PATH)
 """
 
@@ -49,7 +51,7 @@ def _count(name, n, mode):
         out = os.path.join(d, "cg.out")
         cmd = ["valgrind", "--tool=callgrind", "--toggle-collect=_operator_call",
                "--callgrind-out-file=" + out, sys.executable, "-m", "bench.compiled_callgrind",
-               name, str(n), mode]
+               "--worker", name, str(n), mode]
         p = subprocess.run(cmd, capture_output=True, text=True, env=env)
         m = re.search(r"Collected : (\d+)", p.stderr)
         if p.returncode or not m:
@@ -71,8 +73,8 @@ def _count(name, n, mode):
 
 
 def main(argv):
-    if len(argv) == 3:
-        _one(argv[0], int(argv[1]), argv[2])
+    if argv[:1] == ["--worker"]:
+        _one(argv[1], int(argv[2]), argv[3])
         return
     from .programs import PROGRAMS as P
 

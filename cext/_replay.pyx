@@ -189,8 +189,7 @@ cdef Py_ssize_t _spare_n = 0
 cdef double* _take(Py_ssize_t n) except NULL:
     """A buffer of at least ``n`` doubles: the spare one when it is big enough (taken, so a
     replay that calls Python, letting another thread replay, never shares it), else a new
-    one. A long replay's buffer is not allocated afresh each call: freshly mapped pages cost
-    a fault each, more than the replay itself."""
+    one. A long replay's buffer is reused, not allocated afresh each call."""
     global _spare, _spare_n
     cdef double* p
     if _spare != NULL and _spare_n >= n:
