@@ -280,6 +280,8 @@ def test_keywords_and_raising_calls_keep_the_gradient_recording():
     assert cg._grad is not None
 
 
+@pytest.mark.skipif(d.backend != "c", reason="the compiled replayer against the compiled "
+                    "core; the pure backend's NaN payloads are not matched (see tree_bits)")
 @pytest.mark.parametrize("sign", [1.0, -1.0])
 def test_sums_of_two_nans_keep_the_uncompiled_nan(sign):
     """Where an adjoint and a contribution are both NaN (of opposite signs here), the replayed
