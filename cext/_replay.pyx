@@ -8,7 +8,9 @@ operand is an earlier slot, an input index is below the number of inputs, a func
 in range), so the loop reads without bounds checks.
 """
 
-from cpython.float cimport PyFloat_AS_DOUBLE
+from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_FromDouble
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.ref cimport Py_INCREF
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 cimport cython
 from libc.stdint cimport int32_t, uint64_t
@@ -16,6 +18,9 @@ from libc.string cimport memcmp, memcpy, memset
 cimport libc.math as cm
 
 from . import _replay_pure as _p
+
+cdef extern from "_replay_float.h":  # a sum keeping its first operand's NaN
+    double dad_add(double x, double y) nogil
 
 cdef enum:
     INPUT = 0
@@ -84,23 +89,23 @@ cdef int STACK_SLOTS = 512
 
 cdef inline double _libm(int i, double x) noexcept nogil:
     if i == 0: return cm.sin(x)
-    if i == 1: return cm.cos(x)
-    if i == 2: return cm.tan(x)
-    if i == 3: return cm.asin(x)
-    if i == 4: return cm.acos(x)
-    if i == 5: return cm.atan(x)
-    if i == 6: return cm.sinh(x)
-    if i == 7: return cm.cosh(x)
-    if i == 8: return cm.tanh(x)
-    if i == 9: return cm.asinh(x)
-    if i == 10: return cm.acosh(x)
-    if i == 11: return cm.atanh(x)
-    if i == 12: return cm.exp(x)
-    if i == 13: return cm.expm1(x)
-    if i == 14: return cm.log(x)
-    if i == 15: return cm.log2(x)
-    if i == 16: return cm.log10(x)
-    if i == 17: return cm.sqrt(x)
+    elif i == 1: return cm.cos(x)
+    elif i == 2: return cm.tan(x)
+    elif i == 3: return cm.asin(x)
+    elif i == 4: return cm.acos(x)
+    elif i == 5: return cm.atan(x)
+    elif i == 6: return cm.sinh(x)
+    elif i == 7: return cm.cosh(x)
+    elif i == 8: return cm.tanh(x)
+    elif i == 9: return cm.asinh(x)
+    elif i == 10: return cm.acosh(x)
+    elif i == 11: return cm.atanh(x)
+    elif i == 12: return cm.exp(x)
+    elif i == 13: return cm.expm1(x)
+    elif i == 14: return cm.log(x)
+    elif i == 15: return cm.log2(x)
+    elif i == 16: return cm.log10(x)
+    elif i == 17: return cm.sqrt(x)
     return cm.fabs(x)
 
 
@@ -114,23 +119,23 @@ cdef inline double _libm_partial(int j, double x, double r) noexcept nogil:
     """The derivative of libm function ``j`` at ``x`` (value ``r``): the core's formulas
     (its ``_float_unary``), operation for operation, so the partials are its bits."""
     if j == 0: return cm.cos(x)
-    if j == 1: return -cm.sin(x)
-    if j == 2: return 1.0 + r * r
-    if j == 3: return 1.0 / cm.sqrt(1.0 - x * x)
-    if j == 4: return -(1.0 / cm.sqrt(1.0 - x * x))
-    if j == 5: return 1.0 / (1.0 + x * x)
-    if j == 6: return cm.cosh(x)
-    if j == 7: return cm.sinh(x)
-    if j == 8: return 1.0 - r * r
-    if j == 9: return 1.0 / cm.sqrt(x * x + 1.0)
-    if j == 10: return 1.0 / cm.sqrt(x * x - 1.0)
-    if j == 11: return 1.0 / (1.0 - x * x)
-    if j == 12: return r
-    if j == 13: return r + 1.0
-    if j == 14: return 1.0 / x
-    if j == 15: return 1.0 / (x * LN2)
-    if j == 16: return 1.0 / (x * LN10)
-    if j == 17: return 0.5 / (r + 0.0)
+    elif j == 1: return -cm.sin(x)
+    elif j == 2: return 1.0 + r * r
+    elif j == 3: return 1.0 / cm.sqrt(1.0 - x * x)
+    elif j == 4: return -(1.0 / cm.sqrt(1.0 - x * x))
+    elif j == 5: return 1.0 / (1.0 + x * x)
+    elif j == 6: return cm.cosh(x)
+    elif j == 7: return cm.sinh(x)
+    elif j == 8: return 1.0 - r * r
+    elif j == 9: return 1.0 / cm.sqrt(x * x + 1.0)
+    elif j == 10: return 1.0 / cm.sqrt(x * x - 1.0)
+    elif j == 11: return 1.0 / (1.0 - x * x)
+    elif j == 12: return r
+    elif j == 13: return r + 1.0
+    elif j == 14: return 1.0 / x
+    elif j == 15: return 1.0 / (x * LN2)
+    elif j == 16: return 1.0 / (x * LN10)
+    elif j == 17: return 0.5 / (r + 0.0)
     if x > 0.0: return 1.0
     if x < 0.0: return -1.0
     if x == 0.0: return 0.0
@@ -153,6 +158,67 @@ cdef inline double _cmul2(double c, double g) noexcept nogil:
     if g != g:
         return g
     return c * g
+
+
+cdef inline double _neg1(double g) noexcept nogil:
+    """``-1.0 * g`` without the multiplication: ``-g``, but a NaN as it is (as the product
+    keeps it)."""
+    if g != g:
+        return g
+    return -g
+
+
+cdef inline int _acc(double* adj, int s, double x, double* carry, int cs) noexcept nogil:
+    """``adj[s] += x`` with ``adj[cs]`` read from ``carry`` (see ``Program._sweep``); returns
+    the new ``cs``. Where both are NaN the sum keeps the contribution ``x``'s, as the core's
+    sweep gives it (measured on its build, like ``_cmul``)."""
+    cdef double t
+    if s == cs:
+        t = dad_add(x, carry[0])
+    else:
+        t = dad_add(x, adj[s])
+    adj[s] = t
+    carry[0] = t
+    return s
+
+
+cdef double* _spare = NULL  # the buffer of the last replay, kept for the next (see _take)
+cdef Py_ssize_t _spare_n = 0
+
+
+cdef double* _take(Py_ssize_t n) except NULL:
+    """A buffer of at least ``n`` doubles: the spare one when it is big enough (taken, so a
+    replay that calls Python, letting another thread replay, never shares it), else a new
+    one. A long replay's buffer is reused, not allocated afresh each call."""
+    global _spare, _spare_n
+    cdef double* p
+    if _spare != NULL and _spare_n >= n:
+        p = _spare
+        _spare = NULL
+        return p
+    p = <double*>PyMem_Malloc(n * sizeof(double))
+    if p == NULL:
+        raise MemoryError("replay: out of memory for %d values" % n)
+    return p
+
+
+cdef void _give(double* p, Py_ssize_t n) noexcept:
+    """Hand back a buffer of ``_take`` (the size asked for): kept as the spare, or freed."""
+    global _spare, _spare_n
+    if _spare == NULL or _spare_n < n:
+        PyMem_Free(_spare)
+        _spare = p
+        _spare_n = n
+    else:
+        PyMem_Free(p)
+
+
+cdef inline int _set_float(list out, Py_ssize_t i, double x) except -1:
+    """``out[i] = x`` into a list fresh from ``PyList_New`` (its slot still empty)."""
+    f = PyFloat_FromDouble(x)
+    Py_INCREF(f)
+    PyList_SET_ITEM(out, i, f)
+    return 0
 
 
 ctypedef struct TapeBinding:  # the core's binding: what ``Tape.bindings_bytes`` gives
@@ -546,8 +612,8 @@ cdef class Program:
         return (sizeof(Instr) + (2 if self.diff != NULL else 0)) * self.n
 
     def run(self, inputs):
-        cdef Py_ssize_t i
-        cdef double stack[512]
+        cdef Py_ssize_t i, m, nbuf
+        cdef double stack[1024]
         cdef double* v
         cdef list ins = inputs if type(inputs) is list else list(inputs)
         if len(ins) != self.ninputs:
@@ -555,37 +621,33 @@ cdef class Program:
         for x in ins:
             if type(x) is not float:
                 raise TypeError("replay: inputs must be floats")
-        if self.n <= STACK_SLOTS:
+        # values, then (a gradient recording's) adjoints: on the stack, or the spare buffer
+        nbuf = self.n * (2 if self.diff != NULL else 1)
+        if nbuf <= 2 * STACK_SLOTS:
             v = stack
         else:
-            v = <double*>PyMem_Malloc(self.n * sizeof(double))
-            if v == NULL:
-                raise MemoryError("replay: out of memory for %d values" % self.n)
+            v = _take(nbuf)
         try:
             if not self._run(v, ins):
                 return None
-            out = [v[self.outs[i]] for i in range(self.nouts)]
+            m = self.nouts + (self.nwanted if self.diff != NULL else 0)
+            out = PyList_New(m)
+            for i in range(self.nouts):
+                _set_float(out, i, v[self.outs[i]])
             if self.diff != NULL:
-                out += self._gradients(v)
+                self._gradients(v, v + self.n, out, self.nouts)
             return out
         finally:
             if v != stack:
-                PyMem_Free(v)
+                _give(v, nbuf)
 
-    cdef list _gradients(self, double* v):
-        cdef double stack[512]
-        cdef double* adj = stack
+    cdef int _gradients(self, double* v, double* adj, list out, Py_ssize_t start) except -1:
+        """Sweep, and put the wanted adjoints into ``out`` from ``start`` on."""
         cdef Py_ssize_t i
-        if self.n > STACK_SLOTS:
-            adj = <double*>PyMem_Malloc(self.n * sizeof(double))
-            if adj == NULL:
-                raise MemoryError("replay: out of memory for %d adjoints" % self.n)
-        try:
-            self._sweep(v, adj)
-            return [adj[self.wanted[i]] for i in range(self.nwanted)]
-        finally:
-            if adj != stack:
-                PyMem_Free(adj)
+        self._sweep(v, adj)
+        for i in range(self.nwanted):
+            _set_float(out, start + i, adj[self.wanted[i]])
+        return 0
 
     cdef inline int _partials(self, Py_ssize_t i, double* v, int* ps, double* cs) noexcept nogil:
         """The binding of differentiated slot ``i``: its parents ``ps`` and partials ``cs``,
@@ -623,15 +685,23 @@ cdef class Program:
     cdef void _sweep(self, double* v, double* adj) noexcept nogil:
         """The adjoints of every slot: the uncompiled tape's float sweep replayed (adjoints
         from 0.0, a zero adjoint skipped, ``adj[p] += c * a`` first parent first), one
-        ``switch`` on each binding's sweep code (see ``_set_grad``)."""
+        ``switch`` on each binding's sweep code (see ``_set_grad``).
+
+        The same float operations in the same order, with less waiting: the adjoint last
+        written is kept in a register (``carry``, the value of ``adj[cs]``; every adjoint is
+        stored as well), so the next binding -- most often the slot just below -- reads it
+        without a store-to-load round trip; a binding with two distinct parents adds into the
+        lower slot first (the order of two different slots' sums is moot), so the one kept is
+        the higher, the likelier next. A partial 1.0 adds the adjoint itself: ``1.0 * g`` is
+        ``g`` bit for bit, as ``g`` is never a signalling NaN (the seed or a sum); a partial
+        -1.0 is ``-g`` but where ``g`` is a NaN, which ``-1.0 * g`` keeps as it is."""
         cdef Py_ssize_t i
-        cdef int a, b
+        cdef int a, b, cs = -1
         cdef char c
-        cdef double g
+        cdef double g, carry = 0.0, x, y
         cdef char* sw = self.sw
+        cdef Instr* code = self.code
         cdef Instr* p
-        cdef double one = self.one
-        cdef double mone = self.mone
         memset(adj, 0, self.n * sizeof(double))
         if self.seed >= 0:
             adj[self.seed] += 1.0
@@ -639,44 +709,62 @@ cdef class Program:
             c = sw[i]
             if c == 0:
                 continue
-            g = adj[i]
+            if i == cs:
+                g = carry
+            else:
+                g = adj[i]
             if g == 0.0:
                 continue
-            p = &self.code[i]
+            p = &code[i]
             a = p.a
             b = p.b
             if c == SW_MUL_AB:
-                adj[a] += _cmul(v[b], g)
-                adj[b] += _cmul2(v[a], g)
+                x = _cmul(v[b], g)
+                y = _cmul2(v[a], g)
             elif c == SW_MUL_A:
-                adj[a] += _cmul(v[b], g)
+                cs = _acc(adj, a, _cmul(v[b], g), &carry, cs)
+                continue
             elif c == SW_MUL_B:
-                adj[b] += _cmul(v[a], g)
+                cs = _acc(adj, b, _cmul(v[a], g), &carry, cs)
+                continue
             elif c == SW_ADD_AB:
-                adj[a] += one * g
-                adj[b] += one * g
-            elif c == SW_ADD_A:
-                adj[a] += one * g
+                x = g
+                y = g
+            elif c == SW_ADD_A or c == SW_SUB_A:
+                cs = _acc(adj, a, g, &carry, cs)
+                continue
             elif c == SW_ADD_B:
-                adj[b] += one * g
+                cs = _acc(adj, b, g, &carry, cs)
+                continue
             elif c == SW_SUB_AB:
-                adj[a] += one * g
-                adj[b] += mone * g  # (-1.0 and 1.0 are no nan: the order is moot)
-            elif c == SW_SUB_A:
-                adj[a] += one * g
+                x = g
+                y = _neg1(g)
             elif c == SW_SUB_B:
-                adj[b] += mone * g
+                cs = _acc(adj, b, _neg1(g), &carry, cs)
+                continue
             elif c == SW_DIV_AB:  # the forward pass saw v[b] != 0
-                adj[a] += _cmul(1.0 / v[b], g)
-                adj[b] += _cmul2(-v[i] / v[b], g)
+                x = _cmul(1.0 / v[b], g)
+                y = _cmul2(-v[i] / v[b], g)
             elif c == SW_DIV_A:
-                adj[a] += _cmul(1.0 / v[b], g)
+                cs = _acc(adj, a, _cmul(1.0 / v[b], g), &carry, cs)
+                continue
             elif c == SW_DIV_B:
-                adj[b] += _cmul(-v[i] / v[b], g)
+                cs = _acc(adj, b, _cmul(-v[i] / v[b], g), &carry, cs)
+                continue
             elif c == SW_NEG:
-                adj[a] += mone * g
+                cs = _acc(adj, a, _neg1(g), &carry, cs)
+                continue
             else:  # SW_LIBM
-                adj[a] += _cmul(_libm_partial(p.op - FIRST_LIBM, v[a], v[i]), g)
+                cs = _acc(adj, a, _cmul(_libm_partial(p.op - FIRST_LIBM, v[a], v[i]), g),
+                          &carry, cs)
+                continue
+            # two parents: a == b adds the first parent's first, as the tape has it
+            if a <= b:
+                cs = _acc(adj, a, x, &carry, cs)
+                cs = _acc(adj, b, y, &carry, cs)
+            else:
+                cs = _acc(adj, b, y, &carry, cs)
+                cs = _acc(adj, a, x, &carry, cs)
 
     def checked_run(self, inputs, bindings, ids):
         """``run(inputs)`` when this gradient recording, evaluated at ``inputs``, has the
@@ -692,6 +780,7 @@ cdef class Program:
         cdef int ps[2]
         cdef double cs[2]
         cdef double* v
+        cdef double* adj = NULL
         cdef int* tid
         cdef bint ok = True
         cdef list ins = inputs if type(inputs) is list else list(inputs)
@@ -741,12 +830,18 @@ cdef class Program:
                     return None
             if t != nb:
                 return None
-            out = [v[self.outs[i]] for i in range(self.nouts)]
-            out += self._gradients(v)
+            adj = <double*>PyMem_Malloc((n if n else 1) * sizeof(double))
+            if adj == NULL:
+                raise MemoryError("replay: out of memory")
+            out = PyList_New(self.nouts + self.nwanted)
+            for i in range(self.nouts):
+                _set_float(out, i, v[self.outs[i]])
+            self._gradients(v, adj, out, self.nouts)
             return out
         finally:
             PyMem_Free(v)
             PyMem_Free(tid)
+            PyMem_Free(adj)
 
     cdef bint _run(self, double* v, list ins) except -1:
         # one chain of ``op == constant`` tests: Cython makes it a C switch
