@@ -112,8 +112,9 @@ cdef list _FNS = [None] * NCODES    # code -> the registry's function the fast p
 cdef list _PRIMS = [None] * NCODES  # code -> its Primitive (for the lazy Python rule)
 cdef object _python_rule = None     # array.python_rule(prim, out, vals, on, keep)
 # the core's push of a binding (``_core.array_push_capsule``): Tape.push_linear without its
-# Python call and its parents' conversion (the parents' ids are passed as C integers too)
-ctypedef object (*push_t)(object, object, Py_ssize_t, Py_ssize_t, object)
+# Python call, the parents' ids as C integers (-1: no second parent), kept in the binding
+# itself (no tuple, no dict entry)
+ctypedef object (*push_t)(object, Py_ssize_t, Py_ssize_t, object)
 cdef push_t _PUSH = NULL
 # where the array dual's slots live in its instances (read and written without a lookup)
 cdef Py_ssize_t OFF_VALUE = 0, OFF_TRACE = 0, OFF_ID = 0, OFF_TANGENT = 0
@@ -507,11 +508,11 @@ cdef inline void _put(PyObject* o, Py_ssize_t off, object v) noexcept:
     (<PyObject**>((<char*>o) + off))[0] = <PyObject*>v
 
 
-cdef object _dual(cnp.ndarray value, object trace, object parents, Py_ssize_t p1,
-                  Py_ssize_t p2, ArrayRule rule):
+cdef object _dual(cnp.ndarray value, object trace, Py_ssize_t p1, Py_ssize_t p2,
+                  ArrayRule rule):
     """The array dual of ``value`` with a binding of ``rule`` on ``trace`` whose parents are
-    ``parents``, the ids ``p1`` and ``p2`` (-1: none)."""
-    i = _PUSH(trace, parents, p1, p2, rule)
+    the ids ``p1`` and ``p2`` (-1: none)."""
+    i = _PUSH(trace, p1, p2, rule)
     cdef PyObject* p = PyType_GenericAlloc(<PyTypeObject*>ArrayDual, 0)  # its tp_alloc
     if p == NULL:
         raise MemoryError()
@@ -603,7 +604,7 @@ cdef object _unary(int code, object x):
         return _NOTHING
     if rule.kind == R_SCALE:
         rule.d = d
-    return _dual(y, trace, (<object>pi,), PyLong_AsSsize_t(<object>pi), -1, rule)
+    return _dual(y, trace, PyLong_AsSsize_t(<object>pi), -1, rule)
 
 
 cdef inline int _scalar(object s, double* out) except -1:
@@ -729,11 +730,10 @@ cdef object _binary(int code, object a, object b):
     if fetestexcept(_FPE):
         return _NOTHING
     if oa and ob:
-        return _dual(y, trace, (<object>ia, <object>ib), PyLong_AsSsize_t(<object>ia),
-                     PyLong_AsSsize_t(<object>ib), rule)
+        return _dual(y, trace, PyLong_AsSsize_t(<object>ia), PyLong_AsSsize_t(<object>ib), rule)
     if oa:
-        return _dual(y, trace, (<object>ia,), PyLong_AsSsize_t(<object>ia), -1, rule)
-    return _dual(y, trace, (<object>ib,), PyLong_AsSsize_t(<object>ib), -1, rule)
+        return _dual(y, trace, PyLong_AsSsize_t(<object>ia), -1, rule)
+    return _dual(y, trace, PyLong_AsSsize_t(<object>ib), -1, rule)
 
 
 cdef object _MATMUL = None  # numpy.matmul
@@ -772,7 +772,7 @@ cdef object _matmul(object a, object b):
         raise TypeError("deltaad array fast path: numpy.matmul gave %r" % (y,))
     cdef ArrayRule rule = _rule(R_MATVEC, MATMUL, oa, ob, <cnp.ndarray>y, va, vb)
     rule.e = cnp.PyArray_SwapAxes(K, 0, 1)  # swap(b): np.swapaxes(b, -1, -2)
-    return _dual(<cnp.ndarray>y, trace, (<object>pi,), PyLong_AsSsize_t(<object>pi), -1, rule)
+    return _dual(<cnp.ndarray>y, trace, PyLong_AsSsize_t(<object>pi), -1, rule)
 
 
 cdef object _add_arrays(object a, object b):
@@ -788,11 +788,13 @@ cdef object _add_arrays(object a, object b):
     return r
 
 
-cdef int _pull(object rule, tuple parents, list adj, object ct) except -1:
-    """The general sweep's pullback of a fast binding: its rule's cotangents of ``ct`` summed
-    into the adjoints ``adj`` of its parents, as the sweep sums them (in the parents' order, an
-    absent adjoint taking the cotangent itself, else ``old + cotangent``). 0 (nothing done) for
-    another rule or a cotangent the loops do not take: the sweep then calls the rule."""
+cdef int _pull(object rule, Py_ssize_t p1, Py_ssize_t p2, list adj, object ct) except -1:
+    """The general sweep's pullback of a fast binding with parents ``p1`` and ``p2`` (-1:
+    none; both older than the binding, so within ``adj``): its rule's cotangents of ``ct``
+    summed into the adjoints ``adj`` of its parents, as the sweep sums them (in the parents'
+    order, an absent adjoint taking the cotangent itself, else ``old + cotangent``). 0
+    (nothing done) for another rule or a cotangent the loops do not take: the sweep then calls
+    the rule."""
     if type(rule) is not ArrayRule:
         return 0
     cdef ArrayRule r = <ArrayRule>rule
@@ -812,11 +814,12 @@ cdef int _pull(object rule, tuple parents, list adj, object ct) except -1:
             return 0
     cdef Py_ssize_t k, p
     cdef Py_ssize_t m = len(cts)
-    if m != len(parents):
-        raise RuntimeError("deltaad array fast path: %d cotangents for %d parents" % (m, len(parents)))
+    if m != (1 if p2 < 0 else 2):
+        raise RuntimeError("deltaad array fast path: %d cotangents for %d parents"
+                           % (m, 1 if p2 < 0 else 2))
     cdef PyObject* po
     for k in range(m):
-        p = parents[k]
+        p = p1 if k == 0 else p2
         x = cts[k]
         po = PyList_GET_ITEM(adj, p)  # borrowed: p < this binding's id < len(adj)
         if po == <PyObject*>None:
