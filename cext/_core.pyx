@@ -535,6 +535,8 @@ def release_memory():
     global _spare, _spare_cap, _spare_adj, _spare_adj_n
     _release_duals()
     _release_floats()
+    if _array_release is not None:  # the array fast path's kept arrays
+        _array_release()
     if _spare != NULL:
         PyMem_Free(_spare)
         _spare = NULL
@@ -1753,10 +1755,15 @@ cdef object _push_array(object tape, Py_ssize_t p1, Py_ssize_t p2, object rule):
     return i
 
 
-def set_array_hooks(pull):
+cdef object _array_release = None
+
+
+def set_array_hooks(pull, release=None):
     """Install (a capsule named ``deltaad._arrays.pull``) or remove (None) the pullback of the
-    array fast path's rules in the general sweep."""
-    global _array_pull
+    array fast path's rules in the general sweep; ``release``, called by ``release_memory``,
+    lets go of what the fast path keeps."""
+    global _array_pull, _array_release
+    _array_release = release
     if pull is None:
         _array_pull = NULL
     else:

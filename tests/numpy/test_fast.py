@@ -387,7 +387,7 @@ def test_fast_rules_freed_with_their_bindings(checkpointed):
         return np.sum(np.cos(y) + x)
 
     g = d.grad(d.checkpoint(f) if checkpointed else f)
-    x = np.array([0.3, -0.7, 1.1])
+    x = np.linspace(-1.0, 1.0, 100)  # past the arrays the fast path keeps for reuse (<= 64)
     for _ in range(3):
         g(x)
     gc.collect()
@@ -410,3 +410,32 @@ def test_checkpointed_programs_same_bits(seed, layout):
     got = pb2(cts)
     assert [np.asarray(v).tobytes() for v in out2] == [np.asarray(v).tobytes() for v in out]
     assert [np.asarray(v).tobytes() for v in got] == [np.asarray(v).tobytes() for v in want]
+
+
+def test_arrays_kept_for_reuse_are_never_ones_held():
+    """The fast path reuses the small arrays of earlier gradients that nothing holds any more;
+    a result the caller keeps, a view's base, an array made read-only or reshaped in place
+    keep their values through many later gradients (on both backends: the same results)."""
+    def f(x):
+        return np.sum(np.sin(x) * x + x * x)
+
+    def exact(x):
+        return np.sin(x) + x * np.cos(x) + 2.0 * x
+
+    xs = [np.linspace(-1.0, 1.0, 16) * k for k in range(1, 5)]
+    kept = [d.grad(f)(x) for x in xs]
+    saved = [g.copy() for g in kept]
+    view = d.grad(f)(xs[0])[3:7]
+    view_saved = view.copy()
+    ro = d.grad(f)(xs[1])
+    ro.flags.writeable = False
+    shaped = d.grad(f)(xs[2])
+    shaped.shape = (4, 4)
+    del ro, shaped
+    for k in range(5):
+        for x in xs:
+            np.testing.assert_allclose(d.grad(f)(x * (0.5 + k)), exact(x * (0.5 + k)), rtol=1e-14)
+    for g, s, x in zip(kept, saved, xs):
+        assert g.tobytes() == s.tobytes()
+        np.testing.assert_allclose(g, exact(x), rtol=1e-14)
+    assert view.tobytes() == view_saved.tobytes()
