@@ -28,11 +28,13 @@ Besides the loops: a 1-D array dual times a constant float64 matrix (``x @ M``, 
 calls numpy's ``matmul`` on the values, and its rule the same numpy calls the Python rule
 makes (reshape, matmul by the swapped matrix, reshape), so BLAS or not, the bits are those.
 
-Per operation the binding is pushed through the core's C entry (``_core.array_push_capsule``)
-and pulled back by the general sweep through ours (``pull_capsule``): no Python call, no tuple
-of cotangents zipped with the parents. sin's and cos's partials are made by the sweep, in a
-scratch buffer, instead of being kept on the tape; and the sweep's own adjoint sums (arrays
-no one else holds) are added in place.
+Per operation the binding is pushed through the core's C entry (``_core.array_push_capsule``),
+which keeps the parents' ids and the rule in the C binding itself (no tuple, no dict entry, no
+Python int per parent), and pulled back by the general sweep through ours (``pull_capsule``):
+no Python call, no tuple of cotangents zipped with the parents. sin's and cos's partials are
+made by the sweep, in a scratch buffer, instead of being kept on the tape; the sweep's own
+adjoint sums (arrays no one else holds) are added in place; and small arrays that nothing
+holds any more are reused (see ``_empty_like``).
 """
 
 cimport cython
@@ -112,8 +114,9 @@ cdef list _FNS = [None] * NCODES    # code -> the registry's function the fast p
 cdef list _PRIMS = [None] * NCODES  # code -> its Primitive (for the lazy Python rule)
 cdef object _python_rule = None     # array.python_rule(prim, out, vals, on, keep)
 # the core's push of a binding (``_core.array_push_capsule``): Tape.push_linear without its
-# Python call and its parents' conversion (the parents' ids are passed as C integers too)
-ctypedef object (*push_t)(object, object, Py_ssize_t, Py_ssize_t, object)
+# Python call, the parents' ids as C integers (-1: no second parent), kept in the binding
+# itself (no tuple, no dict entry)
+ctypedef object (*push_t)(object, Py_ssize_t, Py_ssize_t, object)
 cdef push_t _PUSH = NULL
 # where the array dual's slots live in its instances (read and written without a lookup)
 cdef Py_ssize_t OFF_VALUE = 0, OFF_TRACE = 0, OFF_ID = 0, OFF_TANGENT = 0
@@ -202,9 +205,101 @@ cdef inline bint _same_shape(cnp.ndarray a, cnp.ndarray b):
     return True
 
 
-cdef inline cnp.ndarray _empty_like(cnp.ndarray a):
-    return <cnp.ndarray>cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(a), cnp.PyArray_DIMS(a),
-                                              cnp.NPY_DOUBLE)
+# Kept arrays. A small array costs numpy about as much to make and free (~1100 instructions)
+# as the rest of a fast operation, and a gradient makes one per value, partial and cotangent,
+# then frees them all when its tape dies. So every array of at most POOL_N entries made here
+# is also held in a ring of POOL_MAX slots, handed out in turn (the next gradient finds the
+# arrays the last one made: the ring starts again at its first slot when a binding's id is
+# lower than the last one's, i.e. on a new tape): one that nothing else holds any more (reference count 1, no
+# weak reference, no base, its own C-ordered aligned writeable native float64 memory, the
+# shape wanted) is reused, its entries all overwritten by the loop that makes the new array;
+# any other is let go and a fresh array takes its slot. An array someone holds (a result, a
+# view's base, a weak reference) is never touched. Off while tracemalloc traces (read when an
+# operation records on a tape other than the last one), so memory measurements see every
+# array; ``release()`` empties the ring.
+cdef extern from "numpy/arrayobject.h":
+    ctypedef struct PyArrayObject_fields:
+        PyObject* weakreflist
+
+cdef enum:
+    POOL_MAX = 4096
+    POOL_N = 64
+cdef PyObject* _pool[POOL_MAX]
+cdef Py_ssize_t _pool_n = 0     # slots filled
+cdef Py_ssize_t _pool_at = 0    # the next slot to hand out
+cdef bint _pool_on = True
+cdef PyObject* _pool_trace = NULL  # the tape last recorded on (compared, never dereferenced)
+cdef Py_ssize_t _pool_last = 0     # the id of the binding last pushed
+import _tracemalloc
+cdef object _tm_is_tracing = _tracemalloc.is_tracing
+
+
+cdef inline bint _reusable(PyObject* o, cnp.ndarray like) noexcept:
+    """Whether the kept array ``o`` is held by nothing else and fits ``like``'s shape."""
+    if o.ob_refcnt != 1 or o.ob_type != <PyTypeObject*>cnp.ndarray:
+        return False
+    cdef cnp.ndarray a = <cnp.ndarray>o
+    return ((<PyArrayObject_fields*>o).weakreflist == NULL and cnp.PyArray_BASE(a) == NULL
+            and cnp.PyArray_CHKFLAGS(a, cnp.NPY_ARRAY_CARRAY | cnp.NPY_ARRAY_OWNDATA)
+            and cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_ISNOTSWAPPED(a)
+            and _same_shape(a, like))
+
+
+cdef cnp.ndarray _empty_like(cnp.ndarray a):
+    """A C-ordered float64 array of ``a``'s shape whose entries the caller overwrites all."""
+    global _pool_at, _pool_n
+    cdef Py_ssize_t k
+    cdef PyObject* o
+    if not _pool_on or cnp.PyArray_SIZE(a) > POOL_N:
+        return <cnp.ndarray>cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(a), cnp.PyArray_DIMS(a),
+                                                  cnp.NPY_DOUBLE)
+    k = _pool_at if _pool_at < POOL_MAX else 0
+    _pool_at = k + 1
+    if k < _pool_n and _reusable(_pool[k], a):
+        return <cnp.ndarray>_pool[k]
+    cdef cnp.ndarray r = <cnp.ndarray>cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(a),
+                                                            cnp.PyArray_DIMS(a), cnp.NPY_DOUBLE)
+    Py_INCREF(r)
+    if k < _pool_n:
+        o = _pool[k]
+        _pool[k] = <PyObject*>r
+        Py_DECREF(<object>o)  # the ring is consistent should freeing it run Python code
+    else:
+        _pool[k] = <PyObject*>r
+        _pool_n = k + 1
+    return r
+
+
+cdef inline int _pool_check(object trace) except -1:
+    """Refresh ``_pool_on`` when recording on another tape than the last."""
+    global _pool_trace, _pool_on
+    if <PyObject*>trace != _pool_trace:
+        _pool_trace = <PyObject*>trace
+        _pool_on = not _tm_is_tracing()
+    return 0
+
+
+cdef inline int _pool_pushed(Py_ssize_t i) except -1:
+    """After pushing binding ``i``: a lower id than the last one's starts a new tape (or
+    follows a truncation), and the ring's next lap."""
+    global _pool_last, _pool_at, _pool_on
+    if i < _pool_last:
+        _pool_at = 0
+        _pool_on = not _tm_is_tracing()
+    _pool_last = i
+    return 0
+
+
+def release():
+    """Let go of the kept arrays (see ``_empty_like``)."""
+    global _pool_n, _pool_at
+    cdef PyObject* o
+    while _pool_n > 0:
+        _pool_n -= 1
+        o = _pool[_pool_n]
+        _pool[_pool_n] = NULL
+        Py_DECREF(<object>o)
+    _pool_at = 0
 
 
 # An operand of a loop: an array's buffer (step 8) or a scalar (step 0), as numpy passes a
@@ -519,11 +614,12 @@ cdef inline void _put(PyObject* o, Py_ssize_t off, object v) noexcept:
     (<PyObject**>((<char*>o) + off))[0] = <PyObject*>v
 
 
-cdef object _dual(cnp.ndarray value, object trace, object parents, Py_ssize_t p1,
-                  Py_ssize_t p2, ArrayRule rule):
+cdef object _dual(cnp.ndarray value, object trace, Py_ssize_t p1, Py_ssize_t p2,
+                  ArrayRule rule):
     """The array dual of ``value`` with a binding of ``rule`` on ``trace`` whose parents are
-    ``parents``, the ids ``p1`` and ``p2`` (-1: none)."""
-    i = _PUSH(trace, parents, p1, p2, rule)
+    the ids ``p1`` and ``p2`` (-1: none)."""
+    i = _PUSH(trace, p1, p2, rule)
+    _pool_pushed(PyLong_AsSsize_t(i))
     cdef PyObject* p = PyType_GenericAlloc(<PyTypeObject*>ArrayDual, 0)  # its tp_alloc
     if p == NULL:
         raise MemoryError()
@@ -552,6 +648,7 @@ cdef object _unary(int code, object x):
     trace = <object>pt
     if type(trace) is not Tape:  # (a closed tape: the push raises, as the Python path does)
         return _NOTHING
+    _pool_check(trace)
     v = <object>pv
     if not _plain(v):
         return _NOTHING
@@ -615,7 +712,7 @@ cdef object _unary(int code, object x):
         return _NOTHING
     if rule.kind == R_SCALE:
         rule.d = d
-    return _dual(y, trace, (<object>pi,), PyLong_AsSsize_t(<object>pi), -1, rule)
+    return _dual(y, trace, PyLong_AsSsize_t(<object>pi), -1, rule)
 
 
 cdef inline int _scalar(object s, double* out) except -1:
@@ -664,6 +761,7 @@ cdef object _binary(int code, object a, object b):
         ob = True
     if trace is None or type(trace) is not Tape:  # closed: the push raises
         return _NOTHING
+    _pool_check(trace)
     if _plain(va):
         like = <cnp.ndarray>va
     elif oa or not _scalar(va, &sa):
@@ -741,11 +839,10 @@ cdef object _binary(int code, object a, object b):
     if fetestexcept(_FPE):
         return _NOTHING
     if oa and ob:
-        return _dual(y, trace, (<object>ia, <object>ib), PyLong_AsSsize_t(<object>ia),
-                     PyLong_AsSsize_t(<object>ib), rule)
+        return _dual(y, trace, PyLong_AsSsize_t(<object>ia), PyLong_AsSsize_t(<object>ib), rule)
     if oa:
-        return _dual(y, trace, (<object>ia,), PyLong_AsSsize_t(<object>ia), -1, rule)
-    return _dual(y, trace, (<object>ib,), PyLong_AsSsize_t(<object>ib), -1, rule)
+        return _dual(y, trace, PyLong_AsSsize_t(<object>ia), -1, rule)
+    return _dual(y, trace, PyLong_AsSsize_t(<object>ib), -1, rule)
 
 
 cdef object _MATMUL = None  # numpy.matmul
@@ -784,7 +881,7 @@ cdef object _matmul(object a, object b):
         raise TypeError("deltaad array fast path: numpy.matmul gave %r" % (y,))
     cdef ArrayRule rule = _rule(R_MATVEC, MATMUL, oa, ob, <cnp.ndarray>y, va, vb)
     rule.e = cnp.PyArray_SwapAxes(K, 0, 1)  # swap(b): np.swapaxes(b, -1, -2)
-    return _dual(<cnp.ndarray>y, trace, (<object>pi,), PyLong_AsSsize_t(<object>pi), -1, rule)
+    return _dual(<cnp.ndarray>y, trace, PyLong_AsSsize_t(<object>pi), -1, rule)
 
 
 cdef object _add_arrays(object a, object b):
@@ -800,11 +897,13 @@ cdef object _add_arrays(object a, object b):
     return r
 
 
-cdef int _pull(object rule, tuple parents, list adj, object ct) except -1:
-    """The general sweep's pullback of a fast binding: its rule's cotangents of ``ct`` summed
-    into the adjoints ``adj`` of its parents, as the sweep sums them (in the parents' order, an
-    absent adjoint taking the cotangent itself, else ``old + cotangent``). 0 (nothing done) for
-    another rule or a cotangent the loops do not take: the sweep then calls the rule."""
+cdef int _pull(object rule, Py_ssize_t p1, Py_ssize_t p2, list adj, object ct) except -1:
+    """The general sweep's pullback of a fast binding with parents ``p1`` and ``p2`` (-1:
+    none; both older than the binding, so within ``adj``): its rule's cotangents of ``ct``
+    summed into the adjoints ``adj`` of its parents, as the sweep sums them (in the parents'
+    order, an absent adjoint taking the cotangent itself, else ``old + cotangent``). 0
+    (nothing done) for another rule or a cotangent the loops do not take: the sweep then calls
+    the rule."""
     if type(rule) is not ArrayRule:
         return 0
     cdef ArrayRule r = <ArrayRule>rule
@@ -824,11 +923,12 @@ cdef int _pull(object rule, tuple parents, list adj, object ct) except -1:
             return 0
     cdef Py_ssize_t k, p
     cdef Py_ssize_t m = len(cts)
-    if m != len(parents):
-        raise RuntimeError("deltaad array fast path: %d cotangents for %d parents" % (m, len(parents)))
+    if m != (1 if p2 < 0 else 2):
+        raise RuntimeError("deltaad array fast path: %d cotangents for %d parents"
+                           % (m, 1 if p2 < 0 else 2))
     cdef PyObject* po
     for k in range(m):
-        p = parents[k]
+        p = p1 if k == 0 else p2
         x = cts[k]
         po = PyList_GET_ITEM(adj, p)  # borrowed: p < this binding's id < len(adj)
         if po == <PyObject*>None:

@@ -16,6 +16,8 @@ from cpython.float cimport PyFloat_AS_DOUBLE
 from libc cimport math as cm
 from libc.stdint cimport int32_t
 from libc.string cimport memset
+from libc.string cimport memcpy
+from libc.stdint cimport int64_t
 from cpython.object cimport PyObject, PyTypeObject, destructor
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
@@ -344,8 +346,48 @@ cdef inline Trace _trace_of(TraceHandle h):
 ctypedef struct Binding:
     double c1
     double c2
-    int32_t p1      # first parent id; -1 none (an input); -2 a linear binding (see Tape.linear)
+    int32_t p1      # first parent id; -1 none (an input); -2 a linear binding (see Tape.linear);
+                    # -3 a node; B_ARRAY an array fast-path binding (see _push_array)
     int32_t p2      # second parent id or -1
+
+# An array fast-path binding keeps its rule and parents in the binding itself, not in
+# ``Tape.linear``: p1 is B_ARRAY, p2 the first parent, c1's bytes the second parent (an int64,
+# -1 for none) and c2's the rule (a PyObject*, a reference the tape owns). Only these accessors
+# read or write them.
+cdef enum:
+    B_ARRAY = -4
+
+
+cdef inline void _set_array(Binding* b, Py_ssize_t p1, Py_ssize_t p2, PyObject* rule) noexcept:
+    cdef int64_t q = p2
+    b.p1 = B_ARRAY
+    b.p2 = <int32_t>p1
+    memcpy(&b.c1, &q, sizeof(int64_t))
+    memcpy(&b.c2, &rule, sizeof(PyObject*))  # a pointer fits in a double's 8 bytes
+
+
+cdef inline Py_ssize_t _array_p2(Binding* b) noexcept:
+    cdef int64_t q
+    memcpy(&q, &b.c1, sizeof(int64_t))
+    return <Py_ssize_t>q
+
+
+cdef inline PyObject* _array_rule(Binding* b) noexcept:
+    cdef PyObject* r
+    memcpy(&r, &b.c2, sizeof(PyObject*))
+    return r
+
+
+cdef tuple _array_parents(Binding* b):
+    return _parents_of(b.p2, _array_p2(b))
+
+
+cdef tuple _parents_of(Py_ssize_t p1, Py_ssize_t p2):
+    """The parents' tuple of a binding with parents ``p1`` and ``p2`` (-1: none)."""
+    if p2 < 0:
+        return (p1,)
+    return (p1, p2)
+
 
 # Ids are int32: a tape holds at most 2**31 - 1 bindings (48 GiB of them, twice this machine's
 # memory), and a binding is 24 bytes.
@@ -493,6 +535,8 @@ def release_memory():
     global _spare, _spare_cap, _spare_adj, _spare_adj_n
     _release_duals()
     _release_floats()
+    if _array_release is not None:  # the array fast path's kept arrays
+        _array_release()
     if _spare != NULL:
         PyMem_Free(_spare)
         _spare = NULL
@@ -526,6 +570,7 @@ cdef class Tape(Trace):
     cdef bint truncated # bindings were dropped: the sweep checks parents are older
     cdef bint busy      # a sweep that may run nodes is in progress
     cdef int sweeping   # float sweeps in progress (without the GIL) over ``b``: do not move it
+    cdef Py_ssize_t narray  # array fast-path bindings (B_ARRAY) on the tape: each owns its rule
 
     def __cinit__(self, *args):
         self.b = NULL
@@ -539,10 +584,18 @@ cdef class Tape(Trace):
         self.general = False
         self.truncated = False
         self.busy = False
+        self.narray = 0
 
     def __dealloc__(self):
         _close_handle(self)  # first: see _close_handle
+        cdef Py_ssize_t i
         if self.b != NULL:
+            i = self.n - 1
+            while self.narray > 0 and i >= 0:  # the rules the array bindings own
+                if self.b[i].p1 == B_ARRAY:
+                    self.narray -= 1
+                    Py_DECREF(<object>_array_rule(&self.b[i]))
+                i -= 1
             _offer_spare(self.b, self.cap)
             self.b = NULL
 
@@ -692,9 +745,27 @@ cdef class Tape(Trace):
                 nodes.pop()
         if self.ocoef:
             _pop_tail(self.ocoef, m)
+        dead = self._array_rules_from(m) if self.narray else None
         self.n = m
         self.truncated = True
-        return 0
+        return 0  # the dropped bindings' rules are freed here, the tape already consistent
+
+    cdef list _array_rules_from(self, Py_ssize_t m):
+        """Take the rules of the array bindings ``m ..`` off them (they become inputs, about
+        to be dropped) into a list: freeing a rule may run Python code, which then sees a
+        consistent tape."""
+        cdef list dead = []
+        cdef Py_ssize_t i = self.n - 1
+        cdef PyObject* r
+        while self.narray > 0 and i >= m:
+            if self.b[i].p1 == B_ARRAY:
+                r = _array_rule(&self.b[i])
+                dead.append(<object>r)
+                self.b[i].p1 = -1
+                self.narray -= 1
+                Py_DECREF(<object>r)  # the tape's reference: the list holds it now
+            i -= 1
+        return dead
 
     def region_parents(self, m):
         """The ids below ``m`` that bindings ``m, m+1, ...`` read, ascending (see ``_pure``)."""
@@ -720,6 +791,10 @@ cdef class Tape(Trace):
                     k = b[i].p2
                     if 0 <= k < mm and ids.seen[k & 63] != k:
                         _idset_add(&ids, <int32_t>k)
+                elif j == B_ARRAY:
+                    for k in (b[i].p2, _array_p2(&b[i])):
+                        if 0 <= k < mm and ids.seen[k & 63] != k:
+                            _idset_add(&ids, <int32_t>k)
                 elif j < -1:
                     for p in (<tuple>self.linear[i])[0]:
                         if p < mm:
@@ -787,6 +862,8 @@ cdef class Tape(Trace):
         if i < 0 or i >= self.n:
             raise IndexError("binding %d not on this tape of %d" % (i, self.n))
         cdef Binding bb = self.b[i]
+        if bb.p1 == B_ARRAY:
+            return _array_parents(&bb), <object>_array_rule(&bb)
         if bb.p1 < -1:
             return self.linear[i]
         if bb.p1 == -1:
@@ -802,7 +879,7 @@ cdef class Tape(Trace):
         """The bindings as the bytes of their C array (24 each: c1, c2, p1, p2), or None when
         one does not fit it (linear bindings, nodes, coefficients that are not doubles, a
         truncated tape): ``deltaad.compile`` compares a gradient recording with them."""
-        if self.linear or self.ocoef or self.general or self.truncated:
+        if self.linear or self.narray or self.ocoef or self.general or self.truncated:
             return None
         if self.n == 0:
             return b""
@@ -875,11 +952,13 @@ cdef class Tape(Trace):
             nw = len(wl)
         if self.n < n0:
             raise RuntimeError("deltaad eval: the tape lost bindings while its seeds were read")
-        if not (float_seeds and not self.general and not self.linear and not self.truncated):
+        if not (float_seeds and not self.general and not self.linear and not self.narray
+                and not self.truncated):
             out = self._eval_sweep(list(zip(sids, cts)),
                                    wl if wl is not None else [r0 + m * rstep for m in range(nw)],
                                    float_seeds)
-            if _recorder is not None and not self.linear and _recorded_floats(cts, self.ocoef):
+            if (_recorder is not None and not self.linear and not self.narray
+                    and _recorded_floats(cts, self.ocoef)):
                 # The float sweep would have run: its adjoints start at 0.0, so a sum of -0.0
                 # terms ends +0.0 there. Record that addition too (same bits as the float path).
                 out = [_pyadd(0.0, o) if type(o) is _recorder or type(o) is float else o for o in out]
@@ -942,7 +1021,8 @@ cdef class Tape(Trace):
         sw.floats = float_seeds and not self.general
         sw.active = True
         sw.end = n
-        sw.base = sw.keep = set(wanted)
+        sw.base = set(wanted)
+        sw._set_keep(sw.base)
         if nodes:
             if self.busy:
                 raise RuntimeError(_BUSY)
@@ -958,7 +1038,7 @@ cdef class Tape(Trace):
                     sw.adj[i] += PyFloat_AS_DOUBLE((<tuple>pair)[1])
                 sw._float_range(0, n)
                 if sw.floats:
-                    return _float_adjoints(sw.adj, wanted, self.linear)
+                    return _float_adjoints(sw.adj, wanted, self)
                 return [sw.oadj[<Py_ssize_t>w] for w in wanted]
             sw.oadj = [None] * n
             for j in nodes:
@@ -973,7 +1053,7 @@ cdef class Tape(Trace):
                 self.busy = False
 
 
-cdef list _float_adjoints(double* adj, list wanted, dict linear):
+cdef list _float_adjoints(double* adj, list wanted, Tape tape):
     """The wanted adjoints of a sweep that stayed over floats. A linear binding's value may be
     an array (an array input, an array operation) whose adjoint no array cotangent reached
     (else the sweep would have turned to objects): its 0.0 is "untouched", None, as the object
@@ -981,9 +1061,11 @@ cdef list _float_adjoints(double* adj, list wanted, dict linear):
     zero."""
     cdef list out = []
     cdef double a
+    cdef Py_ssize_t k
     for w in wanted:
-        a = adj[<Py_ssize_t>w]
-        out.append(None if a == 0.0 and w in linear else a)
+        k = w
+        a = adj[k]
+        out.append(None if a == 0.0 and (w in tape.linear or tape.b[k].p1 == B_ARRAY) else a)
     return out
 
 
@@ -1022,13 +1104,15 @@ cdef bint _reads_within(Tape tape, Py_ssize_t m, object allowed) except -1:
         seen[i] = -1
     for i in range(m, tape.n):  # no Python code runs below: b stays valid
         j = b[i].p1
-        if j < -1:
+        if j == B_ARRAY:
+            j = b[i].p2  # the parents: p2 and the id kept in c1's bytes
+        elif j < -1:
             for p in (<tuple>tape.linear[i])[0]:
                 if p < m and p not in allowed:
                     return False
             continue
         for q in range(2):
-            k = j if q == 0 else b[i].p2
+            k = j if q == 0 else (b[i].p2 if b[i].p1 != B_ARRAY else _array_p2(&b[i]))
             if 0 <= k < m and seen[k & 63] != k:
                 if k not in allowed:
                     return False
@@ -1133,6 +1217,7 @@ cdef class Sweep:
     cdef Py_ssize_t end     # adjoint slots in use: the end of the part being swept
     cdef list oadj
     cdef object keep        # the ids an object sweep must not free: base and every segment's
+    cdef Py_ssize_t keep_hi # the largest id in keep (-1: none): ids above it are not looked up
     cdef object base        # the eval's wanted ids
     cdef list wanted        # the wanted ids (lists or ranges) of the segments being swept
 
@@ -1228,7 +1313,7 @@ cdef class Sweep:
                              "(the tape holds %d)" % (self.end, st, n))
         self.wanted.append(wl if wl is not None else range(w0, w0 + nw))
         if not self.floats:
-            self.keep = self._keep()
+            self._set_keep(self._keep())
         try:
             if self.floats:
                 if tape.general:
@@ -1272,7 +1357,7 @@ cdef class Sweep:
         finally:
             self.wanted.pop()
             if not self.floats:
-                self.keep = self._keep()
+                self._set_keep(self._keep())
             self.end = st
             if tape.n > st:
                 tape._truncate(st)
@@ -1408,9 +1493,14 @@ cdef class Sweep:
                 break
             if bad:
                 raise kept_intermediate_error()
-            if tape.b[i].p1 == -2:
+            j = tape.b[i].p1
+            if j == -2 or j == B_ARRAY:
                 a = adj[i]
-                parents, rule = <tuple>tape.linear[i]
+                if j == B_ARRAY:
+                    parents = _array_parents(&tape.b[i])
+                    rule = <object>_array_rule(&tape.b[i])
+                else:
+                    parents, rule = <tuple>tape.linear[i]
                 if callable(rule):
                     for p, ct in zip(<tuple>parents, rule(a)):
                         if ct is None:
@@ -1447,7 +1537,12 @@ cdef class Sweep:
                 o[j] = self.adj[j]
         self.oadj = o
         self.floats = False
-        self.keep = self._keep()
+        self._set_keep(self._keep())
+        return 0
+
+    cdef int _set_keep(self, object keep) except -1:
+        self.keep = keep
+        self.keep_hi = max(keep) if keep else -1
         return 0
 
     cdef object _keep(self):
@@ -1468,6 +1563,7 @@ cdef class Sweep:
         cdef dict linear = tape.linear
         cdef bint check = tape.truncated
         cdef Py_ssize_t i, j, k
+        cdef Py_ssize_t keep_hi = self.keep_hi
         cdef Binding* b
         for i in range(hi - 1, lo - 1, -1):
             a = adj[i]
@@ -1475,11 +1571,19 @@ cdef class Sweep:
                 continue
             b = tape.b  # re-read: a vjp callback or a node may have recorded and moved it
             j = b[i].p1
-            if j == -2:
+            if j == B_ARRAY:
+                # the array fast path's binding: its parents older (checked at the push)
+                j = b[i].p2
+                k = _array_p2(&b[i])
+                rule = <object>_array_rule(&b[i])  # held: the pull may record (its fallback)
+                if _array_pull == NULL or not _array_pull(rule, j, k, adj, a):
+                    cts = rule(a)  # (may record and move b)
+                    for p, ct in zip(_parents_of(j, k), cts):
+                        if ct is not None:
+                            _accumulate(adj, p, ct)
+            elif j == -2:
                 parents, rule = <tuple>linear[i]
-                if _array_pull != NULL and _array_pull(rule, <tuple>parents, adj, a):
-                    pass  # pulled back by the array fast path
-                elif callable(rule):
+                if callable(rule):
                     cts = rule(a)
                     for p, ct in zip(<tuple>parents, cts):
                         if ct is not None:
@@ -1504,7 +1608,7 @@ cdef class Sweep:
                     _accumulate(adj, j, oc[0] * a)
                     if k >= 0:
                         _accumulate(adj, k, oc[1] * a)
-            if i not in keep:
+            if i > keep_hi or i not in keep:
                 adj[i] = None
         return 0
 
@@ -1622,32 +1726,44 @@ def set_array_add(capsule):
 
 
 # The array fast path's own bindings (deltaad._arrays, through ``set_array_hooks``): pushed
-# from C with their parents' ids as C integers, and pulled back by the general sweep from C
-# (``_array_pull`` returns 0 for a rule that is not one of its own, or a cotangent it does
-# not take: the sweep then calls the rule as any other).
-ctypedef int (*array_pull_t)(object, tuple, list, object) except -1
+# from C with their parents' ids as C integers and kept in the binding itself (B_ARRAY: no
+# tuple, no entry in ``Tape.linear``), and pulled back by the general sweep from C
+# (``_array_pull(rule, p1, p2, adj, ct)`` returns 0 for a cotangent it does not take: the
+# sweep then calls the rule as any other).
+ctypedef int (*array_pull_t)(object, Py_ssize_t, Py_ssize_t, list, object) except -1
 cdef array_pull_t _array_pull = NULL
 
 
-cdef object _push_array(object tape, object parents, Py_ssize_t p1, Py_ssize_t p2, object rule):
-    """``tape.push_linear(parents, rule)`` for an exact ``Tape`` and a callable ``rule``, the
-    parents' ids given again as ``p1`` and ``p2`` (-1: one parent); returns the new id."""
+cdef object _push_array(object tape, Py_ssize_t p1, Py_ssize_t p2, object rule):
+    """``tape.push_linear((p1, p2), rule)`` (``(p1,)`` when ``p2`` is -1) for an exact ``Tape``
+    and a rule of the array fast path (a callable that holds numpy arrays and no path back to
+    the tape: the tape owns it through a C pointer the garbage collector does not see);
+    returns the new id."""
     cdef Tape t = <Tape?>tape
     if t.h.closed:
         raise escaped_error(t.h.level)
-    if not (0 <= p1 < t.n and p2 < t.n):
-        _check_parents(parents, t.n)  # raises, naming the parent
-    cdef Py_ssize_t i = t._push(-2, 0.0, -1, 0.0)
-    r = i
-    t.linear[r] = (parents, rule)
-    t.max_linear = i
-    return r
+    if not (0 <= p1 < t.n and -1 <= p2 < t.n):
+        raise ValueError("push_linear: parent %d is not an earlier binding of this tape "
+                         "(it holds %d)" % (p1 if not 0 <= p1 < t.n else p2, t.n))
+    cdef Py_ssize_t i = t.n
+    if i == t.cap:
+        t._grow()
+    Py_INCREF(rule)
+    _set_array(&t.b[i], p1, p2, <PyObject*>rule)
+    t.n = i + 1
+    t.narray += 1
+    return i
 
 
-def set_array_hooks(pull):
+cdef object _array_release = None
+
+
+def set_array_hooks(pull, release=None):
     """Install (a capsule named ``deltaad._arrays.pull``) or remove (None) the pullback of the
-    array fast path's rules in the general sweep."""
-    global _array_pull
+    array fast path's rules in the general sweep; ``release``, called by ``release_memory``,
+    lets go of what the fast path keeps."""
+    global _array_pull, _array_release
+    _array_release = release
     if pull is None:
         _array_pull = NULL
     else:

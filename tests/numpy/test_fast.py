@@ -364,3 +364,96 @@ def test_strided_cotangent_passed_on_keeps_its_layout():
         got = _switched(True, d.grad(f), x)
         want = _switched(False, d.grad(f), x)
         assert got.tobytes() == want.tobytes()
+
+
+@compiled
+def test_fast_bindings_read_back_with_their_parents():
+    """The core keeps a fast binding's parents and rule in the binding itself (no tuple, no
+    entry of the tape's dict); it reads back as ``(parents, rule)``, one parent or two, in the
+    operands' order."""
+    x = np.array([0.5, -1.0, 2.0])
+    y = np.array([1.5, 0.25, -3.0])
+    got = []
+
+    def f(x, y):
+        a = np.sin(x)
+        b = y * a
+        c = 2.0 - b
+        t = x.trace
+        for v, parents in ((a, (x.id,)), (b, (y.id, a.id)), (c, (b.id,))):
+            ps, rule = t.binding(v.id)
+            got.append((ps == parents, type(rule).__name__))
+        return np.sum(c)
+
+    d.grad(f, argnums=(0, 1))(x, y)
+    assert got == [(True, "ArrayRule")] * 3, got
+
+
+@pytest.mark.parametrize("checkpointed", [False, True])
+def test_fast_rules_freed_with_their_bindings(checkpointed):
+    """The rules of fast bindings are freed with the tape, and with the bindings a checkpoint
+    drops (its first run and its re-run by the sweep): nothing they hold outlives the
+    gradient."""
+    import gc
+    import weakref
+
+    refs = []
+
+    def f(x):
+        y = np.sin(x) * x
+        refs.append(weakref.ref(getattr(y, "value", y)))  # held by the rule of cos(y)
+        return np.sum(np.cos(y) + x)
+
+    g = d.grad(d.checkpoint(f) if checkpointed else f)
+    x = np.linspace(-1.0, 1.0, 100)  # past the arrays the fast path keeps for reuse (<= 64)
+    for _ in range(3):
+        g(x)
+    gc.collect()
+    assert refs and all(r() is None for r in refs), [r() for r in refs]
+
+
+@settings(max_examples=max(5, settings().max_examples // 3))
+@given(st.integers(0, 2**31 - 1), st.sampled_from([0, 1, 2, 3, 5]))
+def test_checkpointed_programs_same_bits(seed, layout):
+    """Random programs under ``checkpoint`` (their fast bindings dropped after the first run,
+    recorded again and swept by the sweep): the cotangents of the program without it, to the
+    bit."""
+    c = case(seed, layout)
+    xs, _consts, f = _program(c)
+    rng = np.random.default_rng(seed)
+    out, pb = d.vjp(f, *xs)
+    cts = [rng.standard_normal(np.shape(o)).astype(np.asarray(o).dtype) for o in out]
+    want = pb(cts)
+    out2, pb2 = d.vjp(d.checkpoint(f), *xs)
+    got = pb2(cts)
+    assert [np.asarray(v).tobytes() for v in out2] == [np.asarray(v).tobytes() for v in out]
+    assert [np.asarray(v).tobytes() for v in got] == [np.asarray(v).tobytes() for v in want]
+
+
+def test_arrays_kept_for_reuse_are_never_ones_held():
+    """The fast path reuses the small arrays of earlier gradients that nothing holds any more;
+    a result the caller keeps, a view's base, an array made read-only or reshaped in place
+    keep their values through many later gradients (on both backends: the same results)."""
+    def f(x):
+        return np.sum(np.sin(x) * x + x * x)
+
+    def exact(x):
+        return np.sin(x) + x * np.cos(x) + 2.0 * x
+
+    xs = [np.linspace(-1.0, 1.0, 16) * k for k in range(1, 5)]
+    kept = [d.grad(f)(x) for x in xs]
+    saved = [g.copy() for g in kept]
+    view = d.grad(f)(xs[0])[3:7]
+    view_saved = view.copy()
+    ro = d.grad(f)(xs[1])
+    ro.flags.writeable = False
+    shaped = d.grad(f)(xs[2])
+    shaped.shape = (4, 4)
+    del ro, shaped
+    for k in range(5):
+        for x in xs:
+            np.testing.assert_allclose(d.grad(f)(x * (0.5 + k)), exact(x * (0.5 + k)), rtol=1e-14)
+    for g, s, x in zip(kept, saved, xs):
+        assert g.tobytes() == s.tobytes()
+        np.testing.assert_allclose(g, exact(x), rtol=1e-14)
+    assert view.tobytes() == view_saved.tobytes()

@@ -66,7 +66,8 @@ def _install():
     _arrays.bind_methods(array.ArrayDual, {m: getattr(array.ArrayDual, m) for m in _METHODS},
                          UFUNCS)
     B.set_array_add(_arrays.add_capsule())  # the sweep's sum of array adjoints
-    B.set_array_hooks(_arrays.pull_capsule())  # the sweep's pullback of the fast bindings
+    # the sweep's pullback of the fast bindings; release_memory empties its kept arrays
+    B.set_array_hooks(_arrays.pull_capsule(), _arrays.release)
 
 
 if _arrays is not None:
