@@ -43,6 +43,9 @@ cdef extern from *:
 
 cdef extern from "Python.h":
     void _list_steal "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject* o)  # steals o
+    bytearray PyByteArray_FromStringAndSize(const char* s, Py_ssize_t n)
+    char* PyByteArray_AS_STRING(object b)
+    const Py_ssize_t PY_SSIZE_T_MAX
 
 import math as _math
 import numbers as _numbers
@@ -930,6 +933,73 @@ cdef class Tape(Trace):
         finally:
             self.sweeping -= 1
             _offer_spare_adj(adj, adj_n)
+
+    def rows(self, seeds, wanted):
+        """A Jacobian's rows: for each seed id alone (cotangent 1.0), the adjoints of the
+        ``wanted`` ids, as one ``bytearray`` of C doubles, row after row (``eval``'s values,
+        bit for bit); None unless every binding is a float one (then ``eval`` row by row).
+
+        Each row sweeps only the bindings at or below its seed (every later adjoint is zero)
+        and is written straight into the buffer: no float object per entry."""
+        cdef Py_ssize_t n0 = self.n
+        cdef Py_ssize_t m, nw, r, i, j, k, s, w
+        cdef double a
+        if self.general or self.linear or self.truncated:
+            return None
+        cdef list sl = []
+        for x in seeds:
+            s = _index(x)
+            if not 0 <= s < n0:
+                raise IndexError("seed id %r is not on this tape of %d bindings" % (x, n0))
+            sl.append(s)
+        cdef list wl = []
+        for x in wanted:
+            w = _index(x)
+            if not 0 <= w < n0:
+                raise IndexError("wanted id %r is not on this tape of %d bindings" % (x, n0))
+            wl.append(w)
+        m = len(sl)
+        nw = len(wl)
+        if nw and m > PY_SSIZE_T_MAX // 8 // nw:
+            raise MemoryError("deltaad rows: %d x %d entries" % (m, nw))
+        cdef bytearray out = PyByteArray_FromStringAndSize(NULL, m * nw * 8)
+        cdef double* o = <double*>PyByteArray_AS_STRING(out)
+        cdef Py_ssize_t* ids = <Py_ssize_t*>PyMem_Malloc((m + nw + 1) * sizeof(Py_ssize_t))
+        cdef double* adj = <double*>PyMem_Malloc((n0 + 1) * sizeof(double))
+        if ids == NULL or adj == NULL:
+            PyMem_Free(ids)
+            PyMem_Free(adj)
+            raise MemoryError("deltaad rows: out of memory for %d adjoints" % n0)
+        for r in range(m):  # ids checked above; copied to C before the sweep drops the GIL
+            ids[r] = <Py_ssize_t>sl[r]
+        for r in range(nw):
+            ids[m + r] = <Py_ssize_t>wl[r]
+        cdef Binding* b = self.b  # read after every Python call above (none could move it)
+        self.sweeping += 1  # another thread may append to the (open) tape, not move it
+        try:
+            with nogil:
+                for r in range(m):
+                    s = ids[r]  # 0 <= s < n0: only bindings 0..s reach the wanted ids
+                    memset(adj, 0, (s + 1) * sizeof(double))
+                    adj[s] = 1.0  # eval's 0.0 + 1.0
+                    for i in range(s, -1, -1):  # parents are older: every index in bounds
+                        a = adj[i]
+                        if a == 0.0:
+                            continue
+                        j = b[i].p1
+                        if j >= 0:
+                            adj[j] += b[i].c1 * a
+                            k = b[i].p2
+                            if k >= 0:
+                                adj[k] += b[i].c2 * a
+                    for w in range(nw):  # a wanted id above s got nothing: 0.0, as eval's
+                        k = ids[m + w]
+                        o[r * nw + w] = adj[k] if k <= s else 0.0
+        finally:
+            self.sweeping -= 1
+            PyMem_Free(ids)
+            PyMem_Free(adj)
+        return out
 
     cdef list _eval_sweep(self, list seeds, list wanted, bint float_seeds):
         """The sweep of a tape with linear bindings or nodes (see ``Sweep``): over C doubles
