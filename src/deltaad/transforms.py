@@ -742,7 +742,15 @@ def jvp(fun, primals, tangents, has_aux=False):
     primals = tuple(primals)
     tangents = tuple(tangents)
     flat = flatten_float_args(primals)  # one list of floats each, the commonest: one C loop
-    t_flat = flatten_float_args(tangents) if flat is not None else None
+    t_flat = None
+    if flat is not None:
+        t0 = tangents[0] if len(tangents) == 1 else None
+        if (type(t0) is type(primals[0]) and len(t0) == len(flat[0]) and all_floats(t0)):
+            # the tangents as they are: read once into the input duals before the function
+            # runs (never kept), so no copy is needed
+            t_flat = t0, flat[1]
+        else:
+            t_flat = flatten_float_args(tangents)
     floats = None if flat is None else t_flat is not None and len(flat[0]) > 0
     leaves, in_def = flat if flat is not None else tree_flatten(primals)
     t_leaves, t_def = t_flat if t_flat is not None else tree_flatten(tangents)
