@@ -8,9 +8,11 @@ duals), then once more through ``operator.call``: under
 counted (no import, no warm-up, no subtraction of two processes). ``--all`` drives the
 programs of the scalar hot-path comparison at about 2e4 operations each and prints
 instructions per operation, of the gradient and of the same program on plain floats (the
-``float`` mode, counted the same way), and their ratio::
+``float`` mode, counted the same way), and their ratio; ``--all MODE [PROGRAMS]`` counts
+another mode (``deltaad-c-fwd``: jvp along a random direction) and a comma-separated subset::
 
     .venv/bin/python -m bench.callgrind --all
+    .venv/bin/python -m bench.callgrind --all deltaad-c-fwd sumsq,listsum,elementwise
 
 ``--micro`` counts the per-input and per-comparison costs on a list of 2e4 floats:
 ``grad(lambda l: l[0])`` (make each input's dual, read its gradient back) against a float
@@ -30,10 +32,10 @@ import sys
 import tempfile
 
 # about 2e4 operations each: taylor 4n, letchain 2n, rosenbrock 10(n-1), quaternion 41n,
-# ode 54n+1
+# ode 54n+1; jacrev 2n^2 (its float baseline runs the map n times)
 SIZES = {"taylor": 5000, "letchain": 10000, "rosenbrock": 2001, "quaternion": 488, "ode": 370,
          "sumsq": 10000, "listsum": 20000, "logsumexp": 6666, "branches": 10000,
-         "elementwise": 10000}
+         "elementwise": 10000, "jacrev": 100}
 MICRO_N = 20000
 
 
@@ -62,7 +64,7 @@ def _micro(name):
 
 def _one(name, n, mode_name="deltaad-c"):
     from .modes import MODES
-    from .programs import PROGRAMS, make_input
+    from .programs import PROGRAMS, make_input, random_direction
 
     if mode_name == "micro":
         run = _micro(name)
@@ -72,7 +74,8 @@ def _one(name, n, mode_name="deltaad-c"):
         mode.prepare()
         program = PROGRAMS[name]
         xs = make_input(program, n, 0)
-        run = mode.runner(program, n, None)
+        run = mode.runner(program, n,
+                          random_direction(xs, 0) if mode.kind == "forward" else None)
     run(xs)  # warm-up
     operator.call(run, xs)  # the one counted
 
@@ -97,10 +100,13 @@ def main(argv):
     if argv and argv[0] == "--all":
         from .programs import PROGRAMS
 
+        mode_name = argv[1] if len(argv) > 1 else "deltaad-c"
         tot_i = tot_f = tot_ops = 0
         for name, n in SIZES.items():
+            if len(argv) > 2 and name not in argv[2].split(","):
+                continue
             ops = PROGRAMS[name].ops(n)
-            ins = _count(name, n)
+            ins = _count(name, n, mode_name)
             fl = _count(name, n, "float")
             tot_i += ins
             tot_f += fl

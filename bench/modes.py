@@ -86,6 +86,15 @@ class FloatMode(Mode):
 
     def runner(self, program, n, direction):
         fn = program.fn
+        if program.float_runs is not None:  # e.g. jacrev's: one run per Jacobian row
+            runs = range(program.float_runs(n))
+
+            def run_all(xs):
+                out = None
+                for _ in runs:
+                    out = fn(FLOAT_NS, n, xs)
+                return out
+            return run_all
 
         def run(xs):
             return fn(FLOAT_NS, n, xs)
@@ -152,7 +161,9 @@ class DeltaadReverse(Mode):
         return f
 
     def runner(self, program, n, direction):
-        if program.output == "list":
+        if program.output == "jacobian":
+            g = self.dd.jacrev(self._f(program, n))
+        elif program.output == "list":
             g = pullback_ones(self.dd.vjp, self._f(program, n))
         else:
             g = self.dd.grad(self._f(program, n))
@@ -165,6 +176,8 @@ class DeltaadReverse(Mode):
         return wrong
 
     def memory(self, program, n, xs, direction):
+        if program.output == "jacobian":  # the Jacobian's memory, not one pullback's
+            return self.runner(program, n, direction)(xs), {}
         out, vjp_fn = self.dd.vjp(self._f(program, n), xs)
         g = vjp_fn([1.0] * len(out) if program.output == "list" else 1.0)[0]
         tape = vjp_fn.tape

@@ -48,7 +48,9 @@ class Program:
     spec_n: object = None        # the size a target refers to (array programs)
     preset_sizes: object = None  # {preset: [n, ...]}: explicit sweeps instead of the defaults
     overhead: bool = False       # reported as µs per operation (small-array overhead table)
-    output: str = "scalar"       # "list": returns a list; reverse modes pull back ones
+    output: str = "scalar"       # "list": returns a list; reverse modes pull back ones;
+                                 # "jacobian": returns a list; reverse modes take its jacrev
+    float_runs: object = None    # n -> how many runs of fn the float baseline makes (None: 1)
 
     def n_for_ops(self, target):
         """The smallest n whose operation count reaches ``target``."""

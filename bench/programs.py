@@ -222,6 +222,15 @@ def elementwise(ns, n, xs):
     return [sin(v) * v for v in xs]
 
 
+def jacmap(ns, n, xs):
+    """The Jacobian of an elementwise map, ``sin(v) * v`` over n floats (``elementwise``'s),
+    by ``jacrev``: the dense n x n array a JAX user gets, one backward sweep per output. Its
+    float baseline runs the map once per Jacobian row (n runs: what a finite-difference
+    Jacobian costs), so ``ops`` counts 2n per run, 2n^2 in all; n <= 2000 (n^2 <= 4e6)."""
+    sin = ns.sin
+    return [sin(v) * v for v in xs]
+
+
 def odeloop(ns, n, xs):
     """``ode`` written as ``ns.fori_loop`` over the state (x, y), the parameters read from the
     enclosing scope (so a checkpointed loop must handle duals captured by its body): n RK4
@@ -335,6 +344,13 @@ register(Program(
            "deltaad-wrong"),
     description="[sin(v) * v for v in xs]: a list of n outputs, pulled back with a list "
                 "cotangent of ones (reverse) or pushed forward (jvp)", ops_text="2n"))
+register(Program(
+    "jacrev", jacmap, lambda n: 2 * n * n, _uniform(lambda n: n, -2.0, 2.0),
+    n_max=2000, check_n=6, output="jacobian", float_runs=lambda n: n, ops_are_bindings=False,
+    modes=("float", "deltaad-c", "deltaad-python", "deltaad-wrong"),
+    preset_sizes={"full": [63, 89, 126, 178, 251, 355, 502, 709, 1002, 1416, 2000]},
+    description="jacrev of [sin(v) * v for v in xs]: the dense n x n Jacobian, against the "
+                "map run once per row (n runs)", ops_text="2n^2"))
 register(Program(
     "newton", newton, lambda n: 42 * n, _uniform(lambda n: n, 1.0, 4.0),
     n_max=20_000, check_n=4, ops_are_bindings=False,

@@ -200,7 +200,7 @@ def flatten(x):
 
 def compare(kind, got, ref):
     """``(ok, relative error, detail)`` of a mode's result against the reference."""
-    listed = ref.get("output") == "list"  # a list-valued program: see Program.output
+    listed = ref.get("output") in ("list", "jacobian")  # list-valued: see Program.output
     if kind == "value":
         want = ref["value"]
         g = flatten(got)
@@ -222,6 +222,11 @@ def compare(kind, got, ref):
     else:
         want = ref["grad"]
         g = flatten(got)
+        m = len(want)
+        if ref.get("output") == "jacobian":  # m x m; its column sums: the gradient of the sum
+            if len(g) != m * m:
+                return False, math.inf, "Jacobian has %d entries, expected %d" % (len(g), m * m)
+            g = [math.fsum(g[r * m + c] for r in range(m)) for c in range(m)]
         if len(g) != len(want):
             return False, math.inf, "gradient has %d entries, expected %d" % (len(g), len(want))
         scale = max(max((abs(w) for w in want), default=0.0), 1e-300)
@@ -312,7 +317,7 @@ def run_reference(spec, emit=_emit):
     def f(v):
         return prog.fn(ns, n, v)
 
-    listed = prog.output == "list"  # the reference is the gradient of the sum of the outputs
+    listed = prog.output in ("list", "jacobian")  # the reference: the gradient of the outputs' sum
 
     def f_float(v):
         out = prog.fn(FLOAT_NS, n, v)

@@ -45,6 +45,9 @@ cdef extern from *:
 
 cdef extern from "Python.h":
     void _list_steal "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject* o)  # steals o
+    bytearray PyByteArray_FromStringAndSize(const char* s, Py_ssize_t n)
+    char* PyByteArray_AS_STRING(object b)
+    const Py_ssize_t PY_SSIZE_T_MAX
 
 import math as _math
 import numbers as _numbers
@@ -1009,6 +1012,73 @@ cdef class Tape(Trace):
         finally:
             self.sweeping -= 1
             _offer_spare_adj(adj, adj_n)
+
+    def rows(self, seeds, wanted):
+        """A Jacobian's rows: for each seed id alone (cotangent 1.0), the adjoints of the
+        ``wanted`` ids, as one ``bytearray`` of C doubles, row after row (``eval``'s values,
+        bit for bit); None unless every binding is a float one (then ``eval`` row by row).
+
+        Each row sweeps only the bindings at or below its seed (every later adjoint is zero)
+        and is written straight into the buffer: no float object per entry."""
+        cdef Py_ssize_t n0 = self.n
+        cdef Py_ssize_t m, nw, r, i, j, k, s, w
+        cdef double a
+        if self.general or self.linear or self.truncated:
+            return None
+        cdef list sl = []
+        for x in seeds:
+            s = _index(x)
+            if not 0 <= s < n0:
+                raise IndexError("seed id %r is not on this tape of %d bindings" % (x, n0))
+            sl.append(s)
+        cdef list wl = []
+        for x in wanted:
+            w = _index(x)
+            if not 0 <= w < n0:
+                raise IndexError("wanted id %r is not on this tape of %d bindings" % (x, n0))
+            wl.append(w)
+        m = len(sl)
+        nw = len(wl)
+        if nw and m > PY_SSIZE_T_MAX // 8 // nw:
+            raise MemoryError("deltaad rows: %d x %d entries" % (m, nw))
+        cdef bytearray out = PyByteArray_FromStringAndSize(NULL, m * nw * 8)
+        cdef double* o = <double*>PyByteArray_AS_STRING(out)
+        cdef Py_ssize_t* ids = <Py_ssize_t*>PyMem_Malloc((m + nw + 1) * sizeof(Py_ssize_t))
+        cdef double* adj = <double*>PyMem_Malloc((n0 + 1) * sizeof(double))
+        if ids == NULL or adj == NULL:
+            PyMem_Free(ids)
+            PyMem_Free(adj)
+            raise MemoryError("deltaad rows: out of memory for %d adjoints" % n0)
+        for r in range(m):  # ids checked above; copied to C before the sweep drops the GIL
+            ids[r] = <Py_ssize_t>sl[r]
+        for r in range(nw):
+            ids[m + r] = <Py_ssize_t>wl[r]
+        cdef Binding* b = self.b  # read after every Python call above (none could move it)
+        self.sweeping += 1  # another thread may append to the (open) tape, not move it
+        try:
+            with nogil:
+                for r in range(m):
+                    s = ids[r]  # 0 <= s < n0: only bindings 0..s reach the wanted ids
+                    memset(adj, 0, (s + 1) * sizeof(double))
+                    adj[s] = 1.0  # eval's 0.0 + 1.0
+                    for i in range(s, -1, -1):  # parents are older: every index in bounds
+                        a = adj[i]
+                        if a == 0.0:
+                            continue
+                        j = b[i].p1
+                        if j >= 0:
+                            adj[j] += b[i].c1 * a
+                            k = b[i].p2
+                            if k >= 0:
+                                adj[k] += b[i].c2 * a
+                    for w in range(nw):  # a wanted id above s got nothing: 0.0, as eval's
+                        k = ids[m + w]
+                        o[r * nw + w] = adj[k] if k <= s else 0.0
+        finally:
+            self.sweeping -= 1
+            PyMem_Free(ids)
+            PyMem_Free(adj)
+        return out
 
     cdef list _eval_sweep(self, list seeds, list wanted, bint float_seeds):
         """The sweep of a tape with linear bindings or nodes (see ``Sweep``): over C doubles
@@ -2942,57 +3012,113 @@ def _fallback(name, *args):
     return hook(name, *args)
 
 
-# One positional argument, as math's: called through METH_O, without parsing keywords.
+# One positional argument, as math's: called through METH_O, without parsing keywords, and
+# made builtin functions (``binding(False)``), as math's are: CPython's interpreter calls a
+# builtin METH_O function directly (a specialised call), a Cython function through the
+# generic vectorcall (~40 instructions more per call). The "clinic" signature keeps
+# ``inspect.signature`` working on a builtin.
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def sin(x): return _unary(x, U_SIN)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def cos(x): return _unary(x, U_COS)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def tan(x): return _unary(x, U_TAN)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def arcsin(x): return _unary(x, U_ARCSIN)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def arccos(x): return _unary(x, U_ARCCOS)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def arctan(x): return _unary(x, U_ARCTAN)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def sinh(x): return _unary(x, U_SINH)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def cosh(x): return _unary(x, U_COSH)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def tanh(x): return _unary(x, U_TANH)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def arcsinh(x): return _unary(x, U_ARCSINH)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def arccosh(x): return _unary(x, U_ARCCOSH)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def arctanh(x): return _unary(x, U_ARCTANH)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def exp(x): return _unary(x, U_EXP)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def expm1(x): return _unary(x, U_EXPM1)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def exp2(x): return _unary(x, U_EXP2)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def log(x): return _unary(x, U_LOG)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def log1p(x): return _unary(x, U_LOG1P)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def log2(x): return _unary(x, U_LOG2)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def log10(x): return _unary(x, U_LOG10)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def sqrt(x): return _unary(x, U_SQRT)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def cbrt(x): return _unary(x, U_CBRT)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def absolute(x): return _unary(x, U_ABSOLUTE)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def erf(x): return _unary(x, U_ERF)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def erfc(x): return _unary(x, U_ERFC)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def sigmoid(x): return _unary(x, U_SIGMOID)
+@cython.binding(False)
+@cython.embedsignature.format("clinic")
 @cython.always_allow_keywords(False)
 def softplus(x): return _unary(x, U_SOFTPLUS)
 
@@ -3156,6 +3282,19 @@ cdef Dual _new_dual_id(object value, TraceHandle tr, Py_ssize_t i):
 
 
 
+def _as_method(f):
+    """``f`` as a method of Dual (``x.sin()``, which numpy's object arrays call): a builtin
+    function (the C fast functions, see ``sin``) does not bind to an instance, so it is
+    wrapped in one that does."""
+    if type(f) is not type(len):
+        return f
+
+    def method(self):
+        return f(self)
+    method.__name__ = method.__qualname__ = f.__name__
+    return method
+
+
 # The derivative namespace and the table's functions: the C fast function where there is one
 # (its general path calls the table's lift), the lift itself otherwise.
 NS = _rules.namespace(strip, lift)
@@ -3171,7 +3310,7 @@ for _e in _table.TABLE:
     setattr(NS, _e.name, globals()[_e.name])
     for _u in _e.ufuncs:
         if not isinstance(_u, str):
-            _methods[_u.__name__] = globals()[_e.name]
+            _methods[_u.__name__] = _as_method(globals()[_e.name])
 _methods.update(_rules.SCALAR_ATTRIBUTES)  # shape, ndim, size, dtype, as numpy's scalars
 if None in _GENERIC:  # the C copy names a function the table does not have
     raise ImportError("deltaad._core: C fast paths without a table entry: %s"

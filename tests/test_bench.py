@@ -189,6 +189,39 @@ def test_list_valued_program_modes_agree_and_wrong_is_caught():
     assert not prog.supports(MODES["naive-delta"]) and not prog.supports(MODES["torch"])
 
 
+def test_jacobian_program_modes_agree_and_wrong_is_caught():
+    """``jacrev``'s reverse modes return the dense n x n Jacobian of the map (diagonal, checked
+    by formula here), whose column sums the check compares with the reference; the float
+    baseline runs the map once per row; a Jacobian 10% off, or of the wrong size, fails."""
+    ref = worker.run_reference({"program": "jacrev"}, emit=lambda line: None)
+    assert ref["status"] == "ok" and ref["fd_ok"], ref
+    prog = PROGRAMS["jacrev"]
+    n = prog.check_n
+    xs = make_input(prog, n, 0)
+    mode = MODES["deltaad-%s" % deltaad.backend]
+    mode.prepare()
+    J = mode.runner(prog, n, None)(xs)
+    want = [math.cos(v) * v + math.sin(v) for v in xs]
+    assert J.shape == (n, n)
+    assert J.tolist() == [[want[r] if r == c else 0.0 for c in range(n)] for r in range(n)]
+    assert worker.compare("reverse", J, ref)[0]
+    assert not worker.compare("reverse", J[:, :-1], ref)[0]
+    assert not worker.compare("reverse", want, ref)[0]
+    wrong = MODES["deltaad-wrong"]
+    wrong.prepare()
+    assert not worker.compare("reverse", wrong.runner(prog, n, None)(xs), ref)[0]
+    calls = []
+    prog_fn = prog.fn
+    try:
+        prog.fn = lambda ns, m, v: calls.append(m) or prog_fn(ns, m, v)
+        fl = MODES["float"].runner(prog, n, None)
+        assert worker.compare("value", fl(xs), ref)[0]
+    finally:
+        prog.fn = prog_fn
+    assert calls == [n] * n
+    assert not prog.supports(MODES["deltaad-c-fwd"]) and not prog.supports(MODES["torch"])
+
+
 class CountingWrongMode(DeltaadReverse):
     """deltaad's gradient times 1.1; counts how often its runner is called."""
 

@@ -438,3 +438,63 @@ def test_list_output_jacobian_is_diagonal():
     d = [math.cos(x) * x + math.sin(x) for x in xs]
     assert np.array_equal(J, np.diag(d)) and np.array_equal(Jf, J)
     assert deltaad.vjp(_elementwise, xs)[1]([1.0] * 4)[0] == d
+
+
+def _mixing(xs):
+    """A vector map whose Jacobian is dense in places: each output reads its input, the first
+    and the last one (an output may also repeat, or be an input itself)."""
+    s = xs[0] * xs[-1]
+    return [deltaad.sin(v) * v + s for v in xs] + [s * 2.0, xs[0]]
+
+
+@given(st.lists(st.floats(-3, 3), min_size=1, max_size=9))
+def test_jacrev_rows_equal_one_sweep_per_output(xs):
+    """``jacrev`` of a vector of float outputs reads its rows from the backend's ``rows``
+    (one buffer of doubles): bit for bit the Jacobian of one sweep per output."""
+    from deltaad import transforms
+
+    J = deltaad.jacrev(_mixing)(xs)
+    fast = transforms._float_rows
+    transforms._float_rows = lambda *a: None  # the general path: one pullback per row
+    try:
+        J0 = deltaad.jacrev(_mixing)(xs)
+    finally:
+        transforms._float_rows = fast
+    assert J.shape == (len(xs) + 2, len(xs)) and J.dtype == np.float64 and J.flags.writeable
+    assert [bits(v) for v in J.flat] == [bits(v) for v in J0.flat]
+
+
+@given(st.lists(st.floats(-3, 3), min_size=1, max_size=9), st.floats(-3, 3))
+def test_rows_equal_eval_on_both_backends(xs, c):
+    """``Tape.rows`` is ``eval`` once per seed (cotangent 1.0), as doubles, bit for bit, and
+    the two backends write the same bits."""
+    got = []
+    for B in BACKENDS:
+        T = B.Tape(1)
+        d = T.inputs(xs)
+        s = d[0] * d[-1] - c
+        outs = [v * v * c + s / (1.5 + v * v) for v in d] + [s, d[0]]
+        ids = [o.id for o in outs]
+        rows = list(np.frombuffer(T.rows(ids, range(len(xs))), dtype=np.float64))
+        want = [a for i in ids for a in T.eval([(i, 1.0)], range(len(xs)))]
+        assert [bits(v) for v in rows] == [bits(v) for v in want]
+        got.append(rows)
+        T.close()
+    assert [bits(v) for v in got[0]] == [bits(v) for v in got[1]]
+
+
+@each_backend
+def test_rows_checks_ids_and_declines_other_tapes(B):
+    """``rows`` checks every id against the tape and returns None for a tape whose bindings
+    are not all float ones (the caller then sweeps row by row)."""
+    T = B.Tape(1)
+    x = T.inputs([0.5, 2.0])
+    y = x[0] * x[1]
+    assert list(np.frombuffer(T.rows([y.id, x[0].id], range(2)), dtype=np.float64)) == [
+        2.0, 0.5, 1.0, 0.0]
+    for seeds, wanted in (([5], [0]), ([0], [-1]), ([-1], [0]), ([0], [3]), ([], [3])):
+        with pytest.raises(IndexError):
+            T.rows(seeds, wanted)
+    assert len(T.rows([], [0, 1])) == 0
+    T.push_linear([x[0].id, x[1].id], [1.0, 1.0])
+    assert T.rows([0], [0]) is None

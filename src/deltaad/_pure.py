@@ -20,6 +20,7 @@ lower level's arithmetic, so the derivative work is itself differentiated.
 
 import itertools
 import math
+from array import array as _array
 import numbers
 from operator import index as _index
 
@@ -433,6 +434,24 @@ class Tape(Trace):
         return (p1, p2), (c1, c2)
 
     # -- eval (Fig. 10 with the mutable array of §7.3) ----------------------------------------
+
+    def rows(self, seeds, wanted):
+        """A Jacobian's rows: for each seed id alone (cotangent 1.0), the adjoints of the
+        ``wanted`` ids, as one buffer of C doubles (an ``array("d")``), row after row; None
+        unless every binding is a float one. The core sweeps each row in C; here, ``eval``."""
+        if self._general or self._linear or self._truncated:
+            return None
+        n0 = self._n
+        seeds = [_index(x) for x in seeds]
+        wanted = [_index(x) for x in wanted]
+        for what, ids in (("seed", seeds), ("wanted", wanted)):
+            for i in ids:
+                if not 0 <= i < n0:
+                    raise IndexError("%s id %r is not on this tape of %d bindings" % (what, i, n0))
+        out = _array("d")
+        for s in seeds:
+            out.extend(self.eval(((s, 1.0),), wanted))
+        return out
 
     def eval(self, seeds, wanted):
         """Sweep the bindings newest-first once; return the adjoints of the ``wanted`` ids.

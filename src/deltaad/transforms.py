@@ -742,7 +742,15 @@ def jvp(fun, primals, tangents, has_aux=False):
     primals = tuple(primals)
     tangents = tuple(tangents)
     flat = flatten_float_args(primals)  # one list of floats each, the commonest: one C loop
-    t_flat = flatten_float_args(tangents) if flat is not None else None
+    t_flat = None
+    if flat is not None:
+        t0 = tangents[0] if len(tangents) == 1 else None
+        if (type(t0) is type(primals[0]) and len(t0) == len(flat[0]) and all_floats(t0)):
+            # the tangents as they are: read once into the input duals before the function
+            # runs (never kept), so no copy is needed
+            t_flat = t0, flat[1]
+        else:
+            t_flat = flatten_float_args(tangents)
     floats = None if flat is None else t_flat is not None and len(flat[0]) > 0
     leaves, in_def = flat if flat is not None else tree_flatten(primals)
     t_leaves, t_def = t_flat if t_flat is not None else tree_flatten(tangents)
@@ -934,6 +942,23 @@ def _assemble(J, out_leaves, out_def, out_tree, in_leaves, in_def, in_tree, sing
     return tree_unflatten(out_def, result_leaves)
 
 
+def _float_rows(pb, out, in_tree):
+    """The Jacobian of a vector of float outputs with respect to a vector of float inputs
+    (the m x n array ``_assemble`` lays out) from the tape's rows, written by the backend
+    straight into one buffer: no float object or Python step per entry. None for any other
+    shape (or a tape that is not all float bindings)."""
+    if pb.out_leaves is None:
+        return None
+    vo = _vector_like(out)
+    vi = _vector_like(in_tree[0])
+    if vo is None or vi is None or len(vo) != 1 or len(vi) != 1 or not vo[0] or not vi[0]:
+        return None
+    rows = pb.tape.rows(pb.out_ids, pb.wanted)
+    if rows is None:
+        return None
+    return np.frombuffer(rows, dtype=_FLOAT64).reshape(vo[0], vi[0])
+
+
 class _JacRev(Transformed):
     __slots__ = ()
 
@@ -951,6 +976,10 @@ class _JacRev(Transformed):
             _check_holomorphic(out_leaves, "jacrev", "outputs")
         elif any(_leaf_kind(x) == "complex" for x in out_leaves):
             raise _complex_output_error("jacrev")
+        in_tree = tuple(args[n] for n in nums)
+        J = _float_rows(pb, out, in_tree) if single and pb.all_float and pb.out_float else None
+        if J is not None:
+            return (J, aux) if self.has_aux else J
         in_comps = _components(in_leaves)
         J = []
         for k, j, shape in _components(out_leaves):
@@ -968,7 +997,6 @@ class _JacRev(Transformed):
                 seed.reshape(-1)[j] = 1.0
             g = pb.grads([(i, seed)])  # one per input leaf, None in static slots
             J.append([_entry(g[ki], jj) for ki, jj, _s in in_comps])
-        in_tree = tuple(args[n] for n in nums)
         J = _assemble(J, out_leaves, out_def, out, in_leaves, pb.in_def, in_tree, single)
         return (J, aux) if self.has_aux else J
 
