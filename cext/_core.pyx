@@ -361,6 +361,24 @@ cdef enum:
     B_ARRAY = -4
 
 
+cdef inline void _sweep_floats(const Binding* b, double* adj, Py_ssize_t top) noexcept nogil:
+    """The float sweep of bindings ``top`` down to 0: ``adj[p] += c * adj[i]``. Parents are
+    always older than their binding (0 <= p < i), so every index is in bounds; the other
+    kinds (inputs, linear bindings, nodes, array bindings) have a negative ``p1``."""
+    cdef Py_ssize_t i, j, k
+    cdef double a
+    for i in range(top, -1, -1):
+        a = adj[i]
+        if a == 0.0:
+            continue
+        j = b[i].p1
+        if j >= 0:
+            adj[j] += b[i].c1 * a
+            k = b[i].p2
+            if k >= 0:
+                adj[k] += b[i].c2 * a
+
+
 cdef inline void _set_array(Binding* b, Py_ssize_t p1, Py_ssize_t p2, PyObject* rule) noexcept:
     cdef int64_t q = p2
     b.p1 = B_ARRAY
@@ -990,18 +1008,7 @@ cdef class Tape(Trace):
                 sid = s0 + m * sstep if sstep else <Py_ssize_t>sids[m]
                 adj[sid] += PyFloat_AS_DOUBLE(cts[m])
             with nogil:
-                # Parents are always older than their binding (0 <= p < i), so every index
-                # below is in bounds.
-                for i in range(n - 1, -1, -1):
-                    a = adj[i]
-                    if a == 0.0:
-                        continue
-                    j = b[i].p1
-                    if j >= 0:
-                        adj[j] += b[i].c1 * a
-                        k = b[i].p2
-                        if k >= 0:
-                            adj[k] += b[i].c2 * a
+                _sweep_floats(b, adj, n - 1)
             out = PyList_New(nw)  # slots NULL until set: safe to free on an error
             _kept_floats_from(_kept_mark)
             for m in range(nw):
@@ -1061,16 +1068,7 @@ cdef class Tape(Trace):
                     s = ids[r]  # 0 <= s < n0: only bindings 0..s reach the wanted ids
                     memset(adj, 0, (s + 1) * sizeof(double))
                     adj[s] = 1.0  # eval's 0.0 + 1.0
-                    for i in range(s, -1, -1):  # parents are older: every index in bounds
-                        a = adj[i]
-                        if a == 0.0:
-                            continue
-                        j = b[i].p1
-                        if j >= 0:
-                            adj[j] += b[i].c1 * a
-                            k = b[i].p2
-                            if k >= 0:
-                                adj[k] += b[i].c2 * a
+                    _sweep_floats(b, adj, s)
                     for w in range(nw):  # a wanted id above s got nothing: 0.0, as eval's
                         k = ids[m + w]
                         o[r * nw + w] = adj[k] if k <= s else 0.0

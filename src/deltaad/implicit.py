@@ -30,8 +30,8 @@ import numpy as np
 
 from .numpy import registry
 from .numpy.registry import holds_dual
-from .numpy.scipy_late import operand, plain, revalue
-from .trace import is_dual, open_traces
+from .numpy.scipy_late import operand, plain, plain_of, revalue
+from .trace import open_traces
 from .trace import value as strip
 from .transforms import grad, jacfwd
 
@@ -73,19 +73,6 @@ def _converged(name, ok, message, residual):
                 % (message, r))
 
 
-def _plain_of(f, seen):
-    """``f`` giving scipy plain values; ``seen[0]`` becomes True once it returned a dual."""
-
-    def g(*a, **k):
-        y = f(*a, **k)
-        if is_dual(y) or holds_dual(y):
-            seen[0] = True
-            return plain(y)
-        return y
-
-    return g
-
-
 def _args(args):
     return args if isinstance(args, tuple) else (args,)
 
@@ -96,8 +83,8 @@ def _fsolve(original):
             return original(func, x0, args, fprime, full_output, *rest, **kwargs)
         args = _args(args)
         seen = [holds_dual(list(args))]
-        f = _plain_of(lambda x: func(x, *args), seen)
-        jac = None if fprime is None else _plain_of(lambda x: fprime(x, *args), seen)
+        f = plain_of(lambda x: func(x, *args), seen)
+        jac = None if fprime is None else plain_of(lambda x: fprime(x, *args), seen)
         out = original(f, plain(x0), (), jac, 1, *rest, **kwargs)
         if not seen[0]:
             return out if full_output else out[0]
@@ -116,13 +103,13 @@ def _root(original):
         args = _args(args)
         seen = [holds_dual(list(args))]
         if jac is True:
-            f = _plain_of(lambda x: fun(x, *args), seen)
+            f = plain_of(lambda x: fun(x, *args), seen)
             equations = lambda z: fun(z, *args)[0]  # noqa: E731
         else:
-            f = _plain_of(lambda x: fun(x, *args), seen)
+            f = plain_of(lambda x: fun(x, *args), seen)
             equations = lambda z: fun(z, *args)  # noqa: E731
             if callable(jac):
-                jac = _plain_of(lambda x, j=jac: j(x, *args), seen)
+                jac = plain_of(lambda x, j=jac: j(x, *args), seen)
         res = original(f, plain(x0), (), method, jac, *rest, **kwargs)
         if not seen[0]:
             return res
@@ -163,10 +150,10 @@ def _minimize(original):
                             **kwargs)
         args = _args(args)
         seen = [holds_dual(list(args))]
-        f = _plain_of(lambda x: fun(x, *args), seen)
-        pj = _plain_of(lambda x, j=jac: j(x, *args), seen) if callable(jac) else jac
-        ph = _plain_of(lambda x, h=hess: h(x, *args), seen) if callable(hess) else hess
-        pp = _plain_of(lambda x, p, h=hessp: h(x, p, *args), seen) if callable(hessp) else hessp
+        f = plain_of(lambda x: fun(x, *args), seen)
+        pj = plain_of(lambda x, j=jac: j(x, *args), seen) if callable(jac) else jac
+        ph = plain_of(lambda x, h=hess: h(x, *args), seen) if callable(hess) else hess
+        pp = plain_of(lambda x, p, h=hessp: h(x, p, *args), seen) if callable(hessp) else hessp
         res = original(f, plain(x0), (), method, pj, ph, pp, bounds, constraints, *rest,
                        **kwargs)
         if not seen[0]:
@@ -193,7 +180,7 @@ def _minimize_scalar(original):
             return original(fun, bracket, bounds, args, *rest, **kwargs)
         args = _args(args)
         seen = [holds_dual(list(args))]
-        res = original(_plain_of(lambda x: fun(x, *args), seen), plain(bracket), plain(bounds),
+        res = original(plain_of(lambda x: fun(x, *args), seen), plain(bracket), plain(bounds),
                        (), *rest, **kwargs)
         if not seen[0]:
             return res
@@ -216,8 +203,8 @@ def _least_squares(original):
             return original(fun, x0, jac, bounds, *rest, args=args, kwargs=kwargs, **options)
         args = _args(args)
         seen = [holds_dual([list(args), list(kwargs.values())])]
-        f = _plain_of(lambda x: fun(x, *args, **kwargs), seen)
-        pj = _plain_of(lambda x, j=jac: j(x, *args, **kwargs), seen) if callable(jac) else jac
+        f = plain_of(lambda x: fun(x, *args, **kwargs), seen)
+        pj = plain_of(lambda x, j=jac: j(x, *args, **kwargs), seen) if callable(jac) else jac
         res = original(f, plain(x0), pj, bounds, *rest, **options)
         if not seen[0]:
             return res
@@ -262,7 +249,7 @@ def _bracketing(name):
             if holds_dual(list(rest)) or holds_dual(list(kwargs.values())):
                 _refuse(name, "a tolerance or option holds a dual number")
             seen = [holds_dual(list(args))]
-            res = original(_plain_of(lambda x: f(x, *args), seen), strip(a), strip(b), (),
+            res = original(plain_of(lambda x: f(x, *args), seen), strip(a), strip(b), (),
                            *rest, **kwargs)
             if not seen[0]:
                 return res

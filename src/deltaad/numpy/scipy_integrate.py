@@ -32,7 +32,7 @@ from ..trace import is_dual, open_traces
 from ..trace import value as strip
 from . import registry
 from .registry import holds_dual
-from .scipy_late import operand, plain, revalue
+from .scipy_late import operand, plain, plain_of, revalue
 
 _GL = {}
 
@@ -50,19 +50,6 @@ def _refuse(name, what, fix):
                               "supported; %s" % (name, what, fix))
 
 
-def _plain_of(f, seen):
-    """``f`` giving scipy plain values; ``seen[0]`` becomes True once ``f`` returned a dual."""
-
-    def g(*a):
-        y = f(*a)
-        if is_dual(y) or holds_dual(y):
-            seen[0] = True
-            return plain(y)
-        return y
-
-    return g
-
-
 # quad
 
 def _quad(original):
@@ -75,7 +62,7 @@ def _quad(original):
         if not isinstance(args, tuple):
             args = (args,)
         seen = [holds_dual([a, b, args, points, wvar])]
-        out = original(_plain_of(lambda x, *_: func(x, *args), seen), strip(a), strip(b), (),
+        out = original(plain_of(lambda x, *_: func(x, *args), seen), strip(a), strip(b), (),
                        1, epsabs, epsrel, limit, plain(points), weight, plain(wvar), wopts,
                        maxp1, limlst, complex_func)
         if not seen[0]:
@@ -156,7 +143,7 @@ def _solve_ivp(original):
         else:
             f_args = ()
         seen = [holds_dual([t_span, y0, f_args, t_eval])]
-        plain_fun = _plain_of(fun, seen)
+        plain_fun = plain_of(fun, seen)
         plain_opts = {k: plain(v) for k, v in options.items()}
         sol = original(plain_fun, plain(t_span), plain(y0), method, plain(t_eval), dense_output,
                        events, vectorized, None, **plain_opts)
@@ -302,7 +289,7 @@ def _odeint(original):
         if not isinstance(args, tuple):
             args = (args,)
         seen = [holds_dual([y0, t, args])]
-        out = original(_plain_of(lambda y, tt, *_: func(y, tt, *args), seen), plain(y0),
+        out = original(plain_of(lambda y, tt, *_: func(y, tt, *args), seen), plain(y0),
                        plain(t), (), *rest, **kwargs)
         if seen[0]:
             _refuse("odeint", "its LSODA method", "use scipy.integrate.solve_ivp with "

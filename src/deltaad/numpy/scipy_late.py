@@ -37,6 +37,21 @@ def plain(a):
     return a
 
 
+def plain_of(f, seen):
+    """``f`` handing scipy plain values (a solver or integrator calls it with floats; it may
+    return duals through what it closes over); ``seen[0]`` becomes True once it returned a
+    dual, so that the caller knows scipy's result has a derivative to give."""
+
+    def g(*a, **k):
+        y = f(*a, **k)
+        if is_dual(y) or holds_dual(y):
+            seen[0] = True
+            return plain(y)
+        return y
+
+    return g
+
+
 def revalue(out, ref, name):
     """``out`` (the composition's result: duals in tuples) with scipy's result ``ref`` as its
     value under every level; a non-dual part of the result is scipy's own object."""
