@@ -10,7 +10,7 @@ reads.
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import deltaad as d
@@ -75,6 +75,9 @@ def _dirichlet(draw):
     npts = draw(st.sampled_from([None, 1, 3]))
     alpha = rng.uniform(0.5, 3.0, k)
     pts = rng.dirichlet(np.full(k, 4.0), npts if npts else 1).T  # well inside the simplex
+    # and away from its faces, where x^(alpha - 1) with alpha < 1 is too steep for finite
+    # differences (a random run missed a second derivative by 0.2% at a coordinate near 0)
+    assume(pts.min() > 0.05)
     x = pts[:-1] if npts else pts[:-1, 0]  # all but the last coordinate: scipy completes it
     method = draw(st.sampled_from(["logpdf", "pdf"]))
     frozen = draw(st.booleans())
