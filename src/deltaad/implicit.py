@@ -24,13 +24,11 @@ raise an error naming the solver; there is no derivative to give. Only ``x``, ``
 are its plain values.
 """
 
-import sys
-
 import numpy as np
 
 from .numpy import registry
 from .numpy.registry import holds_dual
-from .numpy.scipy_late import operand, plain, plain_of, revalue
+from .numpy.scipy_late import operand, plain, plain_of, replace, revalue
 from .trace import open_traces
 from .trace import value as strip
 from .transforms import grad, jacfwd
@@ -285,14 +283,7 @@ def install(module):
     replacement calls scipy's function unchanged."""
     for name, (factory, where) in SOLVERS.items():
         for mod_name in where:
-            mod = sys.modules.get(mod_name)
-            f = getattr(mod, name, None) if mod is not None else None
-            if f is None or hasattr(f, "deltaad_original") or not callable(f):
-                continue
-            g = factory(f)
-            g.__name__, g.__qualname__, g.__doc__ = f.__name__, f.__qualname__, f.__doc__
-            g.__wrapped__ = g.deltaad_original = f
-            setattr(mod, name, g)
+            replace(mod_name, name, factory)
 
 
 registry.watch("scipy.optimize", install)

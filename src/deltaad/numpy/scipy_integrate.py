@@ -24,15 +24,13 @@ outside differentiation scipy's functions run as they are. What is refused (quad
 the implicit ODE methods, events, ``odeint``'s LSODA) raises an error naming it.
 """
 
-import sys
-
 import numpy as np
 
 from ..trace import is_dual, open_traces
 from ..trace import value as strip
 from . import registry
 from .registry import holds_dual
-from .scipy_late import operand, plain, plain_of, revalue
+from .scipy_late import operand, plain, plain_of, replace, revalue
 
 _GL = {}
 
@@ -311,14 +309,7 @@ def install(module):
             ("scipy.integrate", "solve_ivp", _solve_ivp),
             ("scipy.integrate._ivp", "solve_ivp", _solve_ivp),
             ("scipy.integrate._ivp.ivp", "solve_ivp", _solve_ivp)):
-        mod = sys.modules.get(mod_name)
-        f = getattr(mod, name, None) if mod is not None else None
-        if f is None or hasattr(f, "deltaad_original"):
-            continue
-        g = factory(f)
-        g.__name__, g.__qualname__, g.__doc__ = f.__name__, f.__qualname__, f.__doc__
-        g.__wrapped__ = g.deltaad_original = f
-        setattr(mod, name, g)
+        replace(mod_name, name, factory)
 
 
 registry.watch("scipy.integrate", install)

@@ -13,6 +13,8 @@ given scipy's value at every level, keeping the composition's derivative (any or
 composition supports).
 """
 
+import sys
+
 import numpy as np
 
 from ..trace import is_dual
@@ -50,6 +52,20 @@ def plain_of(f, seen):
         return y
 
     return g
+
+
+def replace(mod_name, name, factory):
+    """Replace the function ``name`` of the imported module ``mod_name`` by ``factory(f)``
+    (once: a replacement keeps scipy's function as ``deltaad_original``), with its name and
+    docstring: how the solvers and integrators that call the user's function are taken up."""
+    mod = sys.modules.get(mod_name)
+    f = getattr(mod, name, None) if mod is not None else None
+    if f is None or not callable(f) or hasattr(f, "deltaad_original"):
+        return
+    g = factory(f)
+    g.__name__, g.__qualname__, g.__doc__ = f.__name__, f.__qualname__, f.__doc__
+    g.__wrapped__ = g.deltaad_original = f
+    setattr(mod, name, g)
 
 
 def revalue(out, ref, name):
