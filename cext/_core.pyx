@@ -49,7 +49,7 @@ cdef extern from "Python.h":
     char* PyByteArray_AS_STRING(object b)
     const Py_ssize_t PY_SSIZE_T_MAX
 
-import math as _math
+from deltaad._plainmath import math as _math
 import numbers as _numbers
 from operator import add as _pyadd  # 0.0 + o as Python adds it (never through float(o))
 from operator import index as _index

@@ -974,7 +974,7 @@ cdef class Program:
 # C slots instead of Python methods. What is rare (calls of Python functions, rounding, the
 # value leaving as a float's method) reuses the pure twin's code where it can.
 
-import math as _math
+from deltaad._plainmath import math as _math
 import operator as _operator
 
 cdef object _Unrecordable = _p.Unrecordable

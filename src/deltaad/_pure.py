@@ -19,7 +19,7 @@ lower level's arithmetic, so the derivative work is itself differentiated.
 """
 
 import itertools
-import math
+from deltaad._plainmath import math
 from array import array as _array
 import numbers
 from operator import index as _index

@@ -18,7 +18,7 @@ returns what the function's Python would not have computed (branch-taken semanti
 :class:`Program` here replays in Python; ``deltaad._replay`` is its compiled twin, bit for bit.
 """
 
-import math
+from deltaad._plainmath import math
 import operator
 import struct
 

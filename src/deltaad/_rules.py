@@ -8,7 +8,7 @@ compiled core also has a C copy of the float formulas for speed; the tests hold 
 same bits.
 """
 
-import math
+from deltaad._plainmath import math
 import sys
 from types import SimpleNamespace
 

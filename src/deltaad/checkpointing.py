@@ -45,7 +45,7 @@ differentiation (``checkpoint`` of a function that calls ``grad``).
 """
 
 import functools
-import math
+from deltaad._plainmath import math
 import operator
 
 import numpy as np

@@ -9,7 +9,7 @@ holomorphic table (``deltaad.numpy.complex_rules.HOLOMORPHIC``) that numpy's ufu
 ``isinf``, ``isnan`` and ``isclose`` answer on the values (derivative zero).
 """
 
-import cmath as _cmath
+from ._plainmath import cmath as _cmath
 
 import numpy as np
 

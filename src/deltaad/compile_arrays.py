@@ -25,7 +25,7 @@ first -- makes the recording fail with the reason (``Unrecordable``): ``compile`
 the function uncompiled, with one warning.
 """
 
-import math
+from deltaad._plainmath import math
 import operator
 import os as _os
 import struct

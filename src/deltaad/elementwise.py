@@ -35,7 +35,7 @@ values with ``scipy.special`` (imported on first use: scipy is optional); withou
 raises an ``ImportError`` naming the function, never a wrong value.
 """
 
-import math
+from deltaad._plainmath import math
 
 import numpy as np
 

@@ -15,7 +15,7 @@ argument the value takes (Abadi and Plotkin's branch-taken semantics). Their cho
 - ``a ** b`` with respect to ``b`` at ``a == 0``: 0; with ``a < 0``: nan.
 """
 
-import math
+from deltaad._plainmath import math
 
 import numpy as np
 

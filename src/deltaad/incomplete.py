@@ -25,7 +25,7 @@ written over a namespace, so a second derivative that needs them is an error tha
 raise (naming the function), never a silent zero.
 """
 
-import math
+from deltaad._plainmath import math
 
 import numpy as np
 

@@ -31,7 +31,7 @@ state. :func:`online_bound` states the recomputation this costs.
 
 import functools
 import itertools
-import math
+from deltaad._plainmath import math
 
 ADVANCE, STORE, RESTORE, FREE, TURN = range(5)
 NAMES = ("advance", "store", "restore", "free", "turn")

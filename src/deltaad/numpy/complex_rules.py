@@ -18,9 +18,9 @@ formula's value with the signed zero the value used. Values that only move eleme
 transpose, concatenate, ...) act on the real and imaginary parts separately, which is exact.
 """
 
-import cmath
+from deltaad._plainmath import cmath
 import inspect
-import math
+from deltaad._plainmath import math
 import operator
 
 import numpy as np

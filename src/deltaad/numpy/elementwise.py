@@ -13,7 +13,7 @@ to ``x`` inside ``[lo, hi]`` (bounds included) and to the bound outside; ``floor
 comparisons and friends are constants (derivative zero).
 """
 
-import math
+from deltaad._plainmath import math
 import operator
 from types import SimpleNamespace
 

@@ -22,7 +22,7 @@ Choices:
   and ``w``; ``cov=True`` is not supported.
 """
 
-import math
+from deltaad._plainmath import math
 
 import numpy as np
 
