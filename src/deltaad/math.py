@@ -20,13 +20,14 @@ The values chosen where a function is not differentiable are listed in ``CHOSEN`
 """
 
 import functools as _functools
-import math as _math
+from ._plainmath import math as _math
 import operator as _operator
 
 from ._backend import B as _B
 from ._errors import escaped_error as _escaped_error
 from . import elementwise as _table
 from .trace import is_dual as _is_dual
+from .trace import recorders as _recorders
 
 _Dual = _B.Dual
 _lift = _B.lift
@@ -99,6 +100,8 @@ def _unary(name, dual_fn, math_fn):
             return dual_fn(x)
         if _is_dual(x):
             return dual_fn(_scalar(name, x))
+        if tx in _recorders:  # deltaad.compile's recording number: recorded, not a guard
+            return dual_fn(x)
         return math_fn(x)
 
     return _named(name, fn, "``math.%s``, differentiable on duals." % name)
@@ -112,6 +115,8 @@ def _binary(name, dual_fn, math_fn):
             return math_fn(a, b)
         if ta is _Dual or tb is _Dual or _is_dual(a) or _is_dual(b):
             return dual_fn(_scalar(name, a), _scalar(name, b))
+        if ta in _recorders or tb in _recorders:
+            return dual_fn(a, b)
         return math_fn(a, b)
 
     return _named(name, fn, "``math.%s``, differentiable on duals." % name)
@@ -149,6 +154,26 @@ for _m in ("floor", "ceil", "trunc", "isnan", "isinf", "isfinite", "isclose", "u
 del _m
 
 
+def _by_comparisons(name, test):
+    """``name`` (a predicate ``_on_value`` made) written with comparisons for deltaad.compile's
+    recording numbers: each comparison is a guard on its outcome, where the predicate of the
+    value would be a guard on the value itself (a new recording for every input)."""
+    on_value = globals()[name]
+
+    def fn(x):
+        v = _open_value(_scalar(name, x)) if _is_dual(x) else x
+        if type(v) in _recorders:  # (a dual of a gradient recording holds one as its value)
+            return test(v)
+        return on_value(x)
+
+    return _named(name, fn, on_value.__doc__)
+
+
+isnan = _by_comparisons("isnan", lambda x: x != x)
+isinf = _by_comparisons("isinf", lambda x: x == _math.inf or x == -_math.inf)
+isfinite = _by_comparisons("isfinite", lambda x: x == x and x != _math.inf and x != -_math.inf)
+
+
 # --------------------------------------------------------------------------------------------
 # 3. Primitives of n reals (value from math, partials written with these functions)
 
@@ -165,7 +190,7 @@ def log(x, base=None):
     if base is None:
         if type(x) is float:
             return _math.log(x)
-        if _is_dual(x):
+        if _is_dual(x) or type(x) in _recorders:
             return _B.log(_scalar("log", x))
         return _math.log(x)
     if not (_is_dual(x) or _is_dual(base)):
