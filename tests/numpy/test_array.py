@@ -43,6 +43,27 @@ def test_attributes_and_len_and_iteration():
     np.testing.assert_array_equal(g, [[2, 2, 2], [0, 0, 1]])
 
 
+@settings(max_examples=25, deadline=None)
+@given(shape=shapes(min_dims=1, max_side=3), seed=seeds)
+def test_flat_nbytes_itemsize_as_numpy(shape, seed):
+    """``x.flat`` (iterated, indexed, ``len``), ``x.nbytes`` and ``x.itemsize`` answer as on
+    the plain array; ``sum(x.flat)`` differentiates to ones, against forward mode."""
+    a = np.random.default_rng(seed).uniform(-2, 2, shape)
+
+    def f(x):
+        assert x.nbytes == a.nbytes and x.itemsize == a.itemsize and len(x.flat) == a.size
+        elems = list(x.flat)
+        assert [d.value(e) for e in elems] == list(a.flat)
+        if a.size:
+            assert d.value(x.flat[a.size - 1]) == a.flat[a.size - 1]
+        return sum(elems, 0.0) * 1.5
+
+    g = d.grad(f)(a)
+    np.testing.assert_array_equal(g, np.full(shape, 1.5))
+    t = np.random.default_rng(seed + 1).uniform(-1, 1, shape)
+    assert d.jvp(f, (a,), (t,))[1] == pytest.approx(1.5 * t.sum(), rel=1e-12, abs=1e-12)
+
+
 def test_comparisons_return_plain_bool_arrays():
     def f(x):
         for r in (x > 2.0, x <= 3.0, x == x, x != 1.0, np.greater(x, 2.0), np.isnan(x), np.isfinite(x), 2.0 < x):

@@ -944,6 +944,20 @@ class ArrayDual:
         return strip(self.value).dtype
 
     @property
+    def nbytes(self):
+        return strip(self.value).nbytes
+
+    @property
+    def itemsize(self):
+        return strip(self.value).itemsize
+
+    @property
+    def flat(self):
+        """The elements in C order, as a 1-d array dual (iterate it, index it, take ``len``);
+        numpy's flat iterator, but read-only, as the array dual is."""
+        return registry.FUNCTIONS[np.ravel](self)
+
+    @property
     def T(self):
         return registry.FUNCTIONS[np.transpose](self)
 
