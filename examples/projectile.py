@@ -1,19 +1,21 @@
 """The best launch angle of a projectile, with and without air drag.
 
 The model is written with the ``math`` module -- ``math.sin``, ``math.cos``, ``math.hypot``
-on floats, a ``while`` loop that stops when the projectile lands -- and the only change that
-makes it differentiable is the import: ``from deltaad import math`` in place of ``import
-math`` (on floats it is ``math`` itself; on duals it differentiates). Without drag the range has a closed form whose best angle is 45°;
+on floats, a ``while`` loop that stops when the projectile lands -- and it differentiates
+unchanged: while deltaad differentiates, ``math``'s functions are ``deltaad.math``'s (on
+floats ``math``'s own results; on duals differentiated). Without drag the range has a closed
+form whose best angle is 45°;
 Newton's method on its derivative finds it (second derivatives by nesting ``grad``). With
 drag there is no closed form: the range comes from a simulation, its derivative with respect
 to the angle from reverse mode through every step, and a root finder on that derivative
 gives the best angle, below 45°.
 """
 
+import math
+
 from scipy import optimize
 
 import deltaad as ad
-from deltaad import math
 
 G = 9.81
 SPEED = 40.0

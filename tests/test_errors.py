@@ -27,9 +27,9 @@ Dual = deltaad.Dual
 
 @pytest.mark.parametrize("conv,start", [
     (float, "float(x) on a deltaad Dual"),
-    (complex, "complex(x) on a deltaad Dual"), (math.sin, "math.sin(x) converts"),
-    (math.exp, "math.exp(x) converts"), (math.sqrt, "math.sqrt(x) converts"),
-    (math.log, "math.log(x) converts"),
+    (complex, "complex(x) on a deltaad Dual"), (math.sin, "conv(x) calls math.sin itself"),
+    (math.exp, "conv(x) calls math.exp itself"),
+    (math.sqrt, "conv(x) calls math.sqrt itself"), (math.log, "conv(x) calls math.log itself"),
 ])
 def test_conversions_raise_type_error(conv, start):
     def f(x):
@@ -38,7 +38,8 @@ def test_conversions_raise_type_error(conv, start):
 
     with pytest.raises(TypeError, match=r"deltaad\.(value|math)") as ei:
         grad(f)(1.5)
-    # the message names the call as written: ``conv(x)`` here
+    # the message names the call as written: ``conv(x)`` here (a math function bound to a
+    # name: ``math.sin(x)`` itself takes duals while deltaad differentiates)
     assert str(ei.value).startswith(start.replace(start.partition("(")[0], "conv"))
     with pytest.raises(TypeError, match=r"deltaad\.(value|math)"):
         deltaad.jvp(f, (1.5,), (1.0,))
@@ -99,11 +100,25 @@ def test_percent_formatting_gives_the_value():
 
 
 def test_conversion_message_names_the_alternatives():
-    with pytest.raises(TypeError) as ei:
-        grad(lambda x: math.sin(x))(1.0)
+    """``math.sin(x)`` takes duals while deltaad differentiates (``deltaad.stdmath``); with
+    that switched off, or with the function bound by ``from math import sin``, the message
+    names the fix for the form written."""
+    deltaad.stdmath.enable(False)
+    try:
+        with pytest.raises(TypeError) as ei:
+            grad(lambda x: math.sin(x))(1.0)
+    finally:
+        deltaad.stdmath.enable(True)
     msg = str(ei.value)
     assert msg.startswith("math.sin(x) converts its argument to a plain float")
     assert "deltaad.math.sin(x)" in msg and "from deltaad import math" in msg
+    sin = math.sin
+    with pytest.raises(TypeError) as ei:
+        grad(lambda x: sin(x))(1.0)
+    msg = str(ei.value)
+    assert msg.startswith("sin(x) calls math.sin itself, bound to a name before deltaad")
+    assert "from deltaad.math import sin" in msg
+    assert grad(lambda x: math.sin(x))(1.0) == math.cos(1.0)
 
 
 def test_value_gives_the_number():

@@ -11,6 +11,7 @@ from ._backend import name as backend
 from ._errors import EscapedDualError
 from . import delta
 from . import math  # the math module, differentiable: `from deltaad import math`
+from . import stdmath  # ... and `import math` code too, while a differentiation is open
 from . import numpy  # declares the numpy rules and installs the hooks scalar duals use
 from .functions import *  # noqa: F401,F403 -- the elementary functions, from the table
 from .functions import __all__ as _functions
@@ -35,7 +36,7 @@ Dual = _B.Dual
 __version__ = "0.1.0"
 
 __all__ = [
-    "backend", "Dual", "EscapedDualError", "delta", "math", "cmath",
+    "backend", "Dual", "EscapedDualError", "delta", "math", "cmath", "stdmath",
     "grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacobian", "jacfwd", "hessian", "hvp",
     "linearize", "make_delta", "vmap",
     "open_traces", "tree_flatten", "tree_unflatten", "tree_map", "tree_leaves", "tree_structure",

@@ -252,6 +252,15 @@ def _text(what, dual, plain, value, site):
                 "works wherever a float does in arithmetic, and deltaad.math / numpy functions "
                 "take it), or use %s." % (callee, dual, value)
             )
+        if mod in _MODULE_FIX and "." not in callee:  # ``from math import sin`` bound it
+            return (
+                "%s(x) calls %s.%s itself, bound to a name before deltaad could make it take "
+                "duals (as ``from %s import %s`` does): it converts its argument to %s, which "
+                "would silently drop the "
+                "derivative of %s. Import it from deltaad (``from deltaad.%s import %s``) or call "
+                "it as %s.%s(x): while deltaad differentiates, the %s module's functions take "
+                "duals." % (callee, mod, name, mod, name, plain, dual, mod, name, mod, name, mod)
+            )
         if mod in _MODULE_FIX:
             return (
                 "%s(x) converts its argument to %s, which would silently drop the derivative "

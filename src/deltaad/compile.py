@@ -29,6 +29,7 @@ import numpy as np
 
 from . import _gradrecord, _replay_pure
 from . import compile_arrays as _arrays
+from . import stdmath as _stdmath
 from ._backend import B
 from ._backend import name as _backend_name
 from .pytrees import tree_flatten, tree_unflatten
@@ -248,7 +249,8 @@ class Compiled:
         dargs, dkwargs = tree_unflatten(tdef, leaves)
         dargs = self._restore_static(dargs, args)
         try:
-            out = self.fun(*dargs, **dkwargs)
+            with _stdmath.switched():  # ``math.sin`` records too
+                out = self.fun(*dargs, **dkwargs)
             if rec.failed is None:
                 prog, result = _finish(rec, out, arec)
         except BaseException as exc:

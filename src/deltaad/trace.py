@@ -70,6 +70,16 @@ def register_recorded_array_type(cls, to_scalar):
     return cls
 
 
+# Called when a thread's first trace opens and when its last one closes (``deltaad.stdmath``
+# switches the ``math`` module there). They count and must not fail.
+outermost_hooks = []
+
+
+def _outermost(entering):
+    for enter, leave in outermost_hooks:
+        (enter if entering else leave)()
+
+
 def _stack():
     stack = getattr(_local, "stack", None)
     if stack is None:
@@ -108,13 +118,18 @@ def traced(kind, body, *args):
     trace.close()  # until run opens it: an interrupt before then leaves nothing open
     stack = _stack()
     _settle(stack)
-    stack.append(trace)
+    outer = not stack
     try:
+        if outer:
+            _outermost(True)
+        stack.append(trace)
         return trace, trace.run(body, trace, *args)
     finally:
         if stack and stack[-1] is trace:
             stack.pop()
         _settle(stack)
+        if outer:
+            _outermost(False)
 
 
 class opened:
@@ -125,17 +140,26 @@ class opened:
     arriving at the wrong bytecode (or a tracer's exception at the ``with`` line) skips,
     leaving the trace open. Kept for code that must stay open across a ``yield``."""
 
-    __slots__ = ("trace",)
+    __slots__ = ("trace", "outer")
 
     def __init__(self, kind):
         self.trace = kind(next(_levels))
+        self.outer = False
 
     def __enter__(self):
-        _stack().append(self.trace)
+        stack = _stack()
+        _settle(stack)
+        if not stack:
+            self.outer = True
+            _outermost(True)
+        stack.append(self.trace)
         return self.trace
 
     def __exit__(self, *exc):
         self.trace.close()
+        if self.outer:
+            self.outer = False
+            _outermost(False)
         stack = _stack()
         if stack and stack[-1] is self.trace:
             stack.pop()
@@ -154,10 +178,11 @@ class reopened:
     tape's function returned); its open/closed state and the stack are restored on the way
     out."""
 
-    __slots__ = ("trace", "was")
+    __slots__ = ("trace", "was", "outer")
 
     def __init__(self, trace):
         self.trace = trace
+        self.outer = False
 
     def __enter__(self):
         t = self.trace
@@ -168,9 +193,11 @@ class reopened:
         else:
             self.was = c
             t.closed = False
-        stack = getattr(_local, "stack", None)
-        if stack is None:
-            stack = _local.stack = []
+        stack = _stack()
+        _settle(stack)
+        if not stack:
+            self.outer = True
+            _outermost(True)
         stack.append(t)
         return t
 
@@ -185,6 +212,9 @@ class reopened:
             if stack[k] is t:
                 del stack[k]
                 break
+        if self.outer:
+            self.outer = False
+            _outermost(False)
         return False
 
 

@@ -1,0 +1,136 @@
+"""``import math`` code differentiates unchanged.
+
+Physics and statistics code calls ``math.exp``, ``math.sqrt``, ``math.atan2``... on its
+numbers; on a dual, ``math``'s C functions would convert to a plain float and drop the
+derivative. While a differentiation is open (in any thread), the interpreter's ``math`` and
+``cmath`` modules therefore answer each look-up of a function with :mod:`deltaad.math`'s
+(:mod:`deltaad.cmath`'s) of the same name. Those give ``math``'s own result, to the bit, and
+its errors on plain numbers, so other code running meanwhile sees no difference but a look-up
+costing about 0.1 µs more. Outside differentiation nothing is changed: the modules' class is
+switched back when the last trace closes.
+
+A name bound before, ``from math import sin``, is ``math``'s own function and still raises on
+a dual (with the fix in its message); ``deltaad.stdmath.enable(False)`` turns the switch off.
+deltaad itself computes with untouched copies of the modules (``deltaad._plainmath``).
+"""
+
+import cmath as _cmath_module
+import math as _math_module
+import types
+from threading import get_ident as _ident
+
+from . import trace as _trace
+
+_plain = types.ModuleType.__getattribute__
+
+
+def _switched(module, replacement):
+    """The class of ``module`` while switched: its functions looked up are ``replacement``'s
+    (deltaad's module) of the same name. The table is made at the first look-up:
+    ``deltaad.cmath`` loads numpy's complex rules, which ``import deltaad`` leaves for later."""
+    functions = {}
+
+    def fill():
+        from importlib import import_module
+        new = import_module(replacement)
+        for name, f in _plain(module, "__dict__").items():
+            g = getattr(new, name, None)
+            if callable(f) and not name.startswith("_") and callable(g):
+                functions[name] = g
+
+    class Differentiable(types.ModuleType):
+        """A standard module while a differentiation is open: its functions are deltaad's."""
+
+        __slots__ = ()
+
+        def __getattribute__(self, name, _get=functions.get, _plain=_plain):
+            f = _get(name)
+            if f is None and not functions:
+                fill()
+                f = _get(name)
+            return f if f is not None else _plain(self, name)
+
+    return Differentiable
+
+
+_MATH = _switched(_math_module, "deltaad.math")
+_CMATH = _switched(_cmath_module, "deltaad.cmath")
+_PLAIN = types.ModuleType
+
+# The threads with a trace open (True), and the depth of ``switched`` blocks per thread. No
+# lock: an interrupt arriving inside a Python-level lock's block could leave it held, and every
+# differentiation after would hang. Each step below is one operation the GIL makes atomic, and
+# a thread that switches the modules off looks again afterwards, so one entering meanwhile is
+# never left unswitched. An interrupt between two steps can leave a thread's entry behind (the
+# modules stay switched, which changes no result); the thread's next differentiation clears it.
+_open = {}
+_held = {}
+_enabled = True
+
+
+def _on():
+    _math_module.__class__ = _MATH
+    _cmath_module.__class__ = _CMATH
+
+
+def _off():
+    _math_module.__class__ = _PLAIN
+    _cmath_module.__class__ = _PLAIN
+
+
+def _settle():
+    if not (_open or _held):
+        _off()
+        if (_open or _held) and _enabled:  # a thread entered meanwhile, maybe switched before
+            _on()
+
+
+def _enter():
+    _open[_ident()] = True
+    if _enabled:
+        _on()
+
+
+def _leave():
+    _open.pop(_ident(), None)
+    _settle()
+
+
+def enable(on=True):
+    """Whether ``math`` and ``cmath`` take duals while a differentiation is open (default
+    True). ``enable(False)`` leaves the modules untouched: ``math.sin`` of a dual then raises,
+    naming ``from deltaad import math`` as the fix."""
+    global _enabled
+    _enabled = bool(on)
+    if _enabled and (_open or _held):
+        _on()
+    else:
+        _off()
+
+
+class switched:
+    """``with switched()``: the modules take duals inside, as while a trace is open (a
+    recording of ``deltaad.compile`` runs the function on its recording numbers so)."""
+
+    def __enter__(self):
+        me = _ident()
+        _held[me] = _held.get(me, 0) + 1
+        if _enabled:
+            _on()
+        return self
+
+    def __exit__(self, *exc):
+        me = _ident()
+        n = _held.pop(me, 0) - 1
+        if n > 0:
+            _held[me] = n
+        _settle()
+        return False
+
+
+def active():
+    """True while the ``math`` module's functions are deltaad's (a differentiation is open)."""
+    return type(_math_module) is not types.ModuleType
+
+
+_trace.outermost_hooks.append((_enter, _leave))

@@ -1,0 +1,211 @@
+"""``import math`` code differentiates unchanged (``deltaad.stdmath``): while a differentiation
+is open, ``math.f`` is ``deltaad.math.f``; outside it the module is untouched."""
+
+import cmath
+import math
+import threading
+import types
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import deltaad
+from deltaad import math as dmath
+
+UNARY = ["sin", "cos", "tan", "exp", "expm1", "log1p", "atan", "asinh", "sinh", "cosh", "tanh",
+         "erf", "erfc", "sqrt", "log", "log2", "log10", "fabs", "lgamma", "cbrt"]
+UNARY = [n for n in UNARY if hasattr(math, n)]
+BINARY = ["atan2", "hypot", "pow", "copysign", "fmod"]
+
+
+def _plain_module():
+    return type(math) is types.ModuleType and type(cmath) is types.ModuleType
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(UNARY), x=st.floats(0.1, 3.0))
+def test_unary_functions_differentiate_as_deltaad_math(name, x):
+    """``math.name`` inside ``grad``/``jvp`` is ``deltaad.math.name`` to the bit, and its
+    derivative agrees with finite differences."""
+    f = lambda v: getattr(math, name)(v) * v  # noqa: E731 -- math looked up at call time
+    g = lambda v: getattr(dmath, name)(v) * v  # noqa: E731
+    assert deltaad.grad(f)(x) == deltaad.grad(g)(x)
+    assert deltaad.jvp(f, (x,), (1.0,)) == deltaad.jvp(g, (x,), (1.0,))
+    h = 1e-6
+    fd = (f(x + h) - f(x - h)) / (2 * h)
+    assert abs(deltaad.grad(f)(x) - fd) <= 1e-5 * max(1.0, abs(fd))
+    assert _plain_module()
+
+
+@settings(max_examples=40, deadline=None)
+@given(name=st.sampled_from(BINARY), x=st.floats(0.5, 2.0), y=st.floats(0.5, 2.0))
+def test_binary_functions_and_second_derivatives(name, x, y):
+    f = lambda a, b: getattr(math, name)(a, b)  # noqa: E731
+    g = lambda a, b: getattr(dmath, name)(a, b)  # noqa: E731
+    assert deltaad.grad(f, argnums=(0, 1))(x, y) == deltaad.grad(g, argnums=(0, 1))(x, y)
+    assert deltaad.hessian(f)(x, y) == deltaad.hessian(g)(x, y)
+
+
+def test_physics_code_written_against_math():
+    """A pendulum integrated with ``math.sin`` in a ``while`` loop: the gradient of the final
+    angle with respect to the initial one, against finite differences and forward mode."""
+    def pendulum(theta0):
+        th, om, t = theta0, 0.0, 0.0
+        while t < 1.0:
+            om -= 9.81 * math.sin(th) * 0.01
+            th += om * 0.01
+            t += 0.01
+        return math.atan2(math.sin(th), math.cos(th)) + math.fsum([th, om]) + math.hypot(th, om)
+
+    g = deltaad.grad(pendulum)(0.3)
+    h = 1e-6
+    assert abs(g - (pendulum(0.3 + h) - pendulum(0.3 - h)) / (2 * h)) < 1e-6
+    assert deltaad.jvp(pendulum, (0.3,), (1.0,))[1] == pytest.approx(g, rel=1e-12)
+    assert _plain_module()
+
+
+def test_plain_numbers_keep_math_results_and_errors_during_a_trace():
+    seen = []
+
+    def f(x):
+        assert type(math) is not types.ModuleType  # switched while the trace is open
+        seen.append((math.sin(0.5), math.sqrt(2.0), math.floor(2.5), math.pi))
+        with pytest.raises(ValueError):
+            math.sqrt(-1.0)
+        with pytest.raises(ValueError):
+            math.log(0.0)
+        with pytest.raises(TypeError):
+            math.sin("a")
+        return x * 2.0
+
+    assert deltaad.grad(f)(1.0) == 2.0
+    sin = math.sin  # the module's own functions again
+    assert seen == [(sin(0.5), math.sqrt(2.0), 2, math.pi)]
+    assert type(seen[0][2]) is int and _plain_module()
+    assert math.sin is vars(math)["sin"]
+
+
+def test_switched_back_however_the_differentiation_ends():
+    def boom(x):
+        math.sin(x)
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        deltaad.grad(boom)(1.0)
+    assert _plain_module()
+
+    def interrupted(x):
+        math.exp(x)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        deltaad.grad(interrupted)(1.0)
+    assert _plain_module() and deltaad.open_traces() == []
+
+
+def test_nested_and_later_sweeps():
+    assert deltaad.grad(deltaad.grad(lambda x: math.sin(x)))(0.7) == -math.sin(0.7)
+    # a checkpoint's re-run happens when the vjp function is called, after vjp returned
+    out, f_vjp = deltaad.vjp(lambda x: deltaad.checkpoint(lambda y: math.sin(y) * y)(x), 1.0)
+    assert _plain_module()
+    assert f_vjp(1.0) == (math.cos(1.0) * 1.0 + math.sin(1.0),)
+    assert _plain_module()
+
+
+def test_cmath_too():
+    g = deltaad.grad(lambda x: cmath.exp(1j * x).real)(0.4)
+    assert g == pytest.approx(-math.sin(0.4), rel=1e-15)
+    assert _plain_module()
+
+
+def test_from_math_import_still_raises_and_names_the_fix():
+    sin = math.sin
+    with pytest.raises(TypeError, match="from deltaad.math import sin"):
+        deltaad.grad(lambda x: sin(x))(1.0)
+    assert _plain_module()
+
+
+def test_enable_false_leaves_the_module_alone():
+    deltaad.stdmath.enable(False)
+    try:
+        def f(x):
+            assert type(math) is types.ModuleType
+            return math.sin(x)
+
+        with pytest.raises(TypeError, match="from deltaad import math"):
+            deltaad.grad(f)(1.0)
+    finally:
+        deltaad.stdmath.enable(True)
+    assert deltaad.grad(lambda x: math.sin(x))(1.0) == math.cos(1.0)
+
+
+def test_threads():
+    """Eight threads differentiate ``math`` code at once while a ninth uses ``math`` on plain
+    floats: every result is the serial one, and the module is plain once all are done."""
+    xs = [0.1 * k for k in range(1, 9)]
+    f = lambda x: math.exp(math.sin(x)) * math.atan2(x, 1.0)  # noqa: E731
+    want = [deltaad.grad(f)(x) for x in xs]
+    got = [None] * len(xs)
+    plain = []
+    barrier = threading.Barrier(len(xs) + 1)
+
+    def work(k):
+        barrier.wait()
+        for _ in range(30):
+            got[k] = deltaad.grad(f)(xs[k])
+
+    def floats():
+        barrier.wait()
+        for _ in range(300):
+            plain.append(math.sin(0.3) == vars(math)["sin"](0.3))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(xs))]
+    threads.append(threading.Thread(target=floats))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == want and all(plain)
+    assert _plain_module()
+
+
+def test_compile_records_math_calls():
+    """Under ``deltaad.compile`` ``math.sin`` is a recorded instruction, not a guard on the
+    value: new inputs replay the one recording, bit for bit."""
+    def f(x):
+        y = math.sin(x) * math.log(x) + math.atan2(x, 2.0)
+        return y if not math.isnan(y) and math.isfinite(y) else 0.0
+
+    cf = deltaad.compile(f)
+    for x in (1.0, 2.0, 1.5, 0.25):
+        assert cf(x) == f(x)
+    assert cf.nrecordings == 1
+    cg = deltaad.compile(deltaad.value_and_grad(f))
+    for x in (2.0, 1.5, 0.25):  # (not 1.0: log(1.0) == 0 steers the sweep's zero test)
+        assert cg(x) == deltaad.value_and_grad(f)(x)
+    assert cg.nrecordings == 1
+    assert _plain_module()
+
+
+def test_an_entry_left_by_an_interrupt_is_cleared_by_the_next_differentiation():
+    """An interrupt between two steps of the switch can leave this thread marked as
+    differentiating (the modules stay switched: no result changes); its next differentiation
+    clears the mark."""
+    deltaad.stdmath._enter()  # what an interrupt at the wrong bytecode leaves behind
+    assert not _plain_module()
+    assert deltaad.grad(lambda x: math.sin(x))(0.5) == math.cos(0.5)
+    assert _plain_module()
+
+
+def test_a_differentiation_inside_a_recording_keeps_the_switch():
+    """``deltaad.compile`` records with the modules switched; a ``grad`` inside the recorded
+    function closes its trace before the function goes on calling ``math``."""
+    def f(x):
+        g = deltaad.grad(lambda y: math.sin(y) * y)(x)
+        return math.exp(g) + math.cos(x)
+
+    cf = deltaad.compile(f)
+    for x in (0.5, 0.75, 1.25):
+        assert cf(x) == f(x)
+    assert cf.nrecordings == 1 and _plain_module()
