@@ -321,3 +321,22 @@ def test_stack_heals():
     assert T._stack() == []
     assert T.innermost() is None
     assert math.isfinite(ad.grad(lambda x: len(ad.open_traces()) * x)(1.0))
+
+
+def test_a_scalar_dual_is_a_real_number_not_a_float():
+    """Code that validates its input with ``numbers.Real`` (or numpy's ``isscalar``) takes a
+    scalar dual; ``isinstance(x, float)`` stays False, as for JAX's tracers."""
+    import numbers
+
+    def f(x):
+        assert isinstance(x, numbers.Real) and isinstance(x, numbers.Number)
+        assert np.isscalar(x) and not isinstance(x, float)
+        if not isinstance(x, numbers.Real):
+            raise TypeError("a real number, please")
+        return x * x
+
+    assert ad.grad(f)(1.5) == 3.0
+    assert ad.jvp(f, (1.5,), (1.0,)) == (2.25, 3.0)
+    assert ad.grad(ad.grad(f))(1.5) == 2.0
+    # an array dual is not a number
+    ad.grad(lambda a: (isinstance(a, numbers.Real) and 1 / 0) or np.sum(a))(np.ones(2))

@@ -12,6 +12,7 @@ what is its plain value, which trace is the innermost -- and get one answer.
 """
 
 import itertools
+import numbers
 import threading
 
 import numpy as np
@@ -27,6 +28,12 @@ _local = threading.local()
 # The types of dual numbers: the backend's scalar Dual, and the array dual, which registers
 # itself here when deltaad's numpy support is imported (it lives higher in the house).
 _dual_types = {Dual}
+
+# A scalar dual is a real number to code that asks (``isinstance(x, numbers.Real)``, numpy's
+# ``np.isscalar``): it does a real number's arithmetic and comparisons; only ``float(x)``
+# refuses, naming the fix. It is not a ``float`` (no dual is: a float's C value has no room for
+# the derivative), as a JAX tracer or a PyTorch tensor is not one.
+numbers.Real.register(Dual)
 
 
 _complex_types = set()
