@@ -1,4 +1,5 @@
-"""``import math`` code differentiates unchanged.
+"""``import math`` code differentiates unchanged, and so does ``np.linalg`` of a matrix built
+from numbers with ``np.array``.
 
 Physics and statistics code calls ``math.exp``, ``math.sqrt``, ``math.atan2``... on its
 numbers; on a dual, ``math``'s C functions would convert to a plain float and drop the
@@ -6,18 +7,23 @@ derivative. While a differentiation is open (in any thread), the interpreter's `
 ``cmath`` modules therefore answer each look-up of a function with :mod:`deltaad.math`'s
 (:mod:`deltaad.cmath`'s) of the same name. Those give ``math``'s own result, to the bit, and
 its errors on plain numbers, so other code running meanwhile sees no difference but a look-up
-costing about 0.1 µs more. Outside differentiation nothing is changed: the modules' class is
-switched back when the last trace closes.
+costing about 0.1 µs more. Likewise ``np.linalg``'s functions pack an object array of duals
+(``np.array([[x, 1.0], [0.5, x]])``) into an array dual before numpy sees it (numpy's
+``linalg`` refuses object arrays). Outside differentiation nothing is changed: the modules'
+class is switched back when the last trace closes.
 
 A name bound before, ``from math import sin``, is ``math``'s own function and still raises on
 a dual (with the fix in its message); ``deltaad.stdmath.enable(False)`` turns the switch off.
-deltaad itself computes with untouched copies of the modules (``deltaad._plainmath``).
+deltaad itself computes with untouched copies of the math modules (``deltaad._plainmath``).
 """
 
 import cmath as _cmath_module
 import math as _math_module
+import sys as _sys
 import types
 from threading import get_ident as _ident
+
+import numpy as _np
 
 from . import trace as _trace
 
@@ -53,8 +59,57 @@ def _switched(module, replacement):
     return Differentiable
 
 
+def _packing(module):
+    """The class of numpy's ``linalg`` while switched: each function packs the object arrays of
+    duals it is given (``np.array([[x, 1.0], [0.5, x]])``) into array duals first, so the call
+    reaches deltaad's rule; numpy's own would refuse an object array."""
+    functions = {}
+
+    def packs(name, fn):
+        def call(*args, **kwargs):
+            for a in args:
+                if type(a) is _np.ndarray and a.dtype.kind == "O":
+                    args = [_pack(b) for b in args]
+                    break
+            return fn(*args, **kwargs)
+
+        call.__name__ = call.__qualname__ = name
+        call.__doc__ = fn.__doc__
+        call.__wrapped__ = fn
+        return call
+
+    class Packing(types.ModuleType):
+        """numpy's linalg while a differentiation is open: object arrays of duals are arrays."""
+
+        __slots__ = ()
+
+        def __getattribute__(self, name, _get=functions.get, _plain=_plain):
+            f = _get(name)
+            if f is None:
+                f = _plain(self, name)
+                if not callable(f) or isinstance(f, type) or name.startswith("_"):
+                    return f
+                f = functions.setdefault(name, packs(name, f))
+            # deltaad's own rules look numpy's functions up by identity: theirs, not the wrapper
+            if _sys._getframe(1).f_globals.get("__name__", "").startswith("deltaad."):
+                return f.__wrapped__
+            return f
+
+    return Packing
+
+
+def _pack(a):
+    """An object array holding duals as an array dual; anything else as it is."""
+    if type(a) is _np.ndarray and a.dtype.kind == "O":
+        from .numpy.array import asarray, has_dual
+        if has_dual(a.ravel().tolist()):
+            return asarray(a)
+    return a
+
+
 _MATH = _switched(_math_module, "deltaad.math")
 _CMATH = _switched(_cmath_module, "deltaad.cmath")
+_LINALG = _packing(_np.linalg)
 _PLAIN = types.ModuleType
 
 # The threads with a trace open (True), and the depth of ``switched`` blocks per thread. No
@@ -71,11 +126,13 @@ _enabled = True
 def _on():
     _math_module.__class__ = _MATH
     _cmath_module.__class__ = _CMATH
+    _np.linalg.__class__ = _LINALG
 
 
 def _off():
     _math_module.__class__ = _PLAIN
     _cmath_module.__class__ = _PLAIN
+    _np.linalg.__class__ = _PLAIN
 
 
 def _settle():
