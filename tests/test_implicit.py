@@ -56,8 +56,11 @@ def test_minimize_argmin_and_optimal_value(t0, t1, method):
     x = _separable(t, method).x
     g = d.grad(lambda t: _separable(t, method).fun + _separable(t, method).x[0])(t)
     dx0 = 2.0 / (2.0 + 12.0 * x[0] ** 2)
-    assert g[0] == pytest.approx(-2 * (x[0] - t0) + dx0, rel=1e-6, abs=1e-8)
-    assert g[1] == pytest.approx(-2 * (x[1] - t1), rel=1e-6, abs=1e-8)  # the envelope theorem
+    # the closed forms hold at the exact minimum; scipy's x misses it by its residual, which
+    # L-BFGS-B leaves near 1e-8 whatever tol says (a random draw missed abs=1e-8 by 2e-8)
+    tol = 1e-7 if method == "L-BFGS-B" else 1e-8
+    assert g[0] == pytest.approx(-2 * (x[0] - t0) + dx0, rel=1e-6, abs=tol)
+    assert g[1] == pytest.approx(-2 * (x[1] - t1), rel=1e-6, abs=tol)  # the envelope theorem
     j = d.jacfwd(lambda t: _separable(t, method).x)(t)
     assert np.allclose(j, np.diag(2.0 / (2.0 + 12.0 * x ** 2)), rtol=1e-6, atol=1e-9)
 

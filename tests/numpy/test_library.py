@@ -120,6 +120,9 @@ def test_histogram(seed, n, bins, density):
     rng = np.random.default_rng(seed)
     a = rng.uniform(-2, 2, n)
     w = rng.uniform(0.5, 2, n)
+    # no point next to an inner edge: finite differences would move it across (seed 815 did)
+    inner = np.histogram_bin_edges(a, bins)[1:-1]
+    assume(inner.size == 0 or np.min(np.abs(a[:, None] - inner[None, :])) > 1e-2)
     # the weighted sums in each bin: differentiable in the weights
     check(lambda w: np.histogram(a, bins, weights=w, density=density)[0], [w], seed)
     # the edges move with the data (linspace(min, max)); with density the heights move too
