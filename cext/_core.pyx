@@ -1275,7 +1275,7 @@ cdef extern from "_mixed.h" nogil:
 
 
 cdef enum:
-    MIXED_NOGIL = 4096  # a run this long (bindings) is swept in C without the GIL
+    MIXED_GIL = 256  # the bindings a run of the mixed sweep takes with the GIL held
 
 
 cdef inline bint _is_mark(double x) noexcept nogil:
@@ -1759,6 +1759,7 @@ cdef class Sweep:
         cdef Tape tape = self.tape
         cdef bint check = tape.truncated
         cdef Py_ssize_t i = hi - 1
+        cdef Py_ssize_t lo1
         cdef int bad = 0
         cdef bint oc
         cdef Binding* b
@@ -1768,11 +1769,13 @@ cdef class Sweep:
             adj = self.adj
             oc = len(tape.ocoef) != 0
             tape.sweeping += 1  # another thread may append to the (open) tape, not move it
-            if i - lo >= MIXED_NOGIL:
+            # a short run with the GIL (most end soon, at an array's element); one that goes
+            # through MIXED_GIL bindings continues without it
+            lo1 = i - MIXED_GIL + 1 if i - MIXED_GIL + 1 > lo else lo
+            i = _mixed_run(b, adj, i, lo1, check, oc, &bad)
+            if i == lo1 - 1 and i >= lo and not bad:
                 with nogil:
                     i = _mixed_run(b, adj, i, lo, check, oc, &bad)
-            else:
-                i = _mixed_run(b, adj, i, lo, check, oc, &bad)
             tape.sweeping -= 1
             if bad:
                 raise kept_intermediate_error()
