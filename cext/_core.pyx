@@ -17,7 +17,7 @@ from libc cimport math as cm
 from libc.stdint cimport int32_t
 from libc.string cimport memset
 from libc.string cimport memcpy
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 from cpython.object cimport PyObject, PyTypeObject, destructor
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
@@ -1079,8 +1079,8 @@ cdef class Tape(Trace):
         return out
 
     cdef list _eval_sweep(self, list seeds, list wanted, bint float_seeds):
-        """The sweep of a tape with linear bindings or nodes (see ``Sweep``): over C doubles
-        when every seed and coefficient is one and no rule is a callable, else over objects."""
+        """The sweep of a tape with linear bindings or nodes (see ``Sweep``): in float mode
+        when every seed and coefficient is a float, else in mixed mode from the start."""
         cdef Sweep sw = Sweep.__new__(Sweep)
         cdef Py_ssize_t n = self.n
         cdef Py_ssize_t i, j
@@ -1107,14 +1107,16 @@ cdef class Tape(Trace):
                 sw._float_range(0, n)
                 if sw.floats:
                     return _float_adjoints(sw.adj, wanted, self)
-                return [sw.oadj[<Py_ssize_t>w] for w in wanted]
+                return [sw._get(w) for w in wanted]
+            sw._ensure(n)
+            _fill_none(sw.adj, 0, n)
             sw.oadj = [None] * n
             for j in nodes:
-                sw.oadj[j] = 1.0
+                sw.adj[j] = 1.0
             for pair in seeds:
-                _accumulate(sw.oadj, (<tuple>pair)[0], (<tuple>pair)[1])
-            sw._general_range(0, n)
-            return [sw.oadj[<Py_ssize_t>w] for w in wanted]
+                sw._add((<tuple>pair)[0], (<tuple>pair)[1])
+            sw._mixed_range(0, n)
+            return [sw._get(w) for w in wanted]
         finally:
             sw._finish()
             if nodes:
@@ -1265,16 +1267,103 @@ def zero_adjoint(a):
     return a is None or _is_zero(a)
 
 
+cdef extern from "_mixed.h" nogil:
+    uint64_t da_bits(double x)
+    double da_from_bits(uint64_t u)
+    uint64_t DA_MARK_NONE
+    uint64_t DA_MARK_OBJ
+
+
+cdef enum:
+    MIXED_GIL = 256  # the bindings a run of the mixed sweep takes with the GIL held
+
+
+cdef inline bint _is_mark(double x) noexcept nogil:
+    """A mixed sweep's mark (see ``_mixed.h``), by its bits."""
+    cdef uint64_t u = da_bits(x)
+    return u == DA_MARK_NONE or u == DA_MARK_OBJ
+
+
+cdef void _fill_none(double* adj, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+    """Mark the adjoints ``lo .. hi - 1`` untouched."""
+    cdef double m = da_from_bits(DA_MARK_NONE)
+    cdef Py_ssize_t j
+    for j in range(lo, hi):
+        adj[j] = m
+
+
+cdef void _zeros_to_none(double* adj, Py_ssize_t n) noexcept nogil:
+    """Mark the zero adjoints (either sign) of ``0 .. n - 1`` untouched."""
+    cdef double m = da_from_bits(DA_MARK_NONE)
+    cdef Py_ssize_t j
+    for j in range(n):
+        if (da_bits(adj[j]) << 1) == 0:
+            adj[j] = m
+
+
+cdef Py_ssize_t _mixed_run(const Binding* b, double* adj, Py_ssize_t i, Py_ssize_t lo,
+                           bint check, bint ocoef, int* bad) noexcept nogil:
+    """The C part of the mixed sweep: bindings ``i`` down to ``lo`` for as long as each is
+    skipped (a zero or untouched adjoint, an input) or is a scalar binding whose adjoint and
+    parents' adjoints are floats or untouched. Its additions are the object sweep's, in its
+    order: ``adj[p] + c * a``, or ``c * a`` alone into an untouched adjoint (``None + x`` is
+    ``x``). Returns the id of the first binding left to the caller (below ``lo``: none); sets
+    ``bad`` for a parent not older than its binding (a truncated tape's kept intermediate).
+    With ``ocoef`` (the tape has object coefficients, whose bindings hold 0.0 in C) a binding
+    with both coefficients +0.0 is left to the caller too. Parents are older than their
+    binding, so every index is in bounds."""
+    cdef Py_ssize_t j, k
+    cdef double a, t, x
+    cdef uint64_t u
+    while i >= lo:
+        a = adj[i]
+        u = da_bits(a)
+        if (u << 1) == 0 or u == DA_MARK_NONE:  # a zero of either sign, or untouched
+            i -= 1
+            continue
+        if u == DA_MARK_OBJ:
+            return i
+        j = b[i].p1
+        if j < 0:
+            if j == -1:  # an input
+                i -= 1
+                continue
+            return i  # a linear binding, a node, an array binding
+        k = b[i].p2
+        if check and (j >= i or k >= i):
+            bad[0] = 1
+            return i
+        if ocoef and da_bits(b[i].c1) == 0 and da_bits(b[i].c2) == 0:
+            return i
+        if da_bits(adj[j]) == DA_MARK_OBJ or (k >= 0 and da_bits(adj[k]) == DA_MARK_OBJ):
+            return i
+        x = b[i].c1 * a
+        t = adj[j]
+        adj[j] = x if da_bits(t) == DA_MARK_NONE else t + x
+        if k >= 0:
+            x = b[i].c2 * a
+            t = adj[k]  # (after j's: j may be k)
+            adj[k] = x if da_bits(t) == DA_MARK_NONE else t + x
+        i -= 1
+    return i
+
+
 @cython.final
 @cython.auto_pickle(False)
 cdef class Sweep:
     """A backward sweep in progress over a tape with linear bindings or nodes (see ``_pure``).
 
-    Float mode keeps the adjoints in a C array (``adj``, room for ``cap``), swept without the
-    GIL between linear bindings and nodes, and turns into object mode (a list, ``oadj``) at
-    the first cotangent a rule gives that is not a float; see ``_pure.Sweep``. A node's
-    segment is swept into the same adjoints, so results are those of the program without
-    checkpoints to the last bit.
+    Float mode keeps the adjoints in a C array (``adj``, room for ``cap``; untouched is 0.0),
+    swept without the GIL between linear bindings and nodes. At the first cotangent a rule
+    gives that is not a float it turns into mixed mode, which computes what ``_pure``'s object
+    sweep computes, addition for addition, but keeps every float adjoint in the same C array:
+    a slot holds a float or a mark (``_mixed.h``), "untouched" (None) or "an object, in the
+    list ``oadj``" (an array, an outer dual). Scalar bindings whose adjoint and parents'
+    adjoints are floats are swept in C (``_mixed_run``), an untouched adjoint taking the
+    product itself as ``None + x`` is ``x``; the others one by one with Python objects
+    (``_mixed_one``). A tape whose seeds or coefficients are not all floats is swept in mixed
+    mode from the start. A node's segment is swept into the same adjoints, so results are
+    those of the program without checkpoints to the last bit.
     """
 
     cdef Tape tape
@@ -1352,7 +1441,7 @@ cdef class Sweep:
             raise IndexError("adjoint: id %d is not in the part of the tape being swept" % k)
         if self.floats:
             return self.adj[k]
-        return self.oadj[k]
+        return self._get(k)
 
     def sweep(self, start, seeds, wanted):
         """Sweep the segment ``start .. end`` recorded by a node into this sweep's adjoints
@@ -1383,21 +1472,19 @@ cdef class Sweep:
         if not self.floats:
             self._set_keep(self._keep())
         try:
+            self._ensure(n)
             if self.floats:
                 if tape.general:
                     raise RuntimeError(_NEW_KIND)
-                self._ensure(n)
                 memset(self.adj + st, 0, (n - st) * sizeof(double))
             else:
+                _fill_none(self.adj, st, n)
                 self.oadj.extend([None] * (n - st))
             for k in range(len(nodes) - 1, -1, -1):
                 i = nodes[k]
                 if i < st:
                     break
-                if self.floats:
-                    self.adj[i] = 1.0
-                else:
-                    self.oadj[i] = 1.0
+                self.adj[i] = 1.0
             for pair in seeds:
                 i_, ct = pair
                 i = i_
@@ -1409,7 +1496,7 @@ cdef class Sweep:
                                         % type(ct).__name__)
                     self.adj[i] += PyFloat_AS_DOUBLE(ct)
                 else:
-                    _accumulate(self.oadj, i, ct)
+                    self._add(i, ct)
             self.end = n
             if self.floats:
                 self._float_range(st, n)
@@ -1418,10 +1505,10 @@ cdef class Sweep:
                         return [self.adj[w0 + i] for i in range(nw)]
                     return [self.adj[<Py_ssize_t>w_] for w_ in wl]
             else:
-                self._general_range(st, n)
+                self._mixed_range(st, n)
             if wl is None:
-                return [self.oadj[w0 + i] for i in range(nw)]
-            return [self.oadj[<Py_ssize_t>w_] for w_ in wl]
+                return [self._get(w0 + i) for i in range(nw)]
+            return [self._get(<Py_ssize_t>w_) for w_ in wl]
         finally:
             self.wanted.pop()
             if not self.floats:
@@ -1577,12 +1664,10 @@ cdef class Sweep:
                             self.adj[<Py_ssize_t>p] += PyFloat_AS_DOUBLE(ct)  # p < i: in bounds
                         else:
                             if self.floats:
-                                self._to_objects()
-                            _accumulate(self.oadj, p, ct)
-                    if not self.floats:  # the rest of the range over objects
-                        if i not in self.keep:
-                            self.oadj[i] = None
-                        return self._general_range(lo, i)
+                                self._to_mixed()
+                            self._add(p, ct)
+                    if not self.floats:  # the rest of the range in mixed mode
+                        return self._mixed_range(lo, i)
                 else:
                     for p, c in zip(<tuple>parents, rule):  # float coefficients (else general)
                         adj[<Py_ssize_t>p] += PyFloat_AS_DOUBLE(c) * a
@@ -1590,20 +1675,17 @@ cdef class Sweep:
                 (<tuple>tape.linear[i])[1].run(self, i)
                 if tape.n < hi:
                     raise RuntimeError(_NODE_DROPPED)
-                if not self.floats:  # a segment turned the sweep into an object sweep
-                    return self._general_range(lo, i)
+                if not self.floats:  # a segment turned the sweep into mixed mode
+                    return self._mixed_range(lo, i)
             i -= 1
         return 0
 
-    cdef int _to_objects(self) except -1:
-        """Turn this float sweep into an object sweep (a rule gave a cotangent that is not a
-        float): zeros (untouched or not) become None, what the object sweep skips."""
-        cdef Py_ssize_t j
-        cdef list o = [None] * self.end
-        for j in range(self.end):
-            if self.adj[j] != 0.0:
-                o[j] = self.adj[j]
-        self.oadj = o
+    cdef int _to_mixed(self) except -1:
+        """Turn this float sweep into mixed mode (a rule gave a cotangent that is not a float):
+        zeros (untouched or not) become untouched, what the object sweep skips (``_pure``'s
+        ``_to_objects``); the other floats stay where they are."""
+        _zeros_to_none(self.adj, self.end)
+        self.oadj = [None] * self.end
         self.floats = False
         self._set_keep(self._keep())
         return 0
@@ -1622,62 +1704,152 @@ cdef class Sweep:
             keep.update(w)
         return keep
 
-    cdef int _general_range(self, Py_ssize_t lo, Py_ssize_t hi) except -1:
-        """Sweep bindings ``hi - 1`` down to ``lo`` over Python objects (as ``_pure``)."""
+    cdef object _get(self, Py_ssize_t k):
+        """Mixed mode: adjoint ``k`` as the object sweep has it (None when untouched)."""
+        cdef double d = self.adj[k]
+        cdef uint64_t u = da_bits(d)
+        if u == DA_MARK_NONE:
+            return None
+        if u == DA_MARK_OBJ:
+            return self.oadj[k]
+        return d
+
+    cdef int _add(self, Py_ssize_t p, object x) except -1:
+        """Mixed mode: add the cotangent ``x`` into adjoint ``p`` as the object sweep does
+        (``_accumulate``): a float into a float or untouched adjoint in C, anything else into
+        the list (a float adjoint that meets an object becomes ``float + x`` there)."""
+        cdef double t = self.adj[p]
+        cdef uint64_t u = da_bits(t)
+        cdef double v
+        if type(x) is float:
+            v = PyFloat_AS_DOUBLE(x)
+            if not _is_mark(v):  # (a float with a mark's bits is kept as an object)
+                if u == DA_MARK_NONE:
+                    self.adj[p] = v
+                    return 0
+                if u != DA_MARK_OBJ:
+                    self.adj[p] = t + v
+                    return 0
+        if u == DA_MARK_OBJ:
+            _accumulate(self.oadj, p, x)
+            return 0
+        if u == DA_MARK_NONE:
+            self.oadj[p] = x
+        else:
+            self.oadj[p] = t + x  # the float adjoint's ``old + x``
+        self.adj[p] = da_from_bits(DA_MARK_OBJ)
+        return 0
+
+    cdef int _lift(self, Py_ssize_t p) except -1:
+        """Mixed mode: move adjoint ``p`` into the list (for the array pullback, which sums
+        into the list itself)."""
+        cdef double t = self.adj[p]
+        cdef uint64_t u = da_bits(t)
+        if u == DA_MARK_OBJ:
+            return 0
+        if u != DA_MARK_NONE:
+            self.oadj[p] = t
+        self.adj[p] = da_from_bits(DA_MARK_OBJ)
+        return 0
+
+    cdef int _mixed_range(self, Py_ssize_t lo, Py_ssize_t hi) except -1:
+        """Mixed mode: sweep bindings ``hi - 1`` down to ``lo`` (as ``_pure``'s object sweep):
+        runs of float bindings in C (``_mixed_run``, without the GIL when long), every other
+        binding by ``_mixed_one``."""
         cdef Tape tape = self.tape
-        cdef object keep = self.keep
-        cdef list adj = self.oadj
-        cdef dict ocoef = tape.ocoef
-        cdef dict linear = tape.linear
         cdef bint check = tape.truncated
-        cdef Py_ssize_t i, j, k
-        cdef Py_ssize_t keep_hi = self.keep_hi
+        cdef Py_ssize_t i = hi - 1
+        cdef Py_ssize_t lo1
+        cdef int bad = 0
+        cdef bint oc
         cdef Binding* b
-        for i in range(hi - 1, lo - 1, -1):
-            a = adj[i]
+        cdef double* adj
+        while i >= lo:
+            b = tape.b  # re-read: a rule or a node may have recorded and moved them
+            adj = self.adj
+            oc = len(tape.ocoef) != 0
+            tape.sweeping += 1  # another thread may append to the (open) tape, not move it
+            # a short run with the GIL (most end soon, at an array's element); one that goes
+            # through MIXED_GIL bindings continues without it
+            lo1 = i - MIXED_GIL + 1 if i - MIXED_GIL + 1 > lo else lo
+            i = _mixed_run(b, adj, i, lo1, check, oc, &bad)
+            if i == lo1 - 1 and i >= lo and not bad:
+                with nogil:
+                    i = _mixed_run(b, adj, i, lo, check, oc, &bad)
+            tape.sweeping -= 1
+            if bad:
+                raise kept_intermediate_error()
+            if i < lo:
+                break
+            self._mixed_one(i, hi, check)
+            i -= 1
+        return 0
+
+    cdef int _mixed_one(self, Py_ssize_t i, Py_ssize_t hi, bint check) except -1:
+        """Mixed mode: binding ``i`` with Python objects, as the object sweep's step (an
+        object adjoint not wanted is freed once spent)."""
+        cdef Tape tape = self.tape
+        cdef Py_ssize_t j, k
+        cdef double d = self.adj[i]
+        cdef uint64_t u = da_bits(d)
+        cdef Binding* b
+        if u == DA_MARK_NONE:
+            return 0
+        if u == DA_MARK_OBJ:
+            a = self.oadj[i]
             if a is None or _is_zero(a):
-                continue
-            b = tape.b  # re-read: a vjp callback or a node may have recorded and moved it
-            j = b[i].p1
-            if j == B_ARRAY:
-                # the array fast path's binding: its parents older (checked at the push)
-                j = b[i].p2
-                k = _array_p2(&b[i])
-                rule = <object>_array_rule(&b[i])  # held: the pull may record (its fallback)
-                if _array_pull == NULL or not _array_pull(rule, j, k, adj, a):
-                    cts = rule(a)  # (may record and move b)
-                    for p, ct in zip(_parents_of(j, k), cts):
-                        if ct is not None:
-                            _accumulate(adj, p, ct)
-            elif j == -2:
-                parents, rule = <tuple>linear[i]
-                if callable(rule):
-                    cts = rule(a)
-                    for p, ct in zip(<tuple>parents, cts):
-                        if ct is not None:
-                            _accumulate(adj, p, ct)
-                else:
-                    for p, c in zip(<tuple>parents, rule):
-                        _accumulate(adj, p, c * a)
-            elif j == -3:
-                (<tuple>linear[i])[1].run(self, i)
-                if tape.n < hi:
-                    raise RuntimeError(_NODE_DROPPED)
-            elif j >= 0:
-                k = b[i].p2
-                if check and (j >= i or k >= i):
-                    raise kept_intermediate_error()
-                oc = ocoef.get(i)
-                if oc is None:
-                    _accumulate(adj, j, b[i].c1 * a)
-                    if k >= 0:
-                        _accumulate(adj, k, b[i].c2 * a)
-                else:
-                    _accumulate(adj, j, oc[0] * a)
-                    if k >= 0:
-                        _accumulate(adj, k, oc[1] * a)
-            if i > keep_hi or i not in keep:
-                adj[i] = None
+                return 0
+        elif (u << 1) == 0:
+            return 0
+        else:
+            a = d
+        b = tape.b
+        j = b[i].p1
+        if j == B_ARRAY:
+            # the array fast path's binding: its parents older (checked at the push)
+            j = b[i].p2
+            k = _array_p2(&b[i])
+            rule = <object>_array_rule(&b[i])  # held: the pull may record (its fallback)
+            self._lift(j)  # the pull sums into the list
+            if k >= 0:
+                self._lift(k)
+            if _array_pull == NULL or not _array_pull(rule, j, k, self.oadj, a):
+                cts = rule(a)  # (may record and move b)
+                for p, ct in zip(_parents_of(j, k), cts):
+                    if ct is not None:
+                        self._add(p, ct)
+        elif j == -2:
+            parents, rule = <tuple>tape.linear[i]
+            if callable(rule):
+                cts = rule(a)
+                for p, ct in zip(<tuple>parents, cts):
+                    if ct is not None:
+                        self._add(p, ct)
+            else:
+                for p, c in zip(<tuple>parents, rule):
+                    self._add(p, c * a)
+        elif j == -3:
+            (<tuple>tape.linear[i])[1].run(self, i)
+            if tape.n < hi:
+                raise RuntimeError(_NODE_DROPPED)
+        elif j >= 0:
+            k = b[i].p2
+            if check and (j >= i or k >= i):
+                raise kept_intermediate_error()
+            oc = tape.ocoef.get(i) if tape.ocoef else None
+            if oc is None:
+                c1 = b[i].c1
+                c2 = b[i].c2
+                self._add(j, c1 * a)
+                if k >= 0:
+                    self._add(k, c2 * a)
+            else:
+                self._add(j, oc[0] * a)
+                if k >= 0:
+                    self._add(k, oc[1] * a)
+        if u == DA_MARK_OBJ and (i > self.keep_hi or i not in self.keep):
+            self.oadj[i] = None  # free array adjoints as soon as they are spent
+            self.adj[i] = da_from_bits(DA_MARK_NONE)
         return 0
 
 

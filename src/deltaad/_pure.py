@@ -617,7 +617,10 @@ class Sweep:
     Adjoints live in one list, floats (``floats``: untouched is 0.0) or objects (untouched is
     None). A float sweep calls a linear binding's rule with its float adjoint and adds float
     cotangents; at the first cotangent that is not a float (an array) it turns into an object
-    sweep for the rest (:meth:`_to_objects`). A node reads its outputs' adjoints with
+    sweep for the rest (:meth:`_to_objects`). The core's twin of the object sweep (its mixed
+    mode) keeps the float adjoints in a C array beside the others and sweeps float bindings
+    in C, with these additions in this order: an untouched adjoint takes a product itself
+    (``None + x`` is ``x``, where the float sweep's ``0.0 + x`` turns a -0.0 into +0.0). A node reads its outputs' adjoints with
     :meth:`adjoint` and hands the segment it re-recorded to :meth:`sweep`, which adds into
     this same list: a variable read inside a checkpoint gets its contributions in the same
     order as without the checkpoint, so results are the same to the last bit. ``keep``: the

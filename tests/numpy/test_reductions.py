@@ -357,3 +357,14 @@ def test_scipy_is_never_imported_and_later_imports_get_the_rules():
         "    assert 'scipy.special._ufuncs._zeta' in str(e), e\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+@pytest.mark.parametrize("fn", [np.max, np.min])
+def test_extremum_ties_split_its_cotangent_nans_included(fn):
+    # a row whose extremum is nan (its nans tie), a row with two tied extrema, a plain row
+    x = np.array([[1.0, np.nan, 3.0, np.nan], [2.0, 5.0, 5.0, 2.0], [0.5, 1.5, -1.0, 0.25]])
+    g = d.grad(lambda a: np.sum(fn(a, axis=1) * np.array([1.0, 2.0, 3.0])))(x)
+    want = np.zeros_like(x)
+    want[0, [1, 3]] = 0.5
+    want[1, [1, 2] if fn is np.max else [0, 3]] = 1.0
+    want[2, np.argmax(x[2]) if fn is np.max else np.argmin(x[2])] = 3.0
+    assert np.array_equal(g, want)

@@ -175,11 +175,15 @@ def _choose_weights(x, out, axis, keepdims, where):
     ov = as_ndarray(strip(out))
     if not keepdims:
         ov = ov.reshape(expand_shape(xv.shape, axis))
-    mask = (xv == ov) | (np.isnan(xv) & np.isnan(ov))
+    mask = xv == ov
+    nan = np.isnan(ov)
+    if nan.any():  # (a nan extremum: the slice's nans tie; without one, no nan term to add)
+        mask |= np.isnan(xv) & nan
     if where is not None:
         mask = mask & _mask_of(where, xv.shape)
     n = np.sum(mask, axis=axis, keepdims=True)
-    return (mask / np.where(n > 0, n, 1)).astype(xv.dtype if xv.dtype.kind == "f" else float)
+    return (mask / np.where(n > 0, n, 1)).astype(xv.dtype if xv.dtype.kind == "f" else float,
+                                                 copy=False)
 
 
 def _choose_vjp(out, vals, on, axis, keepdims, f, kw):
