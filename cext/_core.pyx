@@ -712,6 +712,45 @@ cdef class Tape(Trace):
             self.n = start + k + 1
         return out
 
+    def float_inputs(self, xs):
+        """``inputs(xs)`` for a non-empty list or tuple ``xs`` of exact floats, each item read
+        once (no checked copy of ``xs`` first: a gradient of a long list touches each input
+        float once); None, with nothing recorded, for anything else."""
+        cdef Py_ssize_t m, k
+        cdef Py_ssize_t start = self.n
+        if type(xs) is not list and type(xs) is not tuple:
+            return None
+        m = len(xs)
+        if m == 0:
+            return None
+        if m > MAX_BINDINGS - start:
+            raise MemoryError("deltaad tape: more than %d bindings on one tape" % MAX_BINDINGS)
+        while self.cap < start + m:
+            self._grow()
+        cdef list out = PyList_New(m)  # slots NULL until set: safe to free at any point
+        cdef PyObject** it = _items(xs, &k)  # read after the allocations (which may run Python)
+        if k != m or self.n != start:
+            return None
+        cdef PyObject* o
+        cdef PyObject* xp
+        cdef PyObject* h = <PyObject*>self.h
+        cdef Binding* b = self.b + start  # below cap (grown above)
+        cdef PyTypeObject* tf = <PyTypeObject*>float
+        for k in range(m):  # no Python code runs: the item array and ``b`` stay put
+            xp = it[k]
+            if xp.ob_type != tf:
+                return None  # ``out`` and the duals made so far go; n was never advanced
+            o = _alloc_raw(h)
+            (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
+            (<Dual>o).i = start + k
+            b[k].p1 = -1
+            b[k].c1 = 0.0
+            b[k].p2 = -1
+            b[k].c2 = 0.0
+            _list_steal(out, k, o)
+        self.n = start + m
+        return out
+
     def push_linear(self, parents, rule):
         """Record a binding with any number of parents; return its id (see ``_pure``)."""
         if self.h.closed:
@@ -906,11 +945,13 @@ cdef class Tape(Trace):
             return b""
         return (<char*>self.b)[:self.n * <Py_ssize_t>sizeof(Binding)]
 
-    def eval(self, seeds, wanted):
+    def eval(self, seeds, wanted, bint floats_only=False):
         """Sweep the bindings newest-first once; return the adjoints of the ``wanted`` ids.
 
         The float sweep (every coefficient and seed a double) runs in C without the GIL;
-        otherwise the general sweep computes with Python objects, as ``_pure`` does.
+        otherwise the general sweep computes with Python objects, as ``_pure`` does. With
+        ``floats_only``, only the float sweep runs, and its result is a list of floats (the
+        caller need not check each): None, nothing swept, where it does not apply.
         """
         # Each seed and wanted id is converted to a C integer and checked once. All Python
         # code that could record on this tape (an iterator, an ``__index__``) runs before ``n``
@@ -975,6 +1016,8 @@ cdef class Tape(Trace):
             raise RuntimeError("deltaad eval: the tape lost bindings while its seeds were read")
         if not (float_seeds and not self.general and not self.linear and not self.narray
                 and not self.truncated):
+            if floats_only:
+                return None
             out = self._eval_sweep(list(zip(sids, cts)),
                                    wl if wl is not None else [r0 + m * rstep for m in range(nw)],
                                    float_seeds)
@@ -1913,6 +1956,39 @@ cdef class ForwardLevel(Trace):
                 _set_tangent(r, t)
             Py_INCREF(r)
             PyList_SET_ITEM(out, k, r)
+        return out
+
+    def float_inputs(self, xs, ts):
+        """``inputs(xs, ts)`` for non-empty lists or tuples ``xs`` and ``ts`` of exact floats
+        of one length, each item read once (see ``Tape.float_inputs``); None for anything else."""
+        cdef Py_ssize_t m, k, mt
+        if type(xs) is not list and type(xs) is not tuple:
+            return None
+        if type(ts) is not list and type(ts) is not tuple:
+            return None
+        m = len(xs)
+        if m == 0 or len(ts) != m:
+            return None
+        cdef list out = PyList_New(m)  # slots NULL until set: safe to free at any point
+        cdef PyObject** it = _items(xs, &k)  # read after the allocation (which may run Python)
+        cdef PyObject** tt = _items(ts, &mt)
+        if k != m or mt != m:
+            return None
+        cdef PyObject* o
+        cdef PyObject* xp
+        cdef PyObject* tp
+        cdef PyObject* h = <PyObject*>self.h
+        cdef PyTypeObject* tf = <PyTypeObject*>float
+        for k in range(m):  # no Python code runs: the item arrays stay put
+            xp = it[k]
+            tp = tt[k]
+            if xp.ob_type != tf or tp.ob_type != tf:
+                return None
+            o = _alloc_raw(h)
+            (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
+            (<Dual>o).i = -1
+            (<Dual>o).t = (<PyFloatObject*>tp).ob_fval
+            _list_steal(out, k, o)
         return out
 
     def emit(self, value, operands, coefs):
