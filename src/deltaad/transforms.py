@@ -361,8 +361,16 @@ class _Pullback:
     It keeps the (closed) tape alive; the tape goes when this object does.
     """
 
-    __slots__ = ("tape", "out_def", "out_ids", "out_leaves", "in_def", "in_ids", "in_leaves",
+    __slots__ = ("tape", "out_def", "out_ids", "out_leaves", "in_def", "in_ids", "_in_leaves",
                  "wanted", "all_float", "out_float", "__weakref__")
+
+    @property
+    def in_leaves(self):
+        """The input leaves, as far as anything reads them (their kinds, types, shapes and
+        dtypes): for one flat list of floats, read once into the input duals and not kept,
+        as many floats."""
+        leaves = self._in_leaves
+        return [0.0] * len(self.wanted) if leaves is None else leaves
 
     def __call__(self, cotangent):
         tc = type(cotangent)
@@ -557,7 +565,6 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
         ran = traced(B.Tape, _run_reverse, fun, args, kwargs, argnums, has_aux, who, leaves,
                      in_def, floats)
     tape, (in_ids, wanted, out, aux) = ran
-    floats = bool(floats)
     pb = _Pullback()
     pb.in_ids = in_ids
     pb.wanted = wanted
@@ -565,8 +572,8 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
     if tape.nnodes:  # checkpoint nodes hold the tape: a cycle; free it without the collector
         weakref.finalize(pb, tape.release_nodes)
     pb.in_def = in_def
-    pb.in_leaves = leaves
-    pb.all_float = floats
+    pb._in_leaves = None if floats == "flat" else leaves
+    pb.all_float = bool(floats)
     pb.out_float = False
     if has_aux:
         aux = _strip_tree(aux, tape)
