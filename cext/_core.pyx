@@ -38,8 +38,16 @@ cdef extern from "Python.h":
 
 cdef extern from *:
     """
+    #include <string.h>
     #define deltaad_steal(p) ((PyObject *)(p))
+    /* a forward dual's float tangent lives in the 8 bytes of the id's slot (see Dual) */
+    static inline double deltaad_load_t(const Py_ssize_t* p) {
+        double t; memcpy(&t, p, sizeof(double)); return t; }
+    static inline void deltaad_store_t(Py_ssize_t* p, double t) {
+        memcpy(p, &t, sizeof(double)); }
     """
+    double _load_t "deltaad_load_t"(const Py_ssize_t* p) noexcept nogil
+    void _store_t "deltaad_store_t"(Py_ssize_t* p, double t) noexcept nogil
     # a new reference held in a C pointer, handed to Cython as the object it owns (no count)
     object _steal "deltaad_steal"(PyObject* p)
 
@@ -219,11 +227,10 @@ def read_tangents(list leaves, Trace level):
         if m != len(leaves):
             return None
         x = leaves[k]
-        if (type(x) is not Dual or (<Dual>x).tr is not level.h or (<Dual>x).ov is not None
-                or (<Dual>x).ot is not None):
-            return None
+        if type(x) is not Dual or (<Dual>x).tr is not level.h or (<Dual>x).ov is not None:
+            return None  # (ov None: a float value and a float tangent)
         _list_steal(vals, k, _kept_float((<Dual>x).v))
-        _list_steal(tans, k, _kept_float((<Dual>x).t))
+        _list_steal(tans, k, _kept_float(_load_t(&(<Dual>x).i)))
     return vals, tans
 
 
@@ -1812,7 +1819,12 @@ cdef bint _is_zero(object a) except -1:
         if type(a) is not Dual or not (<Dual>a).tr.is_forward:
             return False
         d = <Dual>a
-        if (d.t != 0.0) if d.ot is None else not _is_zero(d.ot):
+        if type(d.ov) is _Objects:
+            if not _is_zero((<_Objects>d.ov).tangent):
+                return False
+            a = (<_Objects>d.ov).value
+            continue
+        if _load_t(&d.i) != 0.0:
             return False
         if d.ov is None:
             return d.v == 0.0
@@ -1937,8 +1949,7 @@ cdef class ForwardLevel(Trace):
                 break
             o = _alloc_raw(<PyObject*>h)
             (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
-            (<Dual>o).i = -1
-            (<Dual>o).t = (<PyFloatObject*>tp).ob_fval
+            _store_t(&(<Dual>o).i, (<PyFloatObject*>tp).ob_fval)
             _list_steal(out, k, o)
             k += 1
         for k in range(k, m):
@@ -1947,8 +1958,7 @@ cdef class ForwardLevel(Trace):
             if type(x) is float and type(t) is float:  # the common case in one step
                 r = _alloc_dual(self.h)
                 r.v = PyFloat_AS_DOUBLE(x)
-                r.i = -1
-                r.t = PyFloat_AS_DOUBLE(t)
+                _store_t(&r.i, PyFloat_AS_DOUBLE(t))
             else:
                 _check_lower(self.h, x)
                 _check_lower(self.h, t)
@@ -1986,8 +1996,7 @@ cdef class ForwardLevel(Trace):
                 return None
             o = _alloc_raw(h)
             (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
-            (<Dual>o).i = -1
-            (<Dual>o).t = (<PyFloatObject*>tp).ob_fval
+            _store_t(&(<Dual>o).i, (<PyFloatObject*>tp).ob_fval)
             _list_steal(out, k, o)
         return out
 
@@ -2018,15 +2027,19 @@ cdef class Dual:
     """A dual number ``(value, delta)``: ``value`` with ``Var id`` on ``trace`` (a tape) or with
     ``tangent`` (a forward level). ``value`` is a float or a dual of a lower level."""
 
-    # ``ov``/``ot`` are None in the float case. They are object fields rather than raw
-    # pointers released in a ``__dealloc__``: Cython wraps a ``__dealloc__`` in a save and
-    # restore of the error state, which cost more per dual than the two None references.
+    # 48 bytes with the object header, a size class of CPython's allocator below 64: every
+    # input's dual is made, read and freed once per gradient, so its size is memory traffic.
+    # A tape's dual needs an id, a forward level's a tangent: one slot holds either. On a
+    # forward level, ``i`` holds the float tangent's 8 bytes (``_load_t``/``_store_t``); a
+    # tangent that is not a float goes with the value into an ``_Objects`` in ``ov`` (so
+    # ``ov is None`` still means "value and tangent are floats"). ``ov`` is an object field
+    # rather than a raw pointer released in a ``__dealloc__``: Cython wraps a ``__dealloc__``
+    # in a save and restore of the error state, which cost more per dual than a None reference.
     cdef double v       # the value, when ov is None
-    cdef object ov      # the value when it is not a float (a dual of a lower level)
+    cdef object ov      # the value when it is not a float (a dual of a lower level), or on a
+                        # forward level an _Objects when the tangent is not a float
     cdef TraceHandle tr # its trace's handle: a dual never keeps its trace alive (see TraceHandle)
-    cdef Py_ssize_t i   # Var id on a tape; -1 on a forward level
-    cdef double t       # the tangent, when ot is None (forward levels only)
-    cdef object ot      # the tangent when it is not a float
+    cdef Py_ssize_t i   # Var id on a tape; on a forward level the float tangent (see above)
 
     def __init__(self, value, trace, id, tangent):
         if self.tr is not None:
@@ -2045,13 +2058,14 @@ cdef class Dual:
         _set_value(self, value)
         if h.is_forward:
             _check_lower(h, tangent)
-            _set_tangent(self, tangent)
-        self.i = i
+            _set_tangent(self, tangent)  # (in the id's slot: a forward dual's id is -1)
+        else:
+            self.i = i
         self.tr = h
 
     @property
     def value(self):
-        return self.v if self.ov is None else self.ov
+        return _value_of(self)
 
     @property
     def trace(self):
@@ -2064,13 +2078,17 @@ cdef class Dual:
 
     @property
     def id(self):
+        if self.tr is not None and self.tr.is_forward:
+            return -1
         return self.i
 
     @property
     def tangent(self):
         if not self.tr.is_forward:
             return None
-        return self.t if self.ot is None else self.ot
+        if type(self.ov) is _Objects:
+            return (<_Objects>self.ov).tangent
+        return _load_t(&self.i)
 
     # -- arithmetic: a fast path for two float duals of one trace or a dual and a float,
     #    everything else through the general path shared with _pure's logic --
@@ -2193,7 +2211,7 @@ cdef class Dual:
             return _fast1(a, -a.v, -1.0)
         if a.tr.closed:
             raise escaped_error(a.tr.level)
-        return _emit1(a.tr, -a.ov, a, -1.0)
+        return _emit1(a.tr, -_value_of(a), a, -1.0)
 
     def __pos__(self):
         if self.tr.closed:
@@ -2201,11 +2219,12 @@ cdef class Dual:
         return self
 
     def __abs__(self):
-        if (self.ov is not None and type(strip(self.ov)) is not float
-                and (_recorder is None or type(strip(self.ov)) is not _recorder)):  # a numpy scalar
+        cdef object x = _value_of(self)
+        if (self.ov is not None and type(strip(x)) is not float
+                and (_recorder is None or type(strip(x)) is not _recorder)):  # a numpy scalar
             if self.tr.closed:
                 raise escaped_error(self.tr.level)
-            y, c = _rules.numpy_abs(self.ov, strip(self.ov))
+            y, c = _rules.numpy_abs(x, strip(x))
             return _emit1(self.tr, y, <Dual>self, c)
         return _unary(self, U_ABSOLUTE)
 
@@ -2349,19 +2368,46 @@ cdef inline void _set_value(Dual r, object value) except *:
 
 
 cdef inline void _set_tangent(Dual r, object tangent) except *:
+    """The tangent of a forward dual whose value is set: a float in the id's slot, anything
+    else in an _Objects with the value (see Dual)."""
+    cdef _Objects o
     if isinstance(tangent, float):
-        r.t = PyFloat_AS_DOUBLE(tangent)
-        if r.ot is not None:
-            r.ot = None
+        _store_t(&r.i, PyFloat_AS_DOUBLE(tangent))
+        if type(r.ov) is _Objects:  # a value set with an earlier tangent: back to itself
+            x = (<_Objects>r.ov).value
+            r.ov = None if type(x) is float else x
     elif tangent is None:
         raise TypeError("Dual: the tangent must be a number, an array or a dual, not None")
     else:
-        r.t = 0.0
-        r.ot = tangent
+        o = _Objects.__new__(_Objects)
+        o.value = _value_of(r)
+        o.tangent = tangent
+        _store_t(&r.i, 0.0)
+        r.ov = o
 
 
-# Freed duals are kept for reuse ("zombies": reference count 0, type Dual, ov/ot/tr None), up
-# to DFREE_MAX of them (64 MB): making a dual then costs a pop and three stores, where
+cdef inline object _value_of(Dual d):
+    """The value of ``d`` (a float, or the object its ``ov`` holds)."""
+    cdef object o = d.ov
+    if o is None:
+        return d.v
+    if type(o) is _Objects:
+        return (<_Objects>o).value
+    return o
+
+
+@cython.final
+@cython.no_gc
+@cython.auto_pickle(False)
+cdef class _Objects:
+    """A forward dual's value and tangent when the tangent is not a float (an array, a dual
+    of a lower level): kept in its ``ov``, so that the dual has no field for it."""
+    cdef object value    # a float or any value a dual holds
+    cdef object tangent
+
+
+# Freed duals are kept for reuse ("zombies": reference count 0, type Dual, ov and tr None), up
+# to DFREE_MAX of them (48 MB): making a dual then costs a pop and three stores, where
 # CPython's allocator costs ~150 instructions per dual made and freed, and memory that
 # CPython's allocator gave back to the system costs page faults again. An input list of 10^6
 # floats gets its 10^6 duals back from here on the next call. ``_dual_dealloc`` replaces the
@@ -2391,7 +2437,6 @@ cdef inline PyObject* _alloc_raw(PyObject* tr) except NULL:
     else:
         o = _fresh_raw()
     (<Dual>o).tr = <TraceHandle>tr  # in place of None: no Python code runs
-    (<Dual>o).t = 0.0
     return o
 
 
@@ -2407,8 +2452,6 @@ cdef void _dual_dealloc(PyObject* o) noexcept:
     global _dfree_n
     if (<Dual>o).ov is not None:
         (<Dual>o).ov = None
-    if (<Dual>o).ot is not None:
-        (<Dual>o).ot = None
     (<Dual>o).tr = None  # may free a handle (never a trace; a weak reference to it may call back)
     if _dfree_n < DFREE_MAX and _dfree_on:
         _dfree[_dfree_n] = o
@@ -2418,10 +2461,9 @@ cdef void _dual_dealloc(PyObject* o) noexcept:
 
 
 cdef void _free_zombie(PyObject* o) noexcept:
-    """Give a zombie's memory back: its three references to None, then the block itself."""
+    """Give a zombie's memory back: its two references to None, then the block itself."""
     Py_DECREF(<object>(<Dual>o).ov)
     Py_DECREF(<object>(<Dual>o).tr)
-    Py_DECREF(<object>(<Dual>o).ot)
     PyObject_Free(o)
 
 
@@ -2457,6 +2499,7 @@ cdef inline PyObject* _rec1(PyObject* a, double v, double ca) except NULL:
     cdef PyObject* r = _alloc_raw(h)
     cdef PyObject* tp
     cdef Py_ssize_t i
+    cdef double t
     (<Dual>r).v = v
     if (<TraceHandle>h).closed:
         return _drop_escaped(r, h)
@@ -2471,10 +2514,10 @@ cdef inline PyObject* _rec1(PyObject* a, double v, double ca) except NULL:
         (<Tape>tp).b[i].c2 = 0.0
         (<Tape>tp).n = i + 1
         (<Dual>r).i = i
-    elif (<Dual>a).ot is None:
-        (<Dual>r).i = -1
-        (<Dual>r).t = ca * (<Dual>a).t if (<Dual>a).t != 0.0 else 0.0  # a zero tangent stays 0,
-                                                                      # even if ca is inf
+    elif (<Dual>a).ov is None:  # a float tangent (see Dual)
+        t = _load_t(&(<Dual>a).i)
+        _store_t(&(<Dual>r).i, ca * t if t != 0.0 else 0.0)  # a zero tangent stays 0, even if
+                                                             # ca is inf
     else:
         return _fwd1_objects(r, a, ca)
     return r
@@ -2485,6 +2528,7 @@ cdef inline PyObject* _rec2(PyObject* a, PyObject* b, double v, double ca, doubl
     cdef PyObject* r = _alloc_raw(h)
     cdef PyObject* tp
     cdef Py_ssize_t i
+    cdef double t, u
     (<Dual>r).v = v
     if (<TraceHandle>h).closed:
         return _drop_escaped(r, h)
@@ -2499,10 +2543,10 @@ cdef inline PyObject* _rec2(PyObject* a, PyObject* b, double v, double ca, doubl
         (<Tape>tp).b[i].c2 = cb
         (<Tape>tp).n = i + 1
         (<Dual>r).i = i
-    elif (<Dual>a).ot is None and (<Dual>b).ot is None:
-        (<Dual>r).i = -1
-        (<Dual>r).t = (((ca * (<Dual>a).t) if (<Dual>a).t != 0.0 else 0.0)
-                       + ((cb * (<Dual>b).t) if (<Dual>b).t != 0.0 else 0.0))
+    elif (<Dual>a).ov is None and (<Dual>b).ov is None:  # float tangents (see Dual)
+        t = _load_t(&(<Dual>a).i)
+        u = _load_t(&(<Dual>b).i)
+        _store_t(&(<Dual>r).i, ((ca * t) if t != 0.0 else 0.0) + ((cb * u) if u != 0.0 else 0.0))
     else:
         return _fwd2_raw(r, a, b, ca, cb)
     return r
@@ -2529,8 +2573,7 @@ cdef PyObject* _push_full(PyObject* r, PyObject* tp, Py_ssize_t p1, double c1, P
 cdef PyObject* _fwd1_objects(PyObject* r, PyObject* a, double ca) except NULL:
     """The tangent of ``_rec1``'s result when the tangent is not a float."""
     try:
-        (<Dual>r).i = -1
-        _set_tangent(<Dual>r, _tmul(ca, (<Dual>a).ot))
+        _set_tangent(<Dual>r, _tmul(ca, (<Dual>a).tangent))
     except BaseException:
         Py_DECREF(<object>r)
         raise
@@ -2549,7 +2592,6 @@ cdef PyObject* _fwd2_raw(PyObject* r, PyObject* a, PyObject* b, double ca, doubl
 cdef int _fwd2_objects(Dual r, Dual a, Dual b, double ca, double cb) except -1:
     """The tangent of ``_fast2``'s result when a tangent is not a float (an array, an outer
     dual)."""
-    r.i = -1
     _set_tangent(r, _tmul(ca, a.tangent) + _tmul(cb, b.tangent))
     return 0
 
@@ -2645,7 +2687,7 @@ cdef inline object _strip(object x):
     while type(x) is Dual:
         if (<Dual>x).ov is None:
             return (<Dual>x).v
-        x = (<Dual>x).ov
+        x = _value_of(<Dual>x)
     return x
 
 
@@ -2909,7 +2951,7 @@ cdef inline bint _numpy_under(object x):
     while type(x) is Dual:
         if (<Dual>x).ov is None:
             return False
-        x = (<Dual>x).ov
+        x = _value_of(<Dual>x)
     return type(x) is not float
 
 
