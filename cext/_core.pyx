@@ -372,9 +372,15 @@ cdef inline void _sweep_floats(const Binding* b, double* adj, Py_ssize_t top) no
     """The float sweep of bindings ``top`` down to 0: ``adj[p] += c * adj[i]``. Parents are
     always older than their binding (0 <= p < i), so every index is in bounds; the other
     kinds (inputs, linear bindings, nodes, array bindings) have a negative ``p1``."""
+    _sweep_floats_to(b, adj, top, 0)
+
+
+cdef inline void _sweep_floats_to(const Binding* b, double* adj, Py_ssize_t top,
+                                  Py_ssize_t bottom) noexcept nogil:
+    """``_sweep_floats`` down to ``bottom``: bindings below it are inputs (nothing to do)."""
     cdef Py_ssize_t i, j, k
     cdef double a
-    for i in range(top, -1, -1):
+    for i in range(top, bottom - 1, -1):
         a = adj[i]
         if a == 0.0:
             continue
@@ -599,6 +605,8 @@ cdef class Tape(Trace):
     cdef bint busy      # a sweep that may run nodes is in progress
     cdef int sweeping   # float sweeps in progress (without the GIL) over ``b``: do not move it
     cdef Py_ssize_t narray  # array fast-path bindings (B_ARRAY) on the tape: each owns its rule
+    cdef Py_ssize_t lead    # bindings 0 .. lead-1 are inputs (made first, by input/inputs):
+                            # the float sweep stops above them
 
     def __cinit__(self, *args):
         self.b = NULL
@@ -613,6 +621,7 @@ cdef class Tape(Trace):
         self.truncated = False
         self.busy = False
         self.narray = 0
+        self.lead = 0
 
     def __dealloc__(self):
         _close_handle(self)  # first: see _close_handle
@@ -666,6 +675,8 @@ cdef class Tape(Trace):
         """A fresh input variable ``(value, Var id)``."""
         _check_lower(self.h, value)
         cdef Py_ssize_t i = self._push(-1, 0.0, -1, 0.0)
+        if i == self.lead:
+            self.lead = i + 1
         return _new_dual(value, self.h, i)
 
     def inputs(self, values):
@@ -717,6 +728,8 @@ cdef class Tape(Trace):
             Py_INCREF(r)
             PyList_SET_ITEM(out, k, r)
             self.n = start + k + 1
+        if self.lead == start:
+            self.lead = start + m
         return out
 
     def float_inputs(self, xs):
@@ -756,6 +769,8 @@ cdef class Tape(Trace):
             b[k].c2 = 0.0
             _list_steal(out, k, o)
         self.n = start + m
+        if self.lead == start:
+            self.lead = start + m
         return out
 
     def push_linear(self, parents, rule):
@@ -814,6 +829,8 @@ cdef class Tape(Trace):
             _pop_tail(self.ocoef, m)
         dead = self._array_rules_from(m) if self.narray else None
         self.n = m
+        if self.lead > m:
+            self.lead = m
         self.truncated = True
         return 0  # the dropped bindings' rules are freed here, the tape already consistent
 
@@ -965,7 +982,7 @@ cdef class Tape(Trace):
         # and ``b`` are read; an id checked against the earlier size stays valid, since a tape
         # only grows.
         cdef Py_ssize_t n0 = self.n
-        cdef Py_ssize_t i, j, k, m, sid
+        cdef Py_ssize_t i, j, k, m, sid, lead
         cdef double a
         cdef object g
         # Seeds are kept as two lists, ids and cotangents, not as a tuple per seed: with many
@@ -1057,8 +1074,9 @@ cdef class Tape(Trace):
             for m in range(len(cts)):  # ids checked above; cotangents exact floats
                 sid = s0 + m * sstep if sstep else <Py_ssize_t>sids[m]
                 adj[sid] += PyFloat_AS_DOUBLE(cts[m])
+            lead = self.lead  # <= n: only inputs made on a tape of inputs move it
             with nogil:
-                _sweep_floats(b, adj, n - 1)
+                _sweep_floats_to(b, adj, n - 1, lead)
             out = PyList_New(nw)  # slots NULL until set: safe to free on an error
             _kept_floats_from(_kept_mark)
             for m in range(nw):
