@@ -38,8 +38,16 @@ cdef extern from "Python.h":
 
 cdef extern from *:
     """
+    #include <string.h>
     #define deltaad_steal(p) ((PyObject *)(p))
+    /* a forward dual's float tangent lives in the 8 bytes of the id's slot (see Dual) */
+    static inline double deltaad_load_t(const Py_ssize_t* p) {
+        double t; memcpy(&t, p, sizeof(double)); return t; }
+    static inline void deltaad_store_t(Py_ssize_t* p, double t) {
+        memcpy(p, &t, sizeof(double)); }
     """
+    double _load_t "deltaad_load_t"(const Py_ssize_t* p) noexcept nogil
+    void _store_t "deltaad_store_t"(Py_ssize_t* p, double t) noexcept nogil
     # a new reference held in a C pointer, handed to Cython as the object it owns (no count)
     object _steal "deltaad_steal"(PyObject* p)
 
@@ -219,11 +227,10 @@ def read_tangents(list leaves, Trace level):
         if m != len(leaves):
             return None
         x = leaves[k]
-        if (type(x) is not Dual or (<Dual>x).tr is not level.h or (<Dual>x).ov is not None
-                or (<Dual>x).ot is not None):
-            return None
+        if type(x) is not Dual or (<Dual>x).tr is not level.h or (<Dual>x).ov is not None:
+            return None  # (ov None: a float value and a float tangent)
         _list_steal(vals, k, _kept_float((<Dual>x).v))
-        _list_steal(tans, k, _kept_float((<Dual>x).t))
+        _list_steal(tans, k, _kept_float(_load_t(&(<Dual>x).i)))
     return vals, tans
 
 
@@ -365,9 +372,15 @@ cdef inline void _sweep_floats(const Binding* b, double* adj, Py_ssize_t top) no
     """The float sweep of bindings ``top`` down to 0: ``adj[p] += c * adj[i]``. Parents are
     always older than their binding (0 <= p < i), so every index is in bounds; the other
     kinds (inputs, linear bindings, nodes, array bindings) have a negative ``p1``."""
+    _sweep_floats_to(b, adj, top, 0)
+
+
+cdef inline void _sweep_floats_to(const Binding* b, double* adj, Py_ssize_t top,
+                                  Py_ssize_t bottom) noexcept nogil:
+    """``_sweep_floats`` down to ``bottom``: bindings below it are inputs (nothing to do)."""
     cdef Py_ssize_t i, j, k
     cdef double a
-    for i in range(top, -1, -1):
+    for i in range(top, bottom - 1, -1):
         a = adj[i]
         if a == 0.0:
             continue
@@ -592,6 +605,8 @@ cdef class Tape(Trace):
     cdef bint busy      # a sweep that may run nodes is in progress
     cdef int sweeping   # float sweeps in progress (without the GIL) over ``b``: do not move it
     cdef Py_ssize_t narray  # array fast-path bindings (B_ARRAY) on the tape: each owns its rule
+    cdef Py_ssize_t lead    # bindings 0 .. lead-1 are inputs (made first, by input/inputs):
+                            # the float sweep stops above them
 
     def __cinit__(self, *args):
         self.b = NULL
@@ -606,6 +621,7 @@ cdef class Tape(Trace):
         self.truncated = False
         self.busy = False
         self.narray = 0
+        self.lead = 0
 
     def __dealloc__(self):
         _close_handle(self)  # first: see _close_handle
@@ -659,6 +675,8 @@ cdef class Tape(Trace):
         """A fresh input variable ``(value, Var id)``."""
         _check_lower(self.h, value)
         cdef Py_ssize_t i = self._push(-1, 0.0, -1, 0.0)
+        if i == self.lead:
+            self.lead = i + 1
         return _new_dual(value, self.h, i)
 
     def inputs(self, values):
@@ -710,6 +728,49 @@ cdef class Tape(Trace):
             Py_INCREF(r)
             PyList_SET_ITEM(out, k, r)
             self.n = start + k + 1
+        if self.lead == start:
+            self.lead = start + m
+        return out
+
+    def float_inputs(self, xs):
+        """``inputs(xs)`` for a non-empty list or tuple ``xs`` of exact floats, each item read
+        once (no checked copy of ``xs`` first: a gradient of a long list touches each input
+        float once); None, with nothing recorded, for anything else."""
+        cdef Py_ssize_t m, k
+        cdef Py_ssize_t start = self.n
+        if type(xs) is not list and type(xs) is not tuple:
+            return None
+        m = len(xs)
+        if m == 0:
+            return None
+        if m > MAX_BINDINGS - start:
+            raise MemoryError("deltaad tape: more than %d bindings on one tape" % MAX_BINDINGS)
+        while self.cap < start + m:
+            self._grow()
+        cdef list out = PyList_New(m)  # slots NULL until set: safe to free at any point
+        cdef PyObject** it = _items(xs, &k)  # read after the allocations (which may run Python)
+        if k != m or self.n != start:
+            return None
+        cdef PyObject* o
+        cdef PyObject* xp
+        cdef PyObject* h = <PyObject*>self.h
+        cdef Binding* b = self.b + start  # below cap (grown above)
+        cdef PyTypeObject* tf = <PyTypeObject*>float
+        for k in range(m):  # no Python code runs: the item array and ``b`` stay put
+            xp = it[k]
+            if xp.ob_type != tf:
+                return None  # ``out`` and the duals made so far go; n was never advanced
+            o = _alloc_raw(h)
+            (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
+            (<Dual>o).i = start + k
+            b[k].p1 = -1
+            b[k].c1 = 0.0
+            b[k].p2 = -1
+            b[k].c2 = 0.0
+            _list_steal(out, k, o)
+        self.n = start + m
+        if self.lead == start:
+            self.lead = start + m
         return out
 
     def push_linear(self, parents, rule):
@@ -768,6 +829,8 @@ cdef class Tape(Trace):
             _pop_tail(self.ocoef, m)
         dead = self._array_rules_from(m) if self.narray else None
         self.n = m
+        if self.lead > m:
+            self.lead = m
         self.truncated = True
         return 0  # the dropped bindings' rules are freed here, the tape already consistent
 
@@ -906,18 +969,20 @@ cdef class Tape(Trace):
             return b""
         return (<char*>self.b)[:self.n * <Py_ssize_t>sizeof(Binding)]
 
-    def eval(self, seeds, wanted):
+    def eval(self, seeds, wanted, bint floats_only=False):
         """Sweep the bindings newest-first once; return the adjoints of the ``wanted`` ids.
 
         The float sweep (every coefficient and seed a double) runs in C without the GIL;
-        otherwise the general sweep computes with Python objects, as ``_pure`` does.
+        otherwise the general sweep computes with Python objects, as ``_pure`` does. With
+        ``floats_only``, only the float sweep runs, and its result is a list of floats (the
+        caller need not check each): None, nothing swept, where it does not apply.
         """
         # Each seed and wanted id is converted to a C integer and checked once. All Python
         # code that could record on this tape (an iterator, an ``__index__``) runs before ``n``
         # and ``b`` are read; an id checked against the earlier size stays valid, since a tape
         # only grows.
         cdef Py_ssize_t n0 = self.n
-        cdef Py_ssize_t i, j, k, m, sid
+        cdef Py_ssize_t i, j, k, m, sid, lead
         cdef double a
         cdef object g
         # Seeds are kept as two lists, ids and cotangents, not as a tuple per seed: with many
@@ -975,6 +1040,8 @@ cdef class Tape(Trace):
             raise RuntimeError("deltaad eval: the tape lost bindings while its seeds were read")
         if not (float_seeds and not self.general and not self.linear and not self.narray
                 and not self.truncated):
+            if floats_only:
+                return None
             out = self._eval_sweep(list(zip(sids, cts)),
                                    wl if wl is not None else [r0 + m * rstep for m in range(nw)],
                                    float_seeds)
@@ -1007,8 +1074,9 @@ cdef class Tape(Trace):
             for m in range(len(cts)):  # ids checked above; cotangents exact floats
                 sid = s0 + m * sstep if sstep else <Py_ssize_t>sids[m]
                 adj[sid] += PyFloat_AS_DOUBLE(cts[m])
+            lead = self.lead  # <= n: only inputs made on a tape of inputs move it
             with nogil:
-                _sweep_floats(b, adj, n - 1)
+                _sweep_floats_to(b, adj, n - 1, lead)
             out = PyList_New(nw)  # slots NULL until set: safe to free on an error
             _kept_floats_from(_kept_mark)
             for m in range(nw):
@@ -1941,7 +2009,12 @@ cdef bint _is_zero(object a) except -1:
         if type(a) is not Dual or not (<Dual>a).tr.is_forward:
             return False
         d = <Dual>a
-        if (d.t != 0.0) if d.ot is None else not _is_zero(d.ot):
+        if type(d.ov) is _Objects:
+            if not _is_zero((<_Objects>d.ov).tangent):
+                return False
+            a = (<_Objects>d.ov).value
+            continue
+        if _load_t(&d.i) != 0.0:
             return False
         if d.ov is None:
             return d.v == 0.0
@@ -2066,8 +2139,7 @@ cdef class ForwardLevel(Trace):
                 break
             o = _alloc_raw(<PyObject*>h)
             (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
-            (<Dual>o).i = -1
-            (<Dual>o).t = (<PyFloatObject*>tp).ob_fval
+            _store_t(&(<Dual>o).i, (<PyFloatObject*>tp).ob_fval)
             _list_steal(out, k, o)
             k += 1
         for k in range(k, m):
@@ -2076,8 +2148,7 @@ cdef class ForwardLevel(Trace):
             if type(x) is float and type(t) is float:  # the common case in one step
                 r = _alloc_dual(self.h)
                 r.v = PyFloat_AS_DOUBLE(x)
-                r.i = -1
-                r.t = PyFloat_AS_DOUBLE(t)
+                _store_t(&r.i, PyFloat_AS_DOUBLE(t))
             else:
                 _check_lower(self.h, x)
                 _check_lower(self.h, t)
@@ -2085,6 +2156,38 @@ cdef class ForwardLevel(Trace):
                 _set_tangent(r, t)
             Py_INCREF(r)
             PyList_SET_ITEM(out, k, r)
+        return out
+
+    def float_inputs(self, xs, ts):
+        """``inputs(xs, ts)`` for non-empty lists or tuples ``xs`` and ``ts`` of exact floats
+        of one length, each item read once (see ``Tape.float_inputs``); None for anything else."""
+        cdef Py_ssize_t m, k, mt
+        if type(xs) is not list and type(xs) is not tuple:
+            return None
+        if type(ts) is not list and type(ts) is not tuple:
+            return None
+        m = len(xs)
+        if m == 0 or len(ts) != m:
+            return None
+        cdef list out = PyList_New(m)  # slots NULL until set: safe to free at any point
+        cdef PyObject** it = _items(xs, &k)  # read after the allocation (which may run Python)
+        cdef PyObject** tt = _items(ts, &mt)
+        if k != m or mt != m:
+            return None
+        cdef PyObject* o
+        cdef PyObject* xp
+        cdef PyObject* tp
+        cdef PyObject* h = <PyObject*>self.h
+        cdef PyTypeObject* tf = <PyTypeObject*>float
+        for k in range(m):  # no Python code runs: the item arrays stay put
+            xp = it[k]
+            tp = tt[k]
+            if xp.ob_type != tf or tp.ob_type != tf:
+                return None
+            o = _alloc_raw(h)
+            (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
+            _store_t(&(<Dual>o).i, (<PyFloatObject*>tp).ob_fval)
+            _list_steal(out, k, o)
         return out
 
     def emit(self, value, operands, coefs):
@@ -2114,15 +2217,19 @@ cdef class Dual:
     """A dual number ``(value, delta)``: ``value`` with ``Var id`` on ``trace`` (a tape) or with
     ``tangent`` (a forward level). ``value`` is a float or a dual of a lower level."""
 
-    # ``ov``/``ot`` are None in the float case. They are object fields rather than raw
-    # pointers released in a ``__dealloc__``: Cython wraps a ``__dealloc__`` in a save and
-    # restore of the error state, which cost more per dual than the two None references.
+    # 48 bytes with the object header, a size class of CPython's allocator below 64: every
+    # input's dual is made, read and freed once per gradient, so its size is memory traffic.
+    # A tape's dual needs an id, a forward level's a tangent: one slot holds either. On a
+    # forward level, ``i`` holds the float tangent's 8 bytes (``_load_t``/``_store_t``); a
+    # tangent that is not a float goes with the value into an ``_Objects`` in ``ov`` (so
+    # ``ov is None`` still means "value and tangent are floats"). ``ov`` is an object field
+    # rather than a raw pointer released in a ``__dealloc__``: Cython wraps a ``__dealloc__``
+    # in a save and restore of the error state, which cost more per dual than a None reference.
     cdef double v       # the value, when ov is None
-    cdef object ov      # the value when it is not a float (a dual of a lower level)
+    cdef object ov      # the value when it is not a float (a dual of a lower level), or on a
+                        # forward level an _Objects when the tangent is not a float
     cdef TraceHandle tr # its trace's handle: a dual never keeps its trace alive (see TraceHandle)
-    cdef Py_ssize_t i   # Var id on a tape; -1 on a forward level
-    cdef double t       # the tangent, when ot is None (forward levels only)
-    cdef object ot      # the tangent when it is not a float
+    cdef Py_ssize_t i   # Var id on a tape; on a forward level the float tangent (see above)
 
     def __init__(self, value, trace, id, tangent):
         if self.tr is not None:
@@ -2141,13 +2248,14 @@ cdef class Dual:
         _set_value(self, value)
         if h.is_forward:
             _check_lower(h, tangent)
-            _set_tangent(self, tangent)
-        self.i = i
+            _set_tangent(self, tangent)  # (in the id's slot: a forward dual's id is -1)
+        else:
+            self.i = i
         self.tr = h
 
     @property
     def value(self):
-        return self.v if self.ov is None else self.ov
+        return _value_of(self)
 
     @property
     def trace(self):
@@ -2160,13 +2268,17 @@ cdef class Dual:
 
     @property
     def id(self):
+        if self.tr is not None and self.tr.is_forward:
+            return -1
         return self.i
 
     @property
     def tangent(self):
         if not self.tr.is_forward:
             return None
-        return self.t if self.ot is None else self.ot
+        if type(self.ov) is _Objects:
+            return (<_Objects>self.ov).tangent
+        return _load_t(&self.i)
 
     # -- arithmetic: a fast path for two float duals of one trace or a dual and a float,
     #    everything else through the general path shared with _pure's logic --
@@ -2289,7 +2401,7 @@ cdef class Dual:
             return _fast1(a, -a.v, -1.0)
         if a.tr.closed:
             raise escaped_error(a.tr.level)
-        return _emit1(a.tr, -a.ov, a, -1.0)
+        return _emit1(a.tr, -_value_of(a), a, -1.0)
 
     def __pos__(self):
         if self.tr.closed:
@@ -2297,11 +2409,12 @@ cdef class Dual:
         return self
 
     def __abs__(self):
-        if (self.ov is not None and type(strip(self.ov)) is not float
-                and (_recorder is None or type(strip(self.ov)) is not _recorder)):  # a numpy scalar
+        cdef object x = _value_of(self)
+        if (self.ov is not None and type(strip(x)) is not float
+                and (_recorder is None or type(strip(x)) is not _recorder)):  # a numpy scalar
             if self.tr.closed:
                 raise escaped_error(self.tr.level)
-            y, c = _rules.numpy_abs(self.ov, strip(self.ov))
+            y, c = _rules.numpy_abs(x, strip(x))
             return _emit1(self.tr, y, <Dual>self, c)
         return _unary(self, U_ABSOLUTE)
 
@@ -2445,19 +2558,46 @@ cdef inline void _set_value(Dual r, object value) except *:
 
 
 cdef inline void _set_tangent(Dual r, object tangent) except *:
+    """The tangent of a forward dual whose value is set: a float in the id's slot, anything
+    else in an _Objects with the value (see Dual)."""
+    cdef _Objects o
     if isinstance(tangent, float):
-        r.t = PyFloat_AS_DOUBLE(tangent)
-        if r.ot is not None:
-            r.ot = None
+        _store_t(&r.i, PyFloat_AS_DOUBLE(tangent))
+        if type(r.ov) is _Objects:  # a value set with an earlier tangent: back to itself
+            x = (<_Objects>r.ov).value
+            r.ov = None if type(x) is float else x
     elif tangent is None:
         raise TypeError("Dual: the tangent must be a number, an array or a dual, not None")
     else:
-        r.t = 0.0
-        r.ot = tangent
+        o = _Objects.__new__(_Objects)
+        o.value = _value_of(r)
+        o.tangent = tangent
+        _store_t(&r.i, 0.0)
+        r.ov = o
 
 
-# Freed duals are kept for reuse ("zombies": reference count 0, type Dual, ov/ot/tr None), up
-# to DFREE_MAX of them (64 MB): making a dual then costs a pop and three stores, where
+cdef inline object _value_of(Dual d):
+    """The value of ``d`` (a float, or the object its ``ov`` holds)."""
+    cdef object o = d.ov
+    if o is None:
+        return d.v
+    if type(o) is _Objects:
+        return (<_Objects>o).value
+    return o
+
+
+@cython.final
+@cython.no_gc
+@cython.auto_pickle(False)
+cdef class _Objects:
+    """A forward dual's value and tangent when the tangent is not a float (an array, a dual
+    of a lower level): kept in its ``ov``, so that the dual has no field for it."""
+    cdef object value    # a float or any value a dual holds
+    cdef object tangent
+
+
+# Freed duals are kept for reuse ("zombies": reference count 0, type Dual, ov and tr None), up
+# to DFREE_MAX of them (48 MB): making a dual then costs a pop and three stores, where
 # CPython's allocator costs ~150 instructions per dual made and freed, and memory that
 # CPython's allocator gave back to the system costs page faults again. An input list of 10^6
 # floats gets its 10^6 duals back from here on the next call. ``_dual_dealloc`` replaces the
@@ -2487,7 +2627,6 @@ cdef inline PyObject* _alloc_raw(PyObject* tr) except NULL:
     else:
         o = _fresh_raw()
     (<Dual>o).tr = <TraceHandle>tr  # in place of None: no Python code runs
-    (<Dual>o).t = 0.0
     return o
 
 
@@ -2503,8 +2642,6 @@ cdef void _dual_dealloc(PyObject* o) noexcept:
     global _dfree_n
     if (<Dual>o).ov is not None:
         (<Dual>o).ov = None
-    if (<Dual>o).ot is not None:
-        (<Dual>o).ot = None
     (<Dual>o).tr = None  # may free a handle (never a trace; a weak reference to it may call back)
     if _dfree_n < DFREE_MAX and _dfree_on:
         _dfree[_dfree_n] = o
@@ -2514,10 +2651,9 @@ cdef void _dual_dealloc(PyObject* o) noexcept:
 
 
 cdef void _free_zombie(PyObject* o) noexcept:
-    """Give a zombie's memory back: its three references to None, then the block itself."""
+    """Give a zombie's memory back: its two references to None, then the block itself."""
     Py_DECREF(<object>(<Dual>o).ov)
     Py_DECREF(<object>(<Dual>o).tr)
-    Py_DECREF(<object>(<Dual>o).ot)
     PyObject_Free(o)
 
 
@@ -2553,6 +2689,7 @@ cdef inline PyObject* _rec1(PyObject* a, double v, double ca) except NULL:
     cdef PyObject* r = _alloc_raw(h)
     cdef PyObject* tp
     cdef Py_ssize_t i
+    cdef double t
     (<Dual>r).v = v
     if (<TraceHandle>h).closed:
         return _drop_escaped(r, h)
@@ -2567,10 +2704,10 @@ cdef inline PyObject* _rec1(PyObject* a, double v, double ca) except NULL:
         (<Tape>tp).b[i].c2 = 0.0
         (<Tape>tp).n = i + 1
         (<Dual>r).i = i
-    elif (<Dual>a).ot is None:
-        (<Dual>r).i = -1
-        (<Dual>r).t = ca * (<Dual>a).t if (<Dual>a).t != 0.0 else 0.0  # a zero tangent stays 0,
-                                                                      # even if ca is inf
+    elif (<Dual>a).ov is None:  # a float tangent (see Dual)
+        t = _load_t(&(<Dual>a).i)
+        _store_t(&(<Dual>r).i, ca * t if t != 0.0 else 0.0)  # a zero tangent stays 0, even if
+                                                             # ca is inf
     else:
         return _fwd1_objects(r, a, ca)
     return r
@@ -2581,6 +2718,7 @@ cdef inline PyObject* _rec2(PyObject* a, PyObject* b, double v, double ca, doubl
     cdef PyObject* r = _alloc_raw(h)
     cdef PyObject* tp
     cdef Py_ssize_t i
+    cdef double t, u
     (<Dual>r).v = v
     if (<TraceHandle>h).closed:
         return _drop_escaped(r, h)
@@ -2595,10 +2733,10 @@ cdef inline PyObject* _rec2(PyObject* a, PyObject* b, double v, double ca, doubl
         (<Tape>tp).b[i].c2 = cb
         (<Tape>tp).n = i + 1
         (<Dual>r).i = i
-    elif (<Dual>a).ot is None and (<Dual>b).ot is None:
-        (<Dual>r).i = -1
-        (<Dual>r).t = (((ca * (<Dual>a).t) if (<Dual>a).t != 0.0 else 0.0)
-                       + ((cb * (<Dual>b).t) if (<Dual>b).t != 0.0 else 0.0))
+    elif (<Dual>a).ov is None and (<Dual>b).ov is None:  # float tangents (see Dual)
+        t = _load_t(&(<Dual>a).i)
+        u = _load_t(&(<Dual>b).i)
+        _store_t(&(<Dual>r).i, ((ca * t) if t != 0.0 else 0.0) + ((cb * u) if u != 0.0 else 0.0))
     else:
         return _fwd2_raw(r, a, b, ca, cb)
     return r
@@ -2625,8 +2763,7 @@ cdef PyObject* _push_full(PyObject* r, PyObject* tp, Py_ssize_t p1, double c1, P
 cdef PyObject* _fwd1_objects(PyObject* r, PyObject* a, double ca) except NULL:
     """The tangent of ``_rec1``'s result when the tangent is not a float."""
     try:
-        (<Dual>r).i = -1
-        _set_tangent(<Dual>r, _tmul(ca, (<Dual>a).ot))
+        _set_tangent(<Dual>r, _tmul(ca, (<Dual>a).tangent))
     except BaseException:
         Py_DECREF(<object>r)
         raise
@@ -2645,7 +2782,6 @@ cdef PyObject* _fwd2_raw(PyObject* r, PyObject* a, PyObject* b, double ca, doubl
 cdef int _fwd2_objects(Dual r, Dual a, Dual b, double ca, double cb) except -1:
     """The tangent of ``_fast2``'s result when a tangent is not a float (an array, an outer
     dual)."""
-    r.i = -1
     _set_tangent(r, _tmul(ca, a.tangent) + _tmul(cb, b.tangent))
     return 0
 
@@ -2741,7 +2877,7 @@ cdef inline object _strip(object x):
     while type(x) is Dual:
         if (<Dual>x).ov is None:
             return (<Dual>x).v
-        x = (<Dual>x).ov
+        x = _value_of(<Dual>x)
     return x
 
 
@@ -3005,7 +3141,7 @@ cdef inline bint _numpy_under(object x):
     while type(x) is Dual:
         if (<Dual>x).ov is None:
             return False
-        x = (<Dual>x).ov
+        x = _value_of(<Dual>x)
     return type(x) is not float
 
 

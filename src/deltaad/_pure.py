@@ -252,6 +252,13 @@ class Tape(Trace):
         self._b += (-1, 0.0, -1, 0.0) * len(out)
         return out
 
+    def float_inputs(self, xs):
+        """``inputs(xs)`` for a non-empty list or tuple ``xs`` of exact floats (the core reads
+        each item once); None, with nothing recorded, for anything else."""
+        if (type(xs) is not list and type(xs) is not tuple) or not xs or not all_floats(xs):
+            return None
+        return self.inputs(xs)
+
     def _emit1(self, value, a, ca):
         r = _new(Dual)
         r.value = value
@@ -453,12 +460,14 @@ class Tape(Trace):
             out.extend(self.eval(((s, 1.0),), wanted))
         return out
 
-    def eval(self, seeds, wanted):
+    def eval(self, seeds, wanted, floats_only=False):
         """Sweep the bindings newest-first once; return the adjoints of the ``wanted`` ids.
 
         ``seeds`` is a sequence of ``(id, cotangent)``. When every coefficient and seed is a
         float the sweep runs over floats (untouched adjoints are 0.0); otherwise adjoints are
-        arbitrary objects (outer duals, arrays) and an untouched one is ``None``.
+        arbitrary objects (outer duals, arrays) and an untouched one is ``None``. With
+        ``floats_only``, only that float sweep runs (its result: floats only); None, nothing
+        swept, where it does not apply.
         """
         # Each id is converted and checked once, and the iterators are consumed, before the
         # bindings are read (the core must: an iterator could record on this tape).
@@ -508,6 +517,8 @@ class Tape(Trace):
                     if k >= 0:
                         adj[k] += c2 * a
             return [adj[w] for w in wanted]
+        if floats_only:
+            return None
         nodes = self._nodes
         if nodes and self._busy:
             raise RuntimeError(_BUSY)
@@ -990,6 +1001,15 @@ class ForwardLevel(Trace):
             r.tangent = t
             out.append(r)
         return out
+
+    def float_inputs(self, xs, ts):
+        """``inputs(xs, ts)`` for non-empty lists or tuples ``xs`` and ``ts`` of exact floats
+        of one length; None for anything else."""
+        if ((type(xs) is not list and type(xs) is not tuple) or not xs
+                or (type(ts) is not list and type(ts) is not tuple) or len(ts) != len(xs)
+                or not all_floats(xs) or not all_floats(ts)):
+            return None
+        return self.inputs(xs, ts)
 
     def _emit1(self, value, a, ca):
         r = _new(Dual)

@@ -132,8 +132,13 @@ def flatten_float_args(args):
         x = args[0]
         leaves = B.float_copy(x)
         if leaves is not None:
-            return leaves, TreeDef("tuple", None, (_flat_def(type(x), len(leaves)),))
+            return leaves, flat_args_def(x)
     return None
+
+
+def flat_args_def(x):
+    """The TreeDef of the arguments ``(x,)``, ``x`` a list or tuple of floats."""
+    return TreeDef("tuple", None, (_flat_def(type(x), len(x)),))
 
 
 def tree_flatten(tree):

@@ -20,7 +20,8 @@ from . import delta as _delta
 from ._backend import B
 from .numpy import complex_array as _complex
 from .numpy.array import array_input, asarray
-from .pytrees import (LEAF, _flat_def, all_floats, all_scalars, flatten_float_args, tree_flatten,
+from .pytrees import (LEAF, _flat_def, all_floats, all_scalars, flat_args_def, flatten_float_args,
+                      tree_flatten,
                       tree_unflatten, unflatten_owned)
 from .trace import dtype_of as _dtype_of
 from .trace import is_dual, traced
@@ -360,8 +361,16 @@ class _Pullback:
     It keeps the (closed) tape alive; the tape goes when this object does.
     """
 
-    __slots__ = ("tape", "out_def", "out_ids", "out_leaves", "in_def", "in_ids", "in_leaves",
+    __slots__ = ("tape", "out_def", "out_ids", "out_leaves", "in_def", "in_ids", "_in_leaves",
                  "wanted", "all_float", "out_float", "__weakref__")
+
+    @property
+    def in_leaves(self):
+        """The input leaves, as far as anything reads them (their kinds, types, shapes and
+        dtypes): for one flat list of floats, read once into the input duals and not kept,
+        as many floats."""
+        leaves = self._in_leaves
+        return [0.0] * len(self.wanted) if leaves is None else leaves
 
     def __call__(self, cotangent):
         tc = type(cotangent)
@@ -401,6 +410,10 @@ class _Pullback:
         """The input cotangents for ``seeds`` ((output id, checked cotangent) pairs), one per
         input leaf in order: ``None`` in the slots of static leaves."""
         wanted = self.wanted
+        if self.all_float and seeds:  # float inputs: the float sweep's adjoints are floats
+            adj = self.tape.eval(seeds, wanted, True)  # (no pass over them to check)
+            if adj is not None:
+                return adj
         adj = self.tape.eval(seeds, wanted) if seeds else [None] * len(wanted)
         if self.all_float and all_floats(adj):  # float inputs, float adjoints
             return adj
@@ -502,8 +515,15 @@ def _align_none(ct_def, out_def, ct_iter, acc=None):
 def _run_reverse(tape, fun, args, kwargs, argnums, has_aux, who, leaves, in_def, floats):
     """The part of ``_vjp`` that runs with ``tape`` open: the inputs' ids (a range for float
     leaves, the common case: consecutive ids), the ids whose adjoints are wanted, the packed
-    output and the aux."""
-    if floats:
+    output and the aux; None when ``floats`` is "flat" (``leaves`` the one argument itself,
+    made into input duals as it is read) and ``leaves`` is not a list or tuple of floats."""
+    if floats == "flat":
+        duals = tape.float_inputs(leaves)
+        if duals is None:
+            return None
+        first = duals[0].id
+        in_ids = wanted = range(first, first + len(duals))
+    elif floats:
         duals = tape.inputs(leaves)
         first = duals[0].id
         in_ids = wanted = range(first, first + len(duals))
@@ -527,15 +547,24 @@ def _run_reverse(tape, fun, args, kwargs, argnums, has_aux, who, leaves, in_def,
 def _vjp(fun, args, kwargs, argnums, has_aux, who):
     """Run ``fun`` on a fresh tape, differentiating the arguments in ``argnums``."""
     sel = tuple([args[n] for n in argnums])
-    flat = flatten_float_args(sel)  # one list of floats, the commonest: one C loop
-    if flat is not None:
-        leaves, in_def = flat
-        floats = len(leaves) > 0
-    else:
+    x = sel[0] if len(sel) == 1 else None
+    ran = None
+    if (type(x) is list or type(x) is tuple) and x:
+        # one list of floats, the commonest: its items are read once, into the input duals
+        # (no checked copy first); the leaves are the argument itself, whose floats the
+        # pullback never reads (every gradient is a float) and jacrev reads at once
+        leaves, in_def = x, flat_args_def(x)
+        floats = "flat"
+        ran = traced(B.Tape, _run_reverse, fun, args, kwargs, argnums, has_aux, who, leaves,
+                     in_def, floats)
+        if ran[1] is None:  # not all floats: the general path, on a fresh tape
+            ran = None
+    if ran is None:
         leaves, in_def = tree_flatten(sel)
         floats = all_floats(leaves) and len(leaves) > 0
-    tape, (in_ids, wanted, out, aux) = traced(
-        B.Tape, _run_reverse, fun, args, kwargs, argnums, has_aux, who, leaves, in_def, floats)
+        ran = traced(B.Tape, _run_reverse, fun, args, kwargs, argnums, has_aux, who, leaves,
+                     in_def, floats)
+    tape, (in_ids, wanted, out, aux) = ran
     pb = _Pullback()
     pb.in_ids = in_ids
     pb.wanted = wanted
@@ -543,8 +572,8 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
     if tape.nnodes:  # checkpoint nodes hold the tape: a cycle; free it without the collector
         weakref.finalize(pb, tape.release_nodes)
     pb.in_def = in_def
-    pb.in_leaves = leaves
-    pb.all_float = floats
+    pb._in_leaves = None if floats == "flat" else leaves
+    pb.all_float = bool(floats)
     pb.out_float = False
     if has_aux:
         aux = _strip_tree(aux, tape)
@@ -741,6 +770,15 @@ def jvp(fun, primals, tangents, has_aux=False):
         raise TypeError("jvp: primals and tangents must be tuples (one entry per argument)")
     primals = tuple(primals)
     tangents = tuple(tangents)
+    if len(primals) == 1 and len(tangents) == 1:
+        x, t = primals[0], tangents[0]
+        if (type(x) is list or type(x) is tuple) and type(t) is type(x) and len(t) == len(x) and x:
+            # one list of floats and its tangents, the commonest: each item is read once, into
+            # the input duals (no checked copy first)
+            level, ran = traced(B.ForwardLevel, _run_forward, fun, x, flat_args_def(x), t,
+                                "flat", has_aux)
+            if ran is not None:
+                return _forward_result(level, ran, has_aux)
     flat = flatten_float_args(primals)  # one list of floats each, the commonest: one C loop
     t_flat = None
     if flat is not None:
@@ -756,8 +794,14 @@ def jvp(fun, primals, tangents, has_aux=False):
     t_leaves, t_def = t_flat if t_flat is not None else tree_flatten(tangents)
     if t_def is not in_def and t_def != in_def:
         raise TypeError("jvp: tangents must have the structure of primals, %r; got %r" % (in_def, t_def))
-    level, (out, aux) = traced(B.ForwardLevel, _run_forward, fun, leaves, in_def, t_leaves,
-                               floats, has_aux)
+    level, ran = traced(B.ForwardLevel, _run_forward, fun, leaves, in_def, t_leaves, floats,
+                        has_aux)
+    return _forward_result(level, ran, has_aux)
+
+
+def _forward_result(level, ran, has_aux):
+    """``jvp``'s result from the output and aux of ``_run_forward`` on ``level``."""
+    out, aux = ran
     if has_aux:
         aux = _strip_tree(aux, level)
     if type(out) is Dual and out.trace is level:  # one real output, the commonest
@@ -780,10 +824,16 @@ def _split_aux(out, has_aux, who):
 
 def _run_forward(level, fun, leaves, in_def, t_leaves, floats=None, has_aux=False):
     """The part of ``jvp`` that runs with ``level`` open (``floats``: every leaf and tangent a
-    float, when the caller knows): the output and the aux."""
+    float, when the caller knows): the output and the aux; None when ``floats`` is "flat"
+    (``leaves`` and ``t_leaves`` the argument and its tangent themselves, made into input duals
+    as they are read) and they are not lists or tuples of floats."""
     if floats is None:
         floats = leaves and all_floats(leaves) and all_floats(t_leaves)
-    if floats:  # the common case
+    if floats == "flat":
+        duals = level.float_inputs(leaves, t_leaves)
+        if duals is None:
+            return None
+    elif floats:  # the common case
         duals = level.inputs(leaves, t_leaves)
     else:
         duals, kinds = _dualise(level, leaves, t_leaves)
