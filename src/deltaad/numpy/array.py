@@ -90,6 +90,13 @@ def _selects_nothing(shape, idx):
 
 def apply(prim, args, params=_EMPTY):
     """Apply ``prim`` to ``args`` (any mix of duals of any levels and constants)."""
+    if len(args) == 1 and type(args[0]) is ArrayDual:  # the commonest: one plain array dual
+        a = args[0]
+        top = a.trace
+        v = a.value
+        if type(v) is np.ndarray and not top.is_forward and not top.closed and \
+                not _trace.lifting:
+            return _apply_reverse1(prim, v, top, a.id, params)
     top = None
     for a in args:
         ta = type(a)
@@ -170,6 +177,32 @@ def apply(prim, args, params=_EMPTY):
         r.tangent = None
         return r
     return wrap(out, top, top.push_linear(ids, rule), None)
+
+
+def _apply_reverse1(prim, v, top, i, params):
+    """:func:`apply` of a primitive of one operand, an array dual of the open reverse trace
+    ``top`` with id ``i`` and plain value ``v``: the same steps, none of the general case's
+    sorting of operands by level."""
+    if params:
+        out = prim.impl(v, **params)
+        if type(out) is not np.ndarray and type(out) is not float and \
+                type(out) not in _trace.recorders:
+            out = _as_ndarray(out)
+        rule = prim.vjp(out, [v], [True], **params)
+    else:
+        out = prim.impl(v)
+        if type(out) is not np.ndarray and type(out) is not float and \
+                type(out) not in _trace.recorders:
+            out = _as_ndarray(out)
+        rule = prim.vjp(out, [v], [True])
+    if type(out) is np.ndarray:
+        r = _new(ArrayDual)
+        r.value = out
+        r.trace = top
+        r.id = top.push_linear([i], rule)
+        r.tangent = None
+        return r
+    return wrap(out, top, top.push_linear([i], rule), None)
 
 
 def as_ndarray(x, dtype=None):
@@ -620,6 +653,32 @@ def _getitem_jvp(out, vals, tans, idx, unique):
 GETITEM = Primitive("getitem", _getitem_impl, _getitem_vjp, _getitem_jvp)
 
 
+def _getitem_reverse(v, top, i, idx):
+    """``x[idx]`` for basic indices ``idx`` (ints, slices, ``None``, ``...``) of an array dual
+    of the open reverse trace ``top`` (id ``i``, plain value ``v``): what ``apply(GETITEM)``
+    records, its steps inlined (these are the commonest operations of stencil code)."""
+    out = v[idx]
+    shape = v.shape
+    dt = v.dtype
+
+    def rule(ct):
+        if type(ct) is np.ndarray:
+            z = np.zeros(shape, dtype=dt)
+            z[idx] = ct
+            return (z,)
+        return (scatter(ct, shape, dt, idx, True),)
+
+    if type(out) is np.ndarray:
+        r = _new(ArrayDual)
+        r.value = out
+        r.trace = top
+        r.id = top.push_linear([i], rule)
+        r.tangent = None
+        r._sliced = True
+        return r
+    return Dual(float(out), top, top.push_linear([i], rule), None)
+
+
 def getitem(x, idx, unique=None):
     """``x[idx]`` for a plain array or a dual; ``idx`` normalised unless ``unique`` is given."""
     if unique is None:
@@ -853,6 +912,16 @@ def _basic(idx):
     return isinstance(idx, _BASIC) and not isinstance(idx, bool)
 
 
+def _plain_basic(idx):
+    """Whether the tuple ``idx`` holds only ints, slices, ``None`` and ``...`` (the Python
+    types themselves): what :func:`normalize_index` leaves as it is, a view in numpy."""
+    for k in idx:
+        tk = type(k)
+        if tk is not int and tk is not slice and k is not None and k is not Ellipsis:
+            return False
+    return True
+
+
 def _inplace(op):
     """``x op= y``: on an array dual, the name is bound to a new array dual (``x = x op y``);
     on a slice of one (``v = a[1:3]``, a row of a loop over ``a``) a TypeError, because numpy
@@ -983,6 +1052,18 @@ class ArrayDual:
             yield r
 
     def __getitem__(self, idx):
+        ti = type(idx)
+        if ti is int or ti is slice or ti is tuple and _plain_basic(idx):
+            # basic indices are their own normal form (no normalize_index) and give a view
+            t = self.trace
+            v = self.value
+            if type(v) is np.ndarray and not t.is_forward and not t.closed and \
+                    not _trace.lifting:
+                return _getitem_reverse(v, t, self.id, idx if ti is tuple else (idx,))
+            r = apply(GETITEM, (self,), {"idx": idx if ti is tuple else (idx,), "unique": True})
+            if type(r) is ArrayDual:
+                r._sliced = True
+            return r
         r = getitem(self, idx)
         if type(r) is ArrayDual and _basic(idx):
             r._sliced = True
