@@ -817,6 +817,11 @@ def repack(r):
 def binop(op, a, b):
     """Python's operator ``op`` (``"add"``, ``"mul"``...) on operands one of which is complex;
     NotImplemented when neither is (so the other operand's reflected method is tried)."""
+    ta = type(a)
+    tb = type(b)
+    if (ta is ArrayDual or ta is Dual or ta is float) and \
+            (tb is ArrayDual or tb is Dual or tb is float):  # real operands: first, and cheap
+        return NotImplemented
     if not (_complex_operand(a) or _complex_operand(b)):
         return NotImplemented
     load_rules()

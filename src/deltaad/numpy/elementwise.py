@@ -618,18 +618,31 @@ def _choice_weights(a, b, y, on, greater, ignore_nan):
     av = as_ndarray(strip(a))
     bv = as_ndarray(strip(b))
     dt = dtype_of(y)
-    eq = (av == bv) * 0.5
-    wa = (greater(av, bv) + eq).astype(dt)
-    wb = (greater(bv, av) + eq).astype(dt)
+    oa, ob = on
+    # Only the weights of the operands that are duals (a constant's are never used). The
+    # weights are 0, 1/2 and 1, exact in every float dtype: without a tie, the comparison
+    # itself converted (what adding the tie's zero halves gives, with two numpy calls fewer).
+    eq = av == bv
+    if eq.any():
+        eq = eq * 0.5
+        wa = (greater(av, bv) + eq).astype(dt) if oa else None
+        wb = (greater(bv, av) + eq).astype(dt) if ob else None
+    else:
+        wa = greater(av, bv).astype(dt) if oa else None
+        wb = greater(bv, av).astype(dt) if ob else None
     na = np.isnan(av)
     nb = np.isnan(bv)
     if na.any() or nb.any():
         if ignore_nan:  # fmax/fmin: the non-nan argument is chosen
-            wa = np.where(nb & ~na, 1.0, np.where(na, 0.0, wa)).astype(dt)
-            wb = np.where(na & ~nb, 1.0, np.where(nb, 0.0, wb)).astype(dt)
+            if oa:
+                wa = np.where(nb & ~na, 1.0, np.where(na, 0.0, wa)).astype(dt)
+            if ob:
+                wb = np.where(na & ~nb, 1.0, np.where(nb, 0.0, wb)).astype(dt)
         else:  # maximum/minimum propagate nan: it comes from the nan argument
-            wa = np.where(na, 1.0, np.where(nb, 0.0, wa)).astype(dt)
-            wb = np.where(na, 0.0, np.where(nb, 1.0, wb)).astype(dt)
+            if oa:
+                wa = np.where(na, 1.0, np.where(nb, 0.0, wa)).astype(dt)
+            if ob:
+                wb = np.where(na, 0.0, np.where(nb, 1.0, wb)).astype(dt)
     return wa, wb
 
 

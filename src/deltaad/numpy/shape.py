@@ -18,27 +18,13 @@ from .args import (
 )
 from .array import as_ndarray
 from .array import (
-    Dual, Primitive, has_dual, apply, getitem, operand_or_raise,
+    TRANSPOSE, Dual, Primitive, has_dual, apply, getitem, operand_or_raise,
     pack_scalars, reshape, shape_of, unbroadcast, update, zeros_of,
 )
 from .define import register
 from .elementwise import where
 
 
-def _transpose_impl(v, axes):
-    return np.transpose(v, axes)
-
-
-def _transpose_vjp(out, vals, on, axes):
-    inv = tuple(int(i) for i in np.argsort(axes))
-
-    def rule(ct):
-        return (np.transpose(ct, inv),)
-
-    return rule
-
-
-TRANSPOSE = Primitive("transpose", _transpose_impl, _transpose_vjp, lambda out, vals, tans, axes: np.transpose(tans[0], axes))
 
 
 def transpose(x, axes=None):
