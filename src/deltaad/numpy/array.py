@@ -88,9 +88,27 @@ def _selects_nothing(shape, idx):
         return False
 
 
+# The short paths of the commonest calls on the reverse trace (one to three operands that are
+# duals of the recording tape holding plain values, or constants; basic indexing; x.reshape,
+# x.ravel, x.T; np.concatenate; np.maximum with a float bound): each records exactly what the
+# general path records. ``set_shortcuts(False)`` takes the general path everywhere, which is how
+# the tests compare the two bit for bit.
+SHORTCUTS = True
+
+
+def set_shortcuts(flag):
+    """Switch the short paths on or off; returns the previous setting."""
+    global SHORTCUTS
+    old = SHORTCUTS
+    SHORTCUTS = bool(flag)
+    return old
+
+
 def apply(prim, args, params=_EMPTY):
     """Apply ``prim`` to ``args`` (any mix of duals of any levels and constants)."""
-    if len(args) == 1 and type(args[0]) is ArrayDual:  # the commonest: one plain array dual
+    if not SHORTCUTS:
+        pass
+    elif len(args) == 1 and type(args[0]) is ArrayDual:  # the commonest: one plain array dual
         a = args[0]
         top = a.trace
         v = a.value
@@ -99,6 +117,10 @@ def apply(prim, args, params=_EMPTY):
             return _apply_reverse1(prim, v, top, a.id, params)
     elif len(args) == 2:
         r = _apply_reverse2(prim, args[0], args[1], params)
+        if r is not None:
+            return r
+    elif args:
+        r = _apply_reverse_n(prim, args, params)
         if r is not None:
             return r
     top = None
@@ -260,6 +282,59 @@ def _apply_reverse2(prim, a, b, params):
     else:
         ids = [b.id]
         rule = select(rule, [1], [0] if tb is Dual else None)
+    if type(out) is np.ndarray:
+        r = _new(ArrayDual)
+        r.value = out
+        r.trace = top
+        r.id = top.push_linear(ids, rule)
+        r.tangent = None
+        return r
+    return wrap(out, top, top.push_linear(ids, rule), None)
+
+
+def _apply_reverse_n(prim, args, params):
+    """:func:`_apply_reverse2` for any number of operands (``np.concatenate``'s, ``np.where``'s):
+    None unless every dual among them is of one open reverse trace and holds a plain value."""
+    top = None
+    vals = []
+    on = []
+    ids = []
+    keep = []
+    scalar = None
+    k = 0
+    for a in args:
+        ta = type(a)
+        if ta is ArrayDual or ta is Dual:
+            t = a.trace
+            if top is None:
+                top = t
+            elif t is not top:
+                return None
+            v = a.value
+            tv = type(v)
+            if tv is ArrayDual or tv is Dual:
+                return None
+            if ta is Dual:
+                if scalar is None:
+                    scalar = []
+                scalar.append(len(keep))
+            vals.append(v)
+            on.append(True)
+            ids.append(a.id)
+            keep.append(k)
+        else:
+            vals.append(a)
+            on.append(False)
+        k += 1
+    if top is None or top.is_forward or top.closed or _trace.lifting:
+        return None
+    out = prim.impl(*vals, **params) if params else prim.impl(*vals)
+    if type(out) is not np.ndarray and type(out) is not float and \
+            type(out) not in _trace.recorders:
+        out = _as_ndarray(out)
+    rule = prim.vjp(out, vals, on, **params) if params else prim.vjp(out, vals, on)
+    if scalar is not None or len(keep) != k:
+        rule = select(rule, keep, scalar)
     if type(out) is np.ndarray:
         r = _new(ArrayDual)
         r.value = out
@@ -1111,7 +1186,7 @@ class ArrayDual:
     @property
     def T(self):
         v = self.value
-        if type(v) is np.ndarray and v.ndim == 2:  # a matrix: np.transpose's rule, short
+        if SHORTCUTS and type(v) is np.ndarray and v.ndim == 2:  # a matrix: np.transpose's rule, short
             return apply(TRANSPOSE, (self,), {"axes": (1, 0)})
         return registry.FUNCTIONS[np.transpose](self)
 
@@ -1152,7 +1227,7 @@ class ArrayDual:
 
     def __getitem__(self, idx):
         ti = type(idx)
-        if ti is int or ti is slice or ti is tuple and _plain_basic(idx):
+        if SHORTCUTS and (ti is int or ti is slice or ti is tuple and _plain_basic(idx)):
             # basic indices are their own normal form (no normalize_index) and give a view
             t = self.trace
             v = self.value
@@ -1348,12 +1423,12 @@ class ArrayDual:
     def reshape(self, *shape, order="C"):
         if len(shape) == 1 and not isinstance(shape[0], int):
             shape = shape[0]
-        if order == "C" and type(shape) is tuple and _ints(shape):  # np.reshape's rule, short
+        if SHORTCUTS and order == "C" and type(shape) is tuple and _ints(shape):  # np.reshape's rule, short
             return apply(RESHAPE, (self,), {"shape": shape})
         return registry.FUNCTIONS[np.reshape](self, shape, order=order)
 
     def ravel(self, order="C"):
-        if order == "C":  # np.ravel's rule, short
+        if SHORTCUTS and order == "C":  # np.ravel's rule, short
             return apply(RESHAPE, (self,), {"shape": (-1,)})
         return registry.FUNCTIONS[np.ravel](self, order)
 

@@ -854,6 +854,10 @@ def involved(xs):
                 te = type(e)
                 if te is ArrayDual or te is Dual or te is float:
                     continue
+                if te is np.ndarray:  # (is_plain_complex, inlined for the commonest item)
+                    if e.dtype.kind == "c":
+                        return True
+                    continue
                 if te is ComplexDual or is_plain_complex(e):
                     return True
         elif isinstance(x, np.complexfloating):

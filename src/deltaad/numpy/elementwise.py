@@ -25,6 +25,7 @@ from .._backend import B
 from .._errors import complex_error, escaped_error
 from ..trace import dtype_of, is_dual
 from ..trace import value as strip
+from . import array as _array
 from . import registry
 from ..trace import recorded_arrays, recorders
 from .array import as_ndarray
@@ -615,10 +616,17 @@ FLOAT_POWER = _binary("float_power", np.float_power, _pow_partials)
 
 
 def _choice_weights(a, b, y, on, greater, ignore_nan):
+    oa, ob = on
+    if oa and not ob and type(b) is float and b == b and _array.SHORTCUTS:  # np.maximum(x, 0.0): a plain bound
+        av = a.value if type(a) is ArrayDual else a
+        if type(av) is np.ndarray:
+            # what the general case below computes when nothing ties and nothing is nan
+            eq = av == b
+            if not eq.any() and not np.isnan(av).any():
+                return greater(av, b).astype(dtype_of(y)), None
     av = as_ndarray(strip(a))
     bv = as_ndarray(strip(b))
     dt = dtype_of(y)
-    oa, ob = on
     # Only the weights of the operands that are duals (a constant's are never used). The
     # weights are 0, 1/2 and 1, exact in every float dtype: without a tie, the comparison
     # itself converted (what adding the tie's zero halves gives, with two numpy calls fewer).

@@ -18,9 +18,10 @@ from .args import (
 )
 from .array import as_ndarray
 from .array import (
-    TRANSPOSE, Dual, Primitive, has_dual, apply, getitem, operand_or_raise,
+    TRANSPOSE, ArrayDual, Dual, Primitive, has_dual, apply, getitem, operand_or_raise,
     pack_scalars, reshape, shape_of, unbroadcast, update, zeros_of,
 )
+from . import array as _array
 from .define import register
 from .elementwise import where
 
@@ -236,6 +237,13 @@ CONCAT = Primitive("concatenate", _concat_impl, _concat_vjp, _concat_jvp)
 
 @register(np.concatenate, np_fn("concat"))
 def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    if out is None and dtype is None and type(axis) is int and type(arrays) in (list, tuple) \
+            and _array.SHORTCUTS:
+        xs = _plain_arrays(arrays)  # the commonest call, without the general checks below
+        if xs:
+            nd = ndim(xs[0])
+            if -nd <= axis < nd:
+                return apply(CONCAT, xs, {"axis": axis % nd})
     no_out("concatenate", out)
     float_dtype("concatenate", dtype)
     xs = [operand_or_raise(a) for a in arrays]
@@ -249,6 +257,29 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
             raise ValueError("zero-dimensional arrays cannot be concatenated")
     nd = ndim(xs[0])
     return cast(apply(CONCAT, xs, {"axis": normalize_axis_index(axis, nd)}), dtype)
+
+
+def _plain_arrays(arrays):
+    """``arrays`` as a list when each is a real array dual of a plain value or a real ndarray
+    (what ``operand`` keeps as it is), all of one number of dimensions, at least 1; else None."""
+    xs = []
+    nd = -1
+    for a in arrays:
+        ta = type(a)
+        if ta is ArrayDual:
+            v = a.value
+            if type(v) is not np.ndarray:
+                return None
+            n = v.ndim
+        elif ta is np.ndarray and a.dtype.kind in "fiub":
+            n = a.ndim
+        else:
+            return None
+        if n == 0 or nd >= 0 and n != nd:
+            return None
+        nd = n
+        xs.append(a)
+    return xs
 
 
 def _is_scalar_item(e):
