@@ -615,15 +615,19 @@ POWER = _binary("power", _pow_impl, _pow_partials)
 FLOAT_POWER = _binary("float_power", np.float_power, _pow_partials)
 
 
+_all = np.logical_and.reduce
+
+
 def _choice_weights(a, b, y, on, greater, ignore_nan):
     oa, ob = on
     if oa and not ob and type(b) is float and b == b and _array.SHORTCUTS:  # np.maximum(x, 0.0): a plain bound
         av = a.value if type(a) is ArrayDual else a
         if type(av) is np.ndarray:
-            # what the general case below computes when nothing ties and nothing is nan
-            eq = av == b
-            if not eq.any() and not np.isnan(av).any():
-                return greater(av, b).astype(dtype_of(y)), None
+            # what the general case below computes when nothing ties and nothing is nan: where
+            # every entry is either side of the bound (a tie or a nan is neither)
+            g = greater(av, b)
+            if _all(g | greater(b, av), None):
+                return g.astype(dtype_of(y)), None
     av = as_ndarray(strip(a))
     bv = as_ndarray(strip(b))
     dt = dtype_of(y)

@@ -243,7 +243,8 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
         if xs:
             nd = ndim(xs[0])
             if -nd <= axis < nd:
-                return apply(CONCAT, xs, {"axis": axis % nd})
+                r = _concat_reverse(xs, axis % nd)
+                return apply(CONCAT, xs, {"axis": axis % nd}) if r is None else r
     no_out("concatenate", out)
     float_dtype("concatenate", dtype)
     xs = [operand_or_raise(a) for a in arrays]
@@ -257,6 +258,47 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
             raise ValueError("zero-dimensional arrays cannot be concatenated")
     nd = ndim(xs[0])
     return cast(apply(CONCAT, xs, {"axis": normalize_axis_index(axis, nd)}), dtype)
+
+
+def _concat_reverse(xs, axis):
+    """``np.concatenate(xs, axis)`` of plain arrays and array duals of one open reverse trace
+    (None otherwise): what ``apply(CONCAT)`` records, with a rule that gives the dual operands'
+    cotangents only (the general path selects them from the rule's one per operand)."""
+    top = None
+    vals = []
+    ids = []
+    cut = []  # the dual operands' index into the output along axis
+    pre = (slice(None),) * axis
+    o = 0
+    for x in xs:
+        if type(x) is ArrayDual:
+            t = x.trace
+            if top is None:
+                top = t
+            elif t is not top:
+                return None
+            v = x.value
+            n = v.shape[axis]
+            ids.append(x.id)
+            cut.append(pre + (slice(o, o + n),))
+        else:
+            v = x
+            n = v.shape[axis]
+        vals.append(v)
+        o += n
+    if top is None or top.is_forward or top.closed or _array._trace.lifting:
+        return None
+    out = _concat_impl(*vals, axis=axis)
+    if len(cut) == 1:
+        k0 = cut[0]
+
+        def rule(ct):
+            return (getitem(ct, k0, True),)
+    else:
+        def rule(ct):
+            return tuple([getitem(ct, k, True) for k in cut])
+
+    return ArrayDual(out, top, top.push_linear(ids, rule), None)
 
 
 def _plain_arrays(arrays):
