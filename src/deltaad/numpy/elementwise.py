@@ -812,12 +812,22 @@ def _plain_cond(c):
     return as_ndarray(strip(c)).astype(bool)
 
 
+def _where_operand(x):
+    """Whether ``operand_or_raise`` keeps ``x`` as it is: an array dual, a float, a real
+    ndarray."""
+    t = type(x)
+    return t is ArrayDual or t is float or t is np.ndarray and x.dtype.kind in "fiub"
+
+
 @register(np.where)
 def where(condition, x=NoValue, y=NoValue):
     if x is NoValue and y is NoValue:
         return np.nonzero(_plain_cond(condition))
     if x is NoValue or y is NoValue:
         raise ValueError("either both or neither of x and y should be given")
+    if type(condition) is np.ndarray and condition.dtype.kind == "b" and _array.SHORTCUTS and \
+            _where_operand(x) and _where_operand(y):  # the commonest call, its checks short
+        return apply(WHERE, (x, y), {"cond": condition.astype(bool)})
     return apply(WHERE, (operand_or_raise(x), operand_or_raise(y)), {"cond": _plain_cond(condition)})
 
 
