@@ -239,12 +239,9 @@ CONCAT = Primitive("concatenate", _concat_impl, _concat_vjp, _concat_jvp)
 def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     if out is None and dtype is None and type(axis) is int and type(arrays) in (list, tuple) \
             and _array.SHORTCUTS:
-        xs = _plain_arrays(arrays)  # the commonest call, without the general checks below
-        if xs:
-            nd = ndim(xs[0])
-            if -nd <= axis < nd:
-                r = _concat_reverse(xs, axis % nd)
-                return apply(CONCAT, xs, {"axis": axis % nd}) if r is None else r
+        r = _concat_reverse(arrays, axis)  # the commonest call, without the checks below
+        if r is not None:
+            return r
     no_out("concatenate", out)
     float_dtype("concatenate", dtype)
     xs = [operand_or_raise(a) for a in arrays]
@@ -260,30 +257,45 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     return cast(apply(CONCAT, xs, {"axis": normalize_axis_index(axis, nd)}), dtype)
 
 
-def _concat_reverse(xs, axis):
-    """``np.concatenate(xs, axis)`` of plain arrays and array duals of one open reverse trace
-    (None otherwise): what ``apply(CONCAT)`` records, with a rule that gives the dual operands'
-    cotangents only (the general path selects them from the rule's one per operand)."""
+def _concat_reverse(arrays, axis):
+    """``np.concatenate(arrays, axis)`` when ``arrays`` are real ndarrays and array duals of one
+    open reverse trace holding plain values, all of one number of dimensions (at least 1) and
+    ``axis`` one of them; None otherwise (the general path). It records what ``apply(CONCAT)``
+    records, with a rule giving the dual operands' cotangents only (the general path selects
+    them from the rule's one per operand)."""
     top = None
     vals = []
     ids = []
-    cut = []  # the dual operands' index into the output along axis
-    pre = (slice(None),) * axis
+    cut = []  # the dual operands' positions in the output along axis
+    nd = -1
     o = 0
-    for x in xs:
-        if type(x) is ArrayDual:
+    for x in arrays:
+        tx = type(x)
+        if tx is ArrayDual:
             t = x.trace
             if top is None:
                 top = t
             elif t is not top:
                 return None
             v = x.value
-            n = v.shape[axis]
+            if type(v) is not np.ndarray:
+                return None
+        elif tx is np.ndarray and x.dtype.kind in "fiub":
+            v = x
+        else:
+            return None
+        if nd < 0:
+            nd = v.ndim
+            if nd == 0 or not -nd <= axis < nd:
+                return None
+            axis %= nd
+            pre = (slice(None),) * axis
+        elif v.ndim != nd:
+            return None
+        n = v.shape[axis]
+        if tx is ArrayDual:
             ids.append(x.id)
             cut.append(pre + (slice(o, o + n),))
-        else:
-            v = x
-            n = v.shape[axis]
         vals.append(v)
         o += n
     if top is None or top.is_forward or top.closed or _array._trace.lifting:
@@ -299,29 +311,6 @@ def _concat_reverse(xs, axis):
             return tuple([getitem(ct, k, True) for k in cut])
 
     return ArrayDual(out, top, top.push_linear(ids, rule), None)
-
-
-def _plain_arrays(arrays):
-    """``arrays`` as a list when each is a real array dual of a plain value or a real ndarray
-    (what ``operand`` keeps as it is), all of one number of dimensions, at least 1; else None."""
-    xs = []
-    nd = -1
-    for a in arrays:
-        ta = type(a)
-        if ta is ArrayDual:
-            v = a.value
-            if type(v) is not np.ndarray:
-                return None
-            n = v.ndim
-        elif ta is np.ndarray and a.dtype.kind in "fiub":
-            n = a.ndim
-        else:
-            return None
-        if n == 0 or nd >= 0 and n != nd:
-            return None
-        nd = n
-        xs.append(a)
-    return xs
 
 
 def _is_scalar_item(e):
