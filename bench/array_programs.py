@@ -17,6 +17,9 @@ arithmetic and ``@`` are ordinary operators.
   arrays (2n + 1 operations).
 - ``rk4small``: n RK4 steps of Lotka-Volterra on a 2-element numpy state (29n + 2
   operations): the same overhead in the program a user writes.
+- ``stencil``: n explicit heat-equation steps on 64 grid points, numpy's finite-difference
+  shape (slices, a scalar times an array, ``concatenate`` for the boundary, a clip at 0 by
+  ``maximum``; 11n + 2 operations): the per-operation overhead of simulation and PDE code.
 
 ``ops(n)`` counts scalar floating-point work (multiply-adds), not deltaad bindings.
 """
@@ -49,6 +52,12 @@ class NumpyLike:
     def const(self, a):
         return a
 
+    def concatenate(self, xs):
+        return self.mod.concatenate(xs)
+
+    def maximum(self, x, c):
+        return self.mod.maximum(x, c)
+
 
 class TorchArrays:
     """The same functions on float64 torch tensors."""
@@ -69,6 +78,12 @@ class TorchArrays:
         if axis is None:
             return self.torch.amax(x)
         return self.torch.amax(x, dim=axis, keepdim=keepdims)
+
+    def concatenate(self, xs):
+        return self.torch.cat(xs)
+
+    def maximum(self, x, c):
+        return self.torch.clamp(x, min=c)
 
     def const(self, a):
         # fixed data: converted once (shares memory with the numpy array)
@@ -277,6 +292,33 @@ def rk4small_input(n, rng):
 
 
 # --------------------------------------------------------------------------------------------
+# stencil: a finite-difference time loop on a small grid
+
+STENCIL_POINTS = 64
+STENCIL_C = 0.2     # diffusion number (stable below 1/2)
+_STENCIL_ZERO = np.zeros(1)
+
+
+def stencil(ns, n, params):
+    """n explicit heat-equation steps on 64 points, zero at both ends, the source term
+    clipped at 0, then the sum of squares: ``u = max(u + c * concat([0], lap(u), [0]) + s, 0)``
+    with ``lap(u) = u[2:] - 2 u[1:-1] + u[:-2]`` (11 operations a step)."""
+    A = array_ns(ns)
+    u, s = params
+    z = A.const(_STENCIL_ZERO)
+    c = STENCIL_C
+    for _ in range(n):
+        lap = u[2:] - 2.0 * u[1:-1] + u[:-2]
+        u = A.maximum(u + c * A.concatenate([z, lap, z]) + s, 0.0)
+    return A.sum(u * u)
+
+
+def stencil_input(n, rng):
+    g = _rng(rng)
+    return (g.uniform(0.0, 1.0, STENCIL_POINTS), g.uniform(-0.01, 0.01, STENCIL_POINTS))
+
+
+# --------------------------------------------------------------------------------------------
 # registration
 
 ARRAY_MODES = ("float", "deltaad-c", "deltaad-python", "torch", "autograd", "jax")
@@ -311,5 +353,12 @@ register(Program(
     description="n RK4 steps of Lotka-Volterra on a 2-element numpy state, then a sum of "
                 "squares (per-op overhead of a realistic small-array program)",
     ops_text="29n+2", kind="array", modes=ARRAY_MODES, ops_are_bindings=True, spec_n=150,
+    overhead=True,
+    preset_sizes={"tiny": [2, 4, 8], "quick": [15, 50, 150], "full": [15, 50, 150, 500, 1500]}))
+register(Program(
+    "stencil", stencil, lambda n: 11 * n + 2, stencil_input, n_max=3000, check_n=3,
+    description="n explicit heat-equation steps on 64 points (slices, concatenate, maximum), "
+                "then a sum of squares (per-op overhead of numpy simulation code)",
+    ops_text="11n+2", kind="array", modes=ARRAY_MODES, ops_are_bindings=True, spec_n=150,
     overhead=True,
     preset_sizes={"tiny": [2, 4, 8], "quick": [15, 50, 150], "full": [15, 50, 150, 500, 1500]}))

@@ -821,7 +821,9 @@ def _overhead_section(results):
     return ["## Per-operation overhead on small arrays", "",
             "`smallops`, `smallops1`, `smallops16`: `y = sin(y) + x` n times on shape-(3,), "
             "(1,), (16,) arrays, then a sum (2n + 1 operations); `rk4small`: RK4 of a 2-element "
-            "Lotka-Volterra state (29n + 2 operations); gradient time per operation.", "",
+            "Lotka-Volterra state (29n + 2 operations); `stencil`: heat-equation steps on 64 "
+            "points (slices, concatenate, maximum; 11n + 2 operations); gradient time per "
+            "operation.", "",
             _md_table(OVERHEAD_HEADER, rows), ""]
 
 
@@ -900,7 +902,7 @@ def terminal(results):
         out += _text_table(CKPT_HEADER, rows) + [""]
     rows = _overhead_table_rows(results)
     if rows:
-        out += ["== per-operation overhead on small arrays (smallops, rk4small)"]
+        out += ["== per-operation overhead on small arrays (smallops, rk4small, stencil)"]
         out += _text_table(OVERHEAD_HEADER, rows) + [""]
     out += headline_text(results)
     return "\n".join(_fit(out))

@@ -88,8 +88,41 @@ def _selects_nothing(shape, idx):
         return False
 
 
+# The short paths of the commonest calls on the reverse trace (one to three operands that are
+# duals of the recording tape holding plain values, or constants; basic indexing; x.reshape,
+# x.ravel, x.T; np.concatenate; np.maximum with a float bound): each records exactly what the
+# general path records. ``set_shortcuts(False)`` takes the general path everywhere, which is how
+# the tests compare the two bit for bit.
+SHORTCUTS = True
+
+
+def set_shortcuts(flag):
+    """Switch the short paths on or off; returns the previous setting."""
+    global SHORTCUTS
+    old = SHORTCUTS
+    SHORTCUTS = bool(flag)
+    return old
+
+
 def apply(prim, args, params=_EMPTY):
     """Apply ``prim`` to ``args`` (any mix of duals of any levels and constants)."""
+    if not SHORTCUTS:
+        pass
+    elif len(args) == 1 and type(args[0]) is ArrayDual:  # the commonest: one plain array dual
+        a = args[0]
+        top = a.trace
+        v = a.value
+        if type(v) is np.ndarray and not top.is_forward and not top.closed and \
+                not _trace.lifting:
+            return _apply_reverse1(prim, v, top, a.id, params)
+    elif len(args) == 2:
+        r = _apply_reverse2(prim, args[0], args[1], params)
+        if r is not None:
+            return r
+    elif args:
+        r = _apply_reverse_n(prim, args, params)
+        if r is not None:
+            return r
     top = None
     for a in args:
         ta = type(a)
@@ -163,6 +196,146 @@ def apply(prim, args, params=_EMPTY):
     if scalar is not None or len(keep) != k:
         rule = select(rule, keep, scalar)
     if type(out) is np.ndarray:  # wrap(), inlined for the commonest result
+        r = _new(ArrayDual)
+        r.value = out
+        r.trace = top
+        r.id = top.push_linear(ids, rule)
+        r.tangent = None
+        return r
+    return wrap(out, top, top.push_linear(ids, rule), None)
+
+
+def _apply_reverse1(prim, v, top, i, params):
+    """:func:`apply` of a primitive of one operand, an array dual of the open reverse trace
+    ``top`` with id ``i`` and plain value ``v``: the same steps, none of the general case's
+    sorting of operands by level."""
+    if params:
+        out = prim.impl(v, **params)
+        if type(out) is not np.ndarray and type(out) is not float and \
+                type(out) not in _trace.recorders:
+            out = _as_ndarray(out)
+        rule = prim.vjp(out, [v], [True], **params)
+    else:
+        out = prim.impl(v)
+        if type(out) is not np.ndarray and type(out) is not float and \
+                type(out) not in _trace.recorders:
+            out = _as_ndarray(out)
+        rule = prim.vjp(out, [v], [True])
+    if type(out) is np.ndarray:
+        r = _new(ArrayDual)
+        r.value = out
+        r.trace = top
+        r.id = top.push_linear([i], rule)
+        r.tangent = None
+        return r
+    return wrap(out, top, top.push_linear([i], rule), None)
+
+
+def _apply_reverse2(prim, a, b, params):
+    """:func:`apply` of a primitive of two operands when every dual among them is of one open
+    reverse trace and holds a plain value (None otherwise: the general case): the same steps,
+    without the general case's loops over operands."""
+    ta = type(a)
+    tb = type(b)
+    da = ta is ArrayDual or ta is Dual
+    db = tb is ArrayDual or tb is Dual
+    if da:
+        top = a.trace
+        if db and b.trace is not top:
+            return None
+    elif db:
+        top = b.trace
+    else:
+        return None
+    if top.is_forward or top.closed or _trace.lifting:
+        return None
+    if da:
+        va = a.value
+        tv = type(va)
+        if tv is ArrayDual or tv is Dual:
+            return None
+    else:
+        va = a
+    if db:
+        vb = b.value
+        tv = type(vb)
+        if tv is ArrayDual or tv is Dual:
+            return None
+    else:
+        vb = b
+    vals = [va, vb]
+    out = prim.impl(va, vb, **params) if params else prim.impl(va, vb)
+    if type(out) is not np.ndarray and type(out) is not float and \
+            type(out) not in _trace.recorders:
+        out = _as_ndarray(out)
+    on = [da, db]
+    rule = prim.vjp(out, vals, on, **params) if params else prim.vjp(out, vals, on)
+    if da and db:
+        ids = [a.id, b.id]
+        if ta is Dual:
+            rule = select(rule, [0, 1], [0, 1] if tb is Dual else [0])
+        elif tb is Dual:
+            rule = select(rule, [0, 1], [1])
+    elif da:
+        ids = [a.id]
+        rule = select(rule, [0], [0] if ta is Dual else None)
+    else:
+        ids = [b.id]
+        rule = select(rule, [1], [0] if tb is Dual else None)
+    if type(out) is np.ndarray:
+        r = _new(ArrayDual)
+        r.value = out
+        r.trace = top
+        r.id = top.push_linear(ids, rule)
+        r.tangent = None
+        return r
+    return wrap(out, top, top.push_linear(ids, rule), None)
+
+
+def _apply_reverse_n(prim, args, params):
+    """:func:`_apply_reverse2` for any number of operands (``np.concatenate``'s, ``np.where``'s):
+    None unless every dual among them is of one open reverse trace and holds a plain value."""
+    top = None
+    vals = []
+    on = []
+    ids = []
+    keep = []
+    scalar = None
+    k = 0
+    for a in args:
+        ta = type(a)
+        if ta is ArrayDual or ta is Dual:
+            t = a.trace
+            if top is None:
+                top = t
+            elif t is not top:
+                return None
+            v = a.value
+            tv = type(v)
+            if tv is ArrayDual or tv is Dual:
+                return None
+            if ta is Dual:
+                if scalar is None:
+                    scalar = []
+                scalar.append(len(keep))
+            vals.append(v)
+            on.append(True)
+            ids.append(a.id)
+            keep.append(k)
+        else:
+            vals.append(a)
+            on.append(False)
+        k += 1
+    if top is None or top.is_forward or top.closed or _trace.lifting:
+        return None
+    out = prim.impl(*vals, **params) if params else prim.impl(*vals)
+    if type(out) is not np.ndarray and type(out) is not float and \
+            type(out) not in _trace.recorders:
+        out = _as_ndarray(out)
+    rule = prim.vjp(out, vals, on, **params) if params else prim.vjp(out, vals, on)
+    if scalar is not None or len(keep) != k:
+        rule = select(rule, keep, scalar)
+    if type(out) is np.ndarray:
         r = _new(ArrayDual)
         r.value = out
         r.trace = top
@@ -247,6 +420,8 @@ def to_scalar(c):
     t = type(c)
     if t is float or t is Dual:
         return c
+    if t is np.ndarray:  # (np.sum's own reduction, by the method: the same bits)
+        return float(c.sum()) if c.ndim else float(c)
     if t is ArrayDual:
         if c.ndim != 0:
             c = np.sum(c)
@@ -620,6 +795,32 @@ def _getitem_jvp(out, vals, tans, idx, unique):
 GETITEM = Primitive("getitem", _getitem_impl, _getitem_vjp, _getitem_jvp)
 
 
+def _getitem_reverse(v, top, i, idx):
+    """``x[idx]`` for basic indices ``idx`` (ints, slices, ``None``, ``...``) of an array dual
+    of the open reverse trace ``top`` (id ``i``, plain value ``v``): what ``apply(GETITEM)``
+    records, its steps inlined (these are the commonest operations of stencil code)."""
+    out = v[idx]
+    shape = v.shape
+    dt = v.dtype
+
+    def rule(ct):
+        if type(ct) is np.ndarray:
+            z = np.zeros(shape, dtype=dt)
+            z[idx] = ct
+            return (z,)
+        return (scatter(ct, shape, dt, idx, True),)
+
+    if type(out) is np.ndarray:
+        r = _new(ArrayDual)
+        r.value = out
+        r.trace = top
+        r.id = top.push_linear([i], rule)
+        r.tangent = None
+        r._sliced = True
+        return r
+    return Dual(float(out), top, top.push_linear([i], rule), None)
+
+
 def getitem(x, idx, unique=None):
     """``x[idx]`` for a plain array or a dual; ``idx`` normalised unless ``unique`` is given."""
     if unique is None:
@@ -758,6 +959,8 @@ def at(x):
 
 
 def _reshape_impl(v, shape):
+    if type(v) is np.ndarray:  # (what np.reshape calls)
+        return v.reshape(shape)
     return np.reshape(v, shape)
 
 
@@ -775,6 +978,25 @@ def _reshape_jvp(out, vals, tans, shape):
 
 
 RESHAPE = Primitive("reshape", _reshape_impl, _reshape_vjp, _reshape_jvp)
+
+
+def _transpose_impl(v, axes):
+    return np.transpose(v, axes)
+
+
+def _transpose_vjp(out, vals, on, axes):
+    inv = [0] * len(axes)  # the inverse permutation (np.argsort's, without a numpy call)
+    for j, a in enumerate(axes):
+        inv[a] = j
+    inv = tuple(inv)
+
+    def rule(ct):
+        return (np.transpose(ct, inv),)
+
+    return rule
+
+
+TRANSPOSE = Primitive("transpose", _transpose_impl, _transpose_vjp, lambda out, vals, tans, axes: np.transpose(tans[0], axes))
 
 
 def reshape(x, shape):
@@ -851,6 +1073,24 @@ def _basic(idx):
     if type(idx) is tuple:
         return all(isinstance(i, _BASIC) and not isinstance(i, bool) for i in idx)
     return isinstance(idx, _BASIC) and not isinstance(idx, bool)
+
+
+def _ints(shape):
+    """Whether ``shape`` holds only Python ints (what np.reshape's rule makes of a shape)."""
+    for n in shape:
+        if type(n) is not int:
+            return False
+    return True
+
+
+def _plain_basic(idx):
+    """Whether the tuple ``idx`` holds only ints, slices, ``None`` and ``...`` (the Python
+    types themselves): what :func:`normalize_index` leaves as it is, a view in numpy."""
+    for k in idx:
+        tk = type(k)
+        if tk is not int and tk is not slice and k is not None and k is not Ellipsis:
+            return False
+    return True
 
 
 def _inplace(op):
@@ -959,6 +1199,9 @@ class ArrayDual:
 
     @property
     def T(self):
+        v = self.value
+        if SHORTCUTS and type(v) is np.ndarray and v.ndim == 2:  # a matrix: np.transpose's rule, short
+            return apply(TRANSPOSE, (self,), {"axes": (1, 0)})
         return registry.FUNCTIONS[np.transpose](self)
 
     @property
@@ -997,6 +1240,18 @@ class ArrayDual:
             yield r
 
     def __getitem__(self, idx):
+        ti = type(idx)
+        if SHORTCUTS and (ti is int or ti is slice or ti is tuple and _plain_basic(idx)):
+            # basic indices are their own normal form (no normalize_index) and give a view
+            t = self.trace
+            v = self.value
+            if type(v) is np.ndarray and not t.is_forward and not t.closed and \
+                    not _trace.lifting:
+                return _getitem_reverse(v, t, self.id, idx if ti is tuple else (idx,))
+            r = apply(GETITEM, (self,), {"idx": idx if ti is tuple else (idx,), "unique": True})
+            if type(r) is ArrayDual:
+                r._sliced = True
+            return r
         r = getitem(self, idx)
         if type(r) is ArrayDual and _basic(idx):
             r._sliced = True
@@ -1032,45 +1287,49 @@ class ArrayDual:
     # -- arithmetic --
     def __add__(self, other):
         to = type(other)
-        if to is ArrayDual or to is float:
+        if to is ArrayDual or to is float or to is Dual:
             return _UFUNCS[np.add](self, other)
         return _binop(np.add, self, other)
 
     def __radd__(self, other):
-        if type(other) is float:
+        to = type(other)
+        if to is float or to is Dual:
             return _UFUNCS[np.add](other, self)
         return _binop(np.add, other, self)
 
     def __sub__(self, other):
         to = type(other)
-        if to is ArrayDual or to is float:
+        if to is ArrayDual or to is float or to is Dual:
             return _UFUNCS[np.subtract](self, other)
         return _binop(np.subtract, self, other)
 
     def __rsub__(self, other):
-        if type(other) is float:
+        to = type(other)
+        if to is float or to is Dual:
             return _UFUNCS[np.subtract](other, self)
         return _binop(np.subtract, other, self)
 
     def __mul__(self, other):
         to = type(other)
-        if to is ArrayDual or to is float:
+        if to is ArrayDual or to is float or to is Dual:
             return _UFUNCS[np.multiply](self, other)
         return _binop(np.multiply, self, other)
 
     def __rmul__(self, other):
-        if type(other) is float:
+        to = type(other)
+        if to is float or to is Dual:
             return _UFUNCS[np.multiply](other, self)
         return _binop(np.multiply, other, self)
 
     def __truediv__(self, other):
         to = type(other)
-        if to is ArrayDual or to is float:
+        if to is ArrayDual or to is float or to is Dual:
             return _UFUNCS[np.true_divide](self, other)
         return _binop(np.true_divide, self, other)
 
     def __rtruediv__(self, other):
-        if type(other) is float:
+        to = type(other)
+        if to is float or to is Dual:
             return _UFUNCS[np.true_divide](other, self)
         return _binop(np.true_divide, other, self)
 
@@ -1178,7 +1437,14 @@ class ArrayDual:
     def reshape(self, *shape, order="C"):
         if len(shape) == 1 and not isinstance(shape[0], int):
             shape = shape[0]
+        if SHORTCUTS and order == "C" and type(shape) is tuple and _ints(shape):  # np.reshape's rule, short
+            return apply(RESHAPE, (self,), {"shape": shape})
         return registry.FUNCTIONS[np.reshape](self, shape, order=order)
+
+    def ravel(self, order="C"):
+        if SHORTCUTS and order == "C":  # np.ravel's rule, short
+            return apply(RESHAPE, (self,), {"shape": (-1,)})
+        return registry.FUNCTIONS[np.ravel](self, order)
 
     def transpose(self, *axes):
         if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
@@ -1216,7 +1482,7 @@ class ArrayDual:
 _METHODS = {
     "sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min, "var": np.var,
     "std": np.std, "cumsum": np.cumsum, "cumprod": np.cumprod, "swapaxes": np.swapaxes,
-    "squeeze": np.squeeze, "ravel": np.ravel, "dot": np.dot, "clip": np.clip, "repeat": np.repeat,
+    "squeeze": np.squeeze, "dot": np.dot, "clip": np.clip, "repeat": np.repeat,
     "take": np.take, "diagonal": np.diagonal, "argmax": np.argmax,
     "argmin": np.argmin, "argsort": np.argsort, "nonzero": np.nonzero, "all": np.all,
     "any": np.any, "round": np.round, "ptp": np.ptp,

@@ -817,6 +817,11 @@ def repack(r):
 def binop(op, a, b):
     """Python's operator ``op`` (``"add"``, ``"mul"``...) on operands one of which is complex;
     NotImplemented when neither is (so the other operand's reflected method is tried)."""
+    ta = type(a)
+    tb = type(b)
+    if (ta is ArrayDual or ta is Dual or ta is float) and \
+            (tb is ArrayDual or tb is Dual or tb is float):  # real operands: first, and cheap
+        return NotImplemented
     if not (_complex_operand(a) or _complex_operand(b)):
         return NotImplemented
     load_rules()
@@ -848,6 +853,10 @@ def involved(xs):
             for e in x:
                 te = type(e)
                 if te is ArrayDual or te is Dual or te is float:
+                    continue
+                if te is np.ndarray:  # (is_plain_complex, inlined for the commonest item)
+                    if e.dtype.kind == "c":
+                        return True
                     continue
                 if te is ComplexDual or is_plain_complex(e):
                     return True

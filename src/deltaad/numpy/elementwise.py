@@ -25,6 +25,7 @@ from .._backend import B
 from .._errors import complex_error, escaped_error
 from ..trace import dtype_of, is_dual
 from ..trace import value as strip
+from . import array as _array
 from . import registry
 from ..trace import recorded_arrays, recorders
 from .array import as_ndarray
@@ -614,22 +615,46 @@ POWER = _binary("power", _pow_impl, _pow_partials)
 FLOAT_POWER = _binary("float_power", np.float_power, _pow_partials)
 
 
+_all = np.logical_and.reduce
+
+
 def _choice_weights(a, b, y, on, greater, ignore_nan):
+    oa, ob = on
+    if oa and not ob and type(b) is float and b == b and _array.SHORTCUTS:  # np.maximum(x, 0.0): a plain bound
+        av = a.value if type(a) is ArrayDual else a
+        if type(av) is np.ndarray:
+            # what the general case below computes when nothing ties and nothing is nan: where
+            # every entry is either side of the bound (a tie or a nan is neither)
+            g = greater(av, b)
+            if _all(g | greater(b, av), None):
+                return g.astype(dtype_of(y)), None
     av = as_ndarray(strip(a))
     bv = as_ndarray(strip(b))
     dt = dtype_of(y)
-    eq = (av == bv) * 0.5
-    wa = (greater(av, bv) + eq).astype(dt)
-    wb = (greater(bv, av) + eq).astype(dt)
+    # Only the weights of the operands that are duals (a constant's are never used). The
+    # weights are 0, 1/2 and 1, exact in every float dtype: without a tie, the comparison
+    # itself converted (what adding the tie's zero halves gives, with two numpy calls fewer).
+    eq = av == bv
+    if eq.any():
+        eq = eq * 0.5
+        wa = (greater(av, bv) + eq).astype(dt) if oa else None
+        wb = (greater(bv, av) + eq).astype(dt) if ob else None
+    else:
+        wa = greater(av, bv).astype(dt) if oa else None
+        wb = greater(bv, av).astype(dt) if ob else None
     na = np.isnan(av)
     nb = np.isnan(bv)
     if na.any() or nb.any():
         if ignore_nan:  # fmax/fmin: the non-nan argument is chosen
-            wa = np.where(nb & ~na, 1.0, np.where(na, 0.0, wa)).astype(dt)
-            wb = np.where(na & ~nb, 1.0, np.where(nb, 0.0, wb)).astype(dt)
+            if oa:
+                wa = np.where(nb & ~na, 1.0, np.where(na, 0.0, wa)).astype(dt)
+            if ob:
+                wb = np.where(na & ~nb, 1.0, np.where(nb, 0.0, wb)).astype(dt)
         else:  # maximum/minimum propagate nan: it comes from the nan argument
-            wa = np.where(na, 1.0, np.where(nb, 0.0, wa)).astype(dt)
-            wb = np.where(na, 0.0, np.where(nb, 1.0, wb)).astype(dt)
+            if oa:
+                wa = np.where(na, 1.0, np.where(nb, 0.0, wa)).astype(dt)
+            if ob:
+                wb = np.where(na, 0.0, np.where(nb, 1.0, wb)).astype(dt)
     return wa, wb
 
 
@@ -787,12 +812,22 @@ def _plain_cond(c):
     return as_ndarray(strip(c)).astype(bool)
 
 
+def _where_operand(x):
+    """Whether ``operand_or_raise`` keeps ``x`` as it is: an array dual, a float, a real
+    ndarray."""
+    t = type(x)
+    return t is ArrayDual or t is float or t is np.ndarray and x.dtype.kind in "fiub"
+
+
 @register(np.where)
 def where(condition, x=NoValue, y=NoValue):
     if x is NoValue and y is NoValue:
         return np.nonzero(_plain_cond(condition))
     if x is NoValue or y is NoValue:
         raise ValueError("either both or neither of x and y should be given")
+    if type(condition) is np.ndarray and condition.dtype.kind == "b" and _array.SHORTCUTS and \
+            _where_operand(x) and _where_operand(y):  # the commonest call, its checks short
+        return apply(WHERE, (x, y), {"cond": condition.astype(bool)})
     return apply(WHERE, (operand_or_raise(x), operand_or_raise(y)), {"cond": _plain_cond(condition)})
 
 

@@ -18,27 +18,14 @@ from .args import (
 )
 from .array import as_ndarray
 from .array import (
-    Dual, Primitive, has_dual, apply, getitem, operand_or_raise,
+    TRANSPOSE, ArrayDual, Dual, Primitive, has_dual, apply, getitem, operand_or_raise,
     pack_scalars, reshape, shape_of, unbroadcast, update, zeros_of,
 )
+from . import array as _array
 from .define import register
 from .elementwise import where
 
 
-def _transpose_impl(v, axes):
-    return np.transpose(v, axes)
-
-
-def _transpose_vjp(out, vals, on, axes):
-    inv = tuple(int(i) for i in np.argsort(axes))
-
-    def rule(ct):
-        return (np.transpose(ct, inv),)
-
-    return rule
-
-
-TRANSPOSE = Primitive("transpose", _transpose_impl, _transpose_vjp, lambda out, vals, tans, axes: np.transpose(tans[0], axes))
 
 
 def transpose(x, axes=None):
@@ -250,6 +237,11 @@ CONCAT = Primitive("concatenate", _concat_impl, _concat_vjp, _concat_jvp)
 
 @register(np.concatenate, np_fn("concat"))
 def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    if out is None and dtype is None and type(axis) is int and type(arrays) in (list, tuple) \
+            and _array.SHORTCUTS:
+        r = _concat_reverse(arrays, axis)  # the commonest call, without the checks below
+        if r is not None:
+            return r
     no_out("concatenate", out)
     float_dtype("concatenate", dtype)
     xs = [operand_or_raise(a) for a in arrays]
@@ -263,6 +255,62 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
             raise ValueError("zero-dimensional arrays cannot be concatenated")
     nd = ndim(xs[0])
     return cast(apply(CONCAT, xs, {"axis": normalize_axis_index(axis, nd)}), dtype)
+
+
+def _concat_reverse(arrays, axis):
+    """``np.concatenate(arrays, axis)`` when ``arrays`` are real ndarrays and array duals of one
+    open reverse trace holding plain values, all of one number of dimensions (at least 1) and
+    ``axis`` one of them; None otherwise (the general path). It records what ``apply(CONCAT)``
+    records, with a rule giving the dual operands' cotangents only (the general path selects
+    them from the rule's one per operand)."""
+    top = None
+    vals = []
+    ids = []
+    cut = []  # the dual operands' positions in the output along axis
+    nd = -1
+    o = 0
+    for x in arrays:
+        tx = type(x)
+        if tx is ArrayDual:
+            t = x.trace
+            if top is None:
+                top = t
+            elif t is not top:
+                return None
+            v = x.value
+            if type(v) is not np.ndarray:
+                return None
+        elif tx is np.ndarray and x.dtype.kind in "fiub":
+            v = x
+        else:
+            return None
+        if nd < 0:
+            nd = v.ndim
+            if nd == 0 or not -nd <= axis < nd:
+                return None
+            axis %= nd
+            pre = (slice(None),) * axis
+        elif v.ndim != nd:
+            return None
+        n = v.shape[axis]
+        if tx is ArrayDual:
+            ids.append(x.id)
+            cut.append(pre + (slice(o, o + n),))
+        vals.append(v)
+        o += n
+    if top is None or top.is_forward or top.closed or _array._trace.lifting:
+        return None
+    out = _concat_impl(*vals, axis=axis)
+    if len(cut) == 1:
+        k0 = cut[0]
+
+        def rule(ct):
+            return (getitem(ct, k0, True),)
+    else:
+        def rule(ct):
+            return tuple([getitem(ct, k, True) for k in cut])
+
+    return ArrayDual(out, top, top.push_linear(ids, rule), None)
 
 
 def _is_scalar_item(e):
