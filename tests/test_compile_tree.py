@@ -59,7 +59,7 @@ def at(i):
 
 def the_tree(cg):
     (entries,) = cg._cache.values()
-    (tree,) = [e[2] for e in entries]
+    (tree,) = [e[1] for e in entries]
     assert type(tree) is compile_module._Tree
     return tree
 
