@@ -353,20 +353,15 @@ cdef void _put(_Opt* o, Instr* d, int gid) noexcept nogil:
     o.m += 1
 
 
-cdef int _const_slot(_Opt* o, double c) noexcept nogil:
-    """The slot of constant ``c`` (written when there is none)."""
+cdef int _find_const(_Opt* o, double c) noexcept nogil:
+    """The slot of constant ``c`` already written, else -1."""
     cdef Instr d
-    cdef int s
     d.op = CONST
     d.a = 0
     d.b = 0
     d.k = 0
     d.c = c
-    s = _lookup(o, &d)
-    if s < 0:
-        s = <int>o.m
-        _put(o, &d, -1)
-    return s
+    return _lookup(o, &d)
 
 
 cdef void _range_guard(_Opt* o, int a, int lo, int hi) noexcept nogil:
@@ -383,7 +378,7 @@ cdef void _range_guard(_Opt* o, int a, int lo, int hi) noexcept nogil:
 
 
 cdef Instr* _optimize(Instr* src, Py_ssize_t n, int* outs, Py_ssize_t nouts,
-                      Py_ssize_t* out_n, int** out_gid, bint* guarded) except NULL:
+                      Py_ssize_t* out_n, int** out_gid, bint* guarded, bint fold=True) except NULL:
     """The recorded instructions ``src[:n]`` rewritten to give the same bits with less work;
     ``outs`` renumbered in place, the new count in ``out_n``, per instruction the recorded
     instruction whose check it makes in ``out_gid`` (a guard fused into an instruction names
@@ -395,9 +390,12 @@ cdef Instr* _optimize(Instr* src, Py_ssize_t n, int* outs, Py_ssize_t nouts,
       an input, a constant or a Python function can bring: those are kept);
     - ``x + x`` is ``x * 2.0`` (bit for bit: both exact or both inf, a NaN kept and quieted
       alike), and ``x / c`` for a power of two ``c`` (with a normal reciprocal) is
-      ``x * (1 / c)`` (the same real quotient, rounded once);
-    - a product of a product by a power of two, ``(x * c1) * c2``, is ``x * (c1 * c2)``, or
-      ``x`` when ``c1 * c2`` is 1.0 -- the same bits wherever the intermediate ``x * c1`` is
+      ``x * (1 / c)`` (the same real quotient, rounded once; rewritten where that constant
+      is there already);
+    - a product of a product by a power of two, ``(x * c1) * c2``, is ``x`` when ``c1 * c2``
+      is 1.0, or ``x * (c1 * c2)`` (where ``x * c1`` has no other use and that constant is
+      there already: the program is never longer) -- the same bits wherever the
+      intermediate ``x * c1`` is
       exact: where it is neither rounded into the subnormal range nor overflows. That is a
       condition on the binary exponent of ``x`` (0, inf and NaN pass; a NaN must be quiet
       where ``x`` itself is the result), checked at replay by a *range guard* (``G_RANGE``)
@@ -412,14 +410,15 @@ cdef Instr* _optimize(Instr* src, Py_ssize_t n, int* outs, Py_ssize_t nouts,
     A replay either passes every check or returns None, whatever their order, so moving a
     guard's check to where its value is computed keeps what ``run`` returns."""
     cdef Py_ssize_t i, j, m, tsize = 16, cap = 3 * n + 4
-    cdef int op, a, b, x, q, c, e, ec, lo, hi, bs
+    cdef int op, a, b, x, xr = 0, q, c = 0, e, ec, lo, hi, bs
     cdef Instr cur
     cdef Instr* d = &cur
     cdef Instr* p
     cdef Instr* dst
-    cdef bint zero_seen, sg
+    cdef bint zero_seen, sg, sgn
     cdef _Opt o
     cdef int* rep = <int*>PyMem_Malloc((n if n else 1) * sizeof(int))
+    cdef int* uses = <int*>PyMem_Malloc((n if n else 1) * sizeof(int))
     cdef int* live = NULL
     while tsize < 2 * cap:
         tsize *= 2
@@ -435,8 +434,9 @@ cdef Instr* _optimize(Instr* src, Py_ssize_t n, int* outs, Py_ssize_t nouts,
     live = <int*>PyMem_Malloc(cap * sizeof(int))
     guarded[0] = False
     if (rep == NULL or o.dst == NULL or o.gid == NULL or o.snan == NULL or o.base == NULL
-            or o.exp2 == NULL or o.neg == NULL or o.table == NULL or live == NULL):
-        PyMem_Free(rep); PyMem_Free(o.dst); PyMem_Free(o.gid); PyMem_Free(o.snan)
+            or o.exp2 == NULL or o.neg == NULL or o.table == NULL or live == NULL
+            or uses == NULL):
+        PyMem_Free(rep); PyMem_Free(uses); PyMem_Free(o.dst); PyMem_Free(o.gid); PyMem_Free(o.snan)
         PyMem_Free(o.base); PyMem_Free(o.exp2); PyMem_Free(o.neg); PyMem_Free(o.table)
         PyMem_Free(live)
         raise MemoryError("replay: out of memory optimising %d instructions" % n)
@@ -444,6 +444,18 @@ cdef Instr* _optimize(Instr* src, Py_ssize_t n, int* outs, Py_ssize_t nouts,
     try:
         for i in range(tsize):
             o.table[i] = -1
+        for i in range(n):  # how many instructions (and outputs) read each recorded slot
+            uses[i] = 0
+        for i in range(n):
+            op = src[i].op
+            if op != INPUT and op != CONST:
+                if _binary(op):
+                    uses[src[i].a] += 1
+                    uses[src[i].b] += 1
+                elif _unary(op):
+                    uses[src[i].a] += 1
+        for j in range(nouts):
+            uses[outs[j]] += 1
         for i in range(n):
             p = &src[i]
             op = p.op
@@ -475,56 +487,74 @@ cdef Instr* _optimize(Instr* src, Py_ssize_t n, int* outs, Py_ssize_t nouts,
                             continue
                         if q == (q & 127) + (ZZ if zero_seen else NZ):
                             continue  # already checked there
-            elif op == ADD and d.a == d.b and dst[d.a].op != CONST:
-                d.op = op = MUL  # x + x: x * 2.0
-                d.b = _const_slot(&o, 2.0)
-            elif op == DIV and dst[d.b].op == CONST and dst[d.a].op != CONST:
-                e = _pow2(dst[d.b].c)
-                if e != NOT_POW2 and e > -1023 and -e > -1023:  # 1/c normal
-                    d.op = op = MUL
-                    d.b = _const_slot(&o, 1.0 / dst[d.b].c)
-            if op == MUL:
-                if dst[d.b].op == CONST and _bits(dst[d.b].c) == _bits(1.0) and not o.snan[d.a]:
-                    rep[i] = d.a
-                    continue
-                if dst[d.a].op == CONST and _bits(dst[d.a].c) == _bits(1.0) and not o.snan[d.b]:
-                    rep[i] = d.b
-                    continue
-                # x * c, c = ±2**e: fold into x's own product by a power of two
+            elif op == ADD or op == MUL or op == DIV:
+                if op == MUL:
+                    if dst[d.b].op == CONST and _bits(dst[d.b].c) == _bits(1.0) and not o.snan[d.a]:
+                        rep[i] = d.a
+                        continue
+                    if dst[d.a].op == CONST and _bits(dst[d.a].c) == _bits(1.0) and not o.snan[d.b]:
+                        rep[i] = d.b
+                        continue
+                # a product of x by ±2**e: x * c, x / c (x * (1 / c)) or x + x (x * 2.0)
                 x = -1
-                if dst[d.b].op == CONST and dst[d.a].op != CONST:
+                e = NOT_POW2
+                sg = False
+                if op == ADD:
+                    if d.a == d.b and dst[d.a].op != CONST:
+                        x = d.a
+                        xr = p.a
+                        e = 1
+                elif dst[d.b].op == CONST and dst[d.a].op != CONST:
                     x = d.a
+                    xr = p.a
                     c = d.b
-                elif dst[d.a].op == CONST and dst[d.b].op != CONST:
+                elif op == MUL and dst[d.a].op == CONST and dst[d.b].op != CONST:
                     x = d.b
+                    xr = p.b
                     c = d.a
-                e = _pow2(dst[c].c) if x >= 0 else NOT_POW2
-                if e != NOT_POW2 and o.base[x] >= 0:
-                    bs = o.base[x]
-                    ec = o.exp2[x] + e
-                    sg = (o.neg[x] != 0) != (dst[c].c < 0.0)
-                    # x = bs * 2**exp2[x] exact: bs's biased exponent + exp2[x] normal
-                    lo = 1 - o.exp2[x]
-                    hi = 2046 - o.exp2[x]
-                    if lo < 1:
-                        lo = 1
-                    if hi > 2046:
-                        hi = 2046
-                    if lo <= hi and -1022 <= ec <= 1023:
-                        _range_guard(&o, bs, lo, hi)
-                        guarded[0] = True
-                        if ec == 0 and not sg:
-                            rep[i] = bs
-                            continue
-                        d.a = bs
-                        d.b = _const_slot(&o, cm.ldexp(-1.0 if sg else 1.0, ec))
-                        x = bs
-                        e = ec
-                    else:
-                        e = NOT_POW2
-                elif e != NOT_POW2:
+                if x >= 0 and op != ADD:
+                    e = _pow2(dst[c].c)
                     sg = dst[c].c < 0.0
+                    if e != NOT_POW2 and op == DIV:
+                        if e == 1023:  # 1 / c subnormal
+                            e = NOT_POW2
+                        else:
+                            e = -e
+                            q = _find_const(&o, 1.0 / dst[c].c)
+                            if q >= 0:  # (no constant added: no longer program)
+                                d.op = op = MUL
+                                d.b = q
                 if e != NOT_POW2:
+                    if fold and o.base[x] >= 0:
+                        # x = bs * 2**exp2[x]: exact where bs's biased exponent + exp2[x] is
+                        # a normal one (then bs * 2**ec is the product, rounded once)
+                        bs = o.base[x]
+                        ec = o.exp2[x] + e
+                        sgn = (o.neg[x] != 0) != sg
+                        lo = 1 - o.exp2[x]
+                        hi = 2046 - o.exp2[x]
+                        if lo < 1:
+                            lo = 1
+                        if hi > 2046:
+                            hi = 2046
+                        if lo <= hi and -1022 <= ec <= 1023:
+                            if ec == 0 and not sgn:
+                                _range_guard(&o, bs, lo, hi)
+                                guarded[0] = True
+                                rep[i] = bs
+                                continue
+                            # one product, where x has no other use and the constant is
+                            # there (the program is not made longer)
+                            q = _find_const(&o, cm.ldexp(-1.0 if sgn else 1.0, ec))
+                            if q >= 0 and uses[xr] == (2 if op == ADD else 1):
+                                _range_guard(&o, bs, lo, hi)
+                                guarded[0] = True
+                                d.op = op = MUL
+                                d.a = bs
+                                d.b = q
+                                x = bs
+                                e = ec
+                                sg = sgn
                     a = _lookup(&o, d)
                     if a >= 0:
                         rep[i] = a
@@ -547,8 +577,10 @@ cdef Instr* _optimize(Instr* src, Py_ssize_t n, int* outs, Py_ssize_t nouts,
         # dead code: what no output, guard or failing instruction needs
         for j in range(m):
             op = dst[j].op
-            live[j] = (_is_guard(op) or op >= NZ or op == DIV or op == CALL1 or op == CALL2
-                       or FIRST_LIBM <= op < FIRST_LIBM + NLIBM)
+            live[j] = (_is_guard(op) or op >= NZ or op == CALL1 or op == CALL2
+                       or FIRST_LIBM <= op < FIRST_LIBM + NLIBM
+                       or (op == DIV and not (dst[dst[j].b].op == CONST
+                                              and dst[dst[j].b].c != 0.0)))
         for j in range(nouts):
             if rep[outs[j]] < 0:
                 raise ValueError("replay: output slot %d is a guard's" % outs[j])
@@ -576,6 +608,10 @@ cdef Instr* _optimize(Instr* src, Py_ssize_t n, int* outs, Py_ssize_t nouts,
                 i += 1
             else:
                 live[j] = -1
+        if i > n and fold:  # longer than recorded (range guards): without the folds
+            PyMem_Free(dst)
+            dst = NULL
+            return _optimize(src, n, outs, nouts, out_n, out_gid, guarded, False)
         for j in range(nouts):
             outs[j] = live[rep[outs[j]]]
         out_n[0] = i
@@ -587,6 +623,7 @@ cdef Instr* _optimize(Instr* src, Py_ssize_t n, int* outs, Py_ssize_t nouts,
         raise
     finally:
         PyMem_Free(rep)
+        PyMem_Free(uses)
         PyMem_Free(o.gid)
         PyMem_Free(o.snan)
         PyMem_Free(o.base)
