@@ -1281,10 +1281,7 @@ cdef class Program:
                 x = v[p.a]
                 if not cm.isfinite(x) or _round_half_even(x) != p.c:
                     return i
-            elif op == G_RANGE:
-                if not _in_range(v[p.a], p.k):
-                    return i
-            else:  # a libm function (checked when the program was made)
+            elif op != G_RANGE:  # a libm function (checked when the program was made)
                 x = v[p.a]
                 r = _libm(op - FIRST_LIBM, x)
                 if (cm.isnan(r) and not cm.isnan(x)) or (cm.isinf(r) and cm.isfinite(x)):
@@ -1293,6 +1290,8 @@ cdef class Program:
                         return i
                 else:
                     v[i] = r
+            elif not _in_range(v[p.a], p.k):  # the optimiser's range guard
+                return i
         return -1
 
     cdef bint _call(self, double* v, Py_ssize_t i, Instr* p) except -1:
