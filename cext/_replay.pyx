@@ -409,7 +409,7 @@ cdef Instr* _optimize(Instr* src, Py_ssize_t n, int* outs, Py_ssize_t nouts,
 
     A replay either passes every check or returns None, whatever their order, so moving a
     guard's check to where its value is computed keeps what ``run`` returns."""
-    cdef Py_ssize_t i, j, m, tsize = 16, cap = 3 * n + 4
+    cdef Py_ssize_t i, j, m, tsize = 16, cap = 2 * n + 1  # (a range guard and one more each)
     cdef int op, a, b, x, xr = 0, q, c = 0, e, ec, lo, hi, bs
     cdef Instr cur
     cdef Instr* d = &cur
@@ -615,7 +615,12 @@ cdef Instr* _optimize(Instr* src, Py_ssize_t n, int* outs, Py_ssize_t nouts,
         for j in range(nouts):
             outs[j] = live[rep[outs[j]]]
         out_n[0] = i
-        out_gid[0] = o.gid
+        d = <Instr*>PyMem_Realloc(dst, (i if i else 1) * sizeof(Instr))  # (shrinking)
+        if d != NULL:
+            dst = d
+        out_gid[0] = <int*>PyMem_Realloc(o.gid, (i if i else 1) * sizeof(int))
+        if out_gid[0] == NULL:
+            out_gid[0] = o.gid
         o.gid = NULL
         return dst
     except BaseException:
