@@ -674,6 +674,7 @@ cdef class Program:
     # once, and (where optimising shortens it) the optimised forward program (``_exec``)
     cdef list cgrad
     cdef Program fwd
+    cdef bint fwd_made
 
     def __cinit__(self, code, funcs, Py_ssize_t ninputs, outs, bint optimize=True, grad=None,
                   bint inner=False):
@@ -784,7 +785,7 @@ cdef class Program:
         differences, negations, products and quotients by constants: ``x = (x + x) * 0.5``)
         has a gradient that no input changes -- the same sweep from the same seed over the
         same constants, bit for bit: computed here, once. Its forward program is then only
-        values and guards, optimised (kept where that shortens it by half or more)."""
+        values and guards, optimised (see ``_forward``)."""
         cdef Py_ssize_t i, n = self.n
         cdef char c
         cdef int a, b
@@ -815,8 +816,16 @@ cdef class Program:
             self.cgrad = [adj[self.wanted[i]] for i in range(self.nwanted)]
         finally:
             PyMem_Free(v)
-        fwd = Program(_instr_bytes(src, n), self.funcs, self.ninputs, ol, inner=True)
-        if 2 * fwd.n <= n:
+        return 0
+
+    cdef int _forward(self) except -1:
+        """The optimised forward program of a constant-gradient recording (``fwd``), made at
+        its first replay rather than at the recording call; kept where it is at most half
+        as long."""
+        self.fwd_made = True
+        fwd = Program(_instr_bytes(self.code, self.n), self.funcs, self.ninputs,
+                      [self.outs[i] for i in range(self.nouts)], inner=True)
+        if 2 * fwd.n <= self.n:
             self.fwd = fwd
         return 0
 
@@ -927,6 +936,8 @@ cdef class Program:
         cdef Py_ssize_t i, j, m, nbuf
         cdef double stack[1024]
         cdef double* v
+        if self.cgrad is not None and not self.fwd_made:
+            self._forward()
         if self.fwd is not None:  # constant gradient: the optimised forward program
             out = self.fwd._exec(ins, None)
             if out is not None:

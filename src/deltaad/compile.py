@@ -376,14 +376,16 @@ class _Tree:
         satisfy, or ``(None, None, where)``: where a new recording hangs (a recording and the
         outcome it failed with; None: a new root)."""
         attach = None
-        for node in list(self.roots):
+        fail = []
+        for node in tuple(self.roots):
             while node is not None:
-                fail = []
                 res = node.prog.run(floats, fail)
                 if res is not None:
-                    self._touch(node)
+                    if node is not self.last:
+                        self._touch(node)
                     return node, res, None
                 key = _outcome(fail)
+                del fail[:]
                 nxt = None
                 if key is not None:
                     kids = self.kids.get(node)
@@ -395,15 +397,16 @@ class _Tree:
         return None, None, attach
 
     def _touch(self, node):
-        if node is not self.last:
-            self.last = node
-            try:
-                self.order.move_to_end(node)
-                if node in self.roots and self.roots[0] is not node:
-                    self.roots.remove(node)
-                    self.roots.insert(0, node)
-            except (KeyError, ValueError):  # dropped by another thread meanwhile
-                pass
+        """``node`` is now the most recently used (``last``: a call using it again skips
+        this)."""
+        self.last = node
+        try:
+            self.order.move_to_end(node)
+            if node in self.roots and self.roots[0] is not node:
+                self.roots.remove(node)
+                self.roots.insert(0, node)
+        except (KeyError, ValueError):  # dropped by another thread meanwhile
+            pass
 
     def add(self, prog, attach, most):
         """Keep recording ``prog`` (at ``attach``, see ``find``); drop the least recently used
