@@ -180,6 +180,14 @@ class Compiled:
                 if entry[0] == treedef:
                     tree = entry[1]
                     if tree.mode is True:  # (floats: always)
+                        only = tree.only
+                        if only is not None:  # one recording: no failure list, no walk
+                            res = only.prog.run(floats)
+                            if res is not None:
+                                out = only.build(res)
+                                if self.check:
+                                    self._check(out, args, kwargs)
+                                return out
                         node, res, attach = tree.find(floats)
                         if node is None:
                             return self._recording(key, treedef, floats, args, kwargs, attach)
@@ -354,7 +362,7 @@ class _Tree:
     was timed slower), or are still being timed (None; see ``decide``). A structure of
     floats always replays."""
 
-    __slots__ = ("roots", "kids", "parent", "order", "mode", "times", "last")
+    __slots__ = ("roots", "kids", "parent", "order", "mode", "times", "last", "only")
 
     def __init__(self, arrays=False):
         self.roots = []                         # recordings without a parent, most recent first
@@ -367,6 +375,7 @@ class _Tree:
             self.mode = True if choose == "replay" else False if choose == "uncompiled" else None
         self.times = ([], [])                   # seconds of timed replays, uncompiled calls
         self.last = None                        # the recording used last (see ``_touch``)
+        self.only = None                        # the recording, while there is only one
 
     def __len__(self):
         return len(self.order)
@@ -432,6 +441,7 @@ class _Tree:
             for kid in self.kids.pop(old, {}).values():
                 del self.parent[kid]
                 self.roots.append(kid)
+        self.only = prog if len(self.order) == 1 else None
 
     def decide(self):
         """Replay or run uncompiled, once ``RACE_CALLS`` replays and uncompiled calls are
