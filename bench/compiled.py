@@ -78,7 +78,7 @@ def measure(names, ops, reps):
         assert c(xs) == out == vg(xs), name  # the replay is the uncompiled result, bit for bit
         t_replay = _median(lambda: c(xs), reps)
         assert c.recordings_made == 1, name
-        prog = c._cache[next(iter(c._cache))][0][1][0].prog
+        prog = c.recordings()[0].prog
         rows.append(dict(program=name, n=n, ops=p.ops(n), instructions=prog.n,
                          bytes_per_instruction=prog.nbytes / prog.n,
                          tape_bytes_per_op=prog.tape_bytes / p.ops(n),
@@ -114,7 +114,7 @@ def slopes(names, ops, reps):
                 t0 = time.perf_counter()
                 c(xs)
                 firsts.append(time.perf_counter() - t0)
-            prog = c._cache[next(iter(c._cache))][0][1][0].prog
+            prog = c.recordings()[0].prog
             pts.append((n, p.ops(n), _median(lambda: c(xs), reps), STAT(firsts),
                         prog.tape_bytes))
         if len(pts) < 2:

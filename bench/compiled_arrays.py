@@ -80,7 +80,7 @@ def measure(names, reps):
 def _tree(c):
     """The recordings of the compiled function's one input structure."""
     (entries,) = c._cache.values()
-    return entries[0][2]
+    return entries[0][1]
 
 
 def main(argv=None):

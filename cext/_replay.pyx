@@ -55,6 +55,8 @@ cdef enum:
     ADD_ZZ = 258
     SUB_ZZ = 259
     MUL_ZZ = 260
+    G_RANGE = 80  # the optimiser's range guard (never recorded; see ``_optimize``)
+    NOT_POW2 = 99999
 
 cdef enum:  # a gradient recording's sweep code per slot: the operation and which operands
     # are bindings (A: the first, B: the second, AB: both); 0: no binding to sweep
@@ -250,7 +252,7 @@ cdef inline bint _maybe_snan_const(double x) noexcept nogil:
 
 
 cdef inline bint _is_guard(int op) noexcept nogil:
-    return G_LT <= op <= G_ROUND
+    return G_LT <= op <= G_ROUND or op == G_RANGE
 
 
 cdef inline bint _binary(int op) noexcept nogil:
@@ -261,13 +263,14 @@ cdef inline bint _binary(int op) noexcept nogil:
 
 cdef inline bint _unary(int op) noexcept nogil:
     return (op == NEG or op == CALL1 or FIRST_LIBM <= op < FIRST_LIBM + NLIBM
-            or G_BITS <= op <= G_ROUND)
+            or G_BITS <= op <= G_ROUND or op == G_RANGE)
 
 
 cdef inline bint _pure(int op) noexcept nogil:
     """Same operands, same bits (and the same failure): one instruction serves both."""
     return (op == ADD or op == SUB or op == MUL or op == DIV or op == NEG or op == CONST
-            or FIRST_LIBM <= op < FIRST_LIBM + NLIBM or G_LT <= op <= G_ROUND)
+            or FIRST_LIBM <= op < FIRST_LIBM + NLIBM or G_LT <= op <= G_ROUND
+            or op == G_RANGE)
 
 
 cdef inline uint64_t _hash(Instr* p) noexcept nogil:
@@ -284,46 +287,178 @@ cdef inline bint _same(Instr* p, Instr* q) noexcept nogil:
             and _bits(p.c) == _bits(q.c))
 
 
+cdef inline int _pow2(double c) noexcept nogil:
+    """The exponent ``e`` of ``c = ±2**e``, a normal power of two; ``NOT_POW2`` otherwise."""
+    cdef uint64_t u = _bits(c)
+    cdef int e = <int>((u >> 52) & 0x7FF)
+    if (u & 0x000FFFFFFFFFFFFFULL) != 0 or e == 0 or e == 0x7FF:
+        return NOT_POW2
+    return e - 1023
+
+
+cdef inline bint _in_range(double x, int k) noexcept nogil:
+    """A range guard's test (see ``_optimize``): ``x`` is 0, inf, a NaN (a quiet one where
+    bit 22 of ``k`` asks), or normal with its biased exponent in ``[k & 2047, k >> 11 & 2047]``."""
+    cdef uint64_t u = _bits(x)
+    cdef int e = <int>((u >> 52) & 0x7FF)
+    if (k & 0x7FF) <= e <= ((k >> 11) & 0x7FF):
+        return True
+    if e == 0x7FF:
+        return ((k >> 22) & 1) == 0 or (u & 0x000FFFFFFFFFFFFFULL) == 0 or \
+            (u & 0x0008000000000000ULL) != 0
+    return (u << 1) == 0
+
+
+cdef struct _Opt:  # the optimiser's output buffer and what it knows per output slot
+    Instr* dst
+    int* gid      # the recorded instruction whose check an instruction makes (-1: none)
+    char* snan    # may be a signalling NaN
+    int* base     # a product by a power of two: its first factor's slot (-1: not one)
+    int* exp2     # ... and the exponent of the power, with its sign in ``neg``
+    char* neg
+    int* table    # open addressing: slot of each distinct pure instruction
+    Py_ssize_t mask
+    Py_ssize_t m  # instructions written
+
+
+cdef int _lookup(_Opt* o, Instr* d) noexcept nogil:
+    """The slot of an instruction the same as ``d`` already written, else -1 (and where it
+    goes in the table: ``_put``)."""
+    cdef Py_ssize_t h = <Py_ssize_t>(_hash(d) & <uint64_t>o.mask)
+    while o.table[h] >= 0 and not _same(&o.dst[o.table[h]], d):
+        h = (h + 1) & o.mask
+    return o.table[h]
+
+
+cdef void _put(_Opt* o, Instr* d, int gid) noexcept nogil:
+    """Write ``d`` as the next instruction (a pure one into the table as well)."""
+    cdef Py_ssize_t h
+    cdef int op = d.op
+    if _pure(op):
+        h = <Py_ssize_t>(_hash(d) & <uint64_t>o.mask)
+        while o.table[h] >= 0:
+            h = (h + 1) & o.mask
+        o.table[h] = <int>o.m
+    o.dst[o.m] = d[0]
+    o.gid[o.m] = gid
+    o.base[o.m] = -1
+    if op == INPUT or op == CALL1 or op == CALL2:
+        o.snan[o.m] = 1
+    elif op == CONST:
+        o.snan[o.m] = _maybe_snan_const(d.c)
+    elif op == NEG or op == FIRST_LIBM + NLIBM - 1:  # -x and fabs keep a signalling NaN
+        o.snan[o.m] = o.snan[d.a]
+    else:
+        o.snan[o.m] = 0
+    o.m += 1
+
+
+cdef int _find_const(_Opt* o, double c) noexcept nogil:
+    """The slot of constant ``c`` already written, else -1."""
+    cdef Instr d
+    d.op = CONST
+    d.a = 0
+    d.b = 0
+    d.k = 0
+    d.c = c
+    return _lookup(o, &d)
+
+
+cdef void _range_guard(_Opt* o, int a, int lo, int hi) noexcept nogil:
+    """A range guard on slot ``a`` (biased exponents ``lo..hi``; see ``_in_range``): written
+    unless the same one is there."""
+    cdef Instr d
+    d.op = G_RANGE
+    d.a = a
+    d.b = 0
+    d.k = lo | (hi << 11) | ((1 << 22) if o.snan[a] else 0)
+    d.c = 0.0
+    if _lookup(o, &d) < 0:
+        _put(o, &d, -1)
+
+
 cdef Instr* _optimize(Instr* src, Py_ssize_t n, int* outs, Py_ssize_t nouts,
-                      Py_ssize_t* out_n) except NULL:
+                      Py_ssize_t* out_n, int** out_gid, bint* guarded, bint fold=True) except NULL:
     """The recorded instructions ``src[:n]`` rewritten to give the same bits with less work;
-    ``outs`` renumbered in place, the new count in ``out_n``.
+    ``outs`` renumbered in place, the new count in ``out_n``, per instruction the recorded
+    instruction whose check it makes in ``out_gid`` (a guard fused into an instruction names
+    the guard: failures are reported as the recorded program's).
 
     - a guard ``x == 0`` (the backward sweeps' skip test) is fused into the instruction that
       computes ``x`` when that is an addition, subtraction or multiplication (``MUL_NZ``...);
     - ``x * 1.0`` and ``1.0 * x`` are ``x`` (bit for bit, but for a signalling NaN, which only
       an input, a constant or a Python function can bring: those are kept);
+    - ``x + x`` is ``x * 2.0`` (bit for bit: both exact or both inf, a NaN kept and quieted
+      alike), and ``x / c`` for a power of two ``c`` (with a normal reciprocal) is
+      ``x * (1 / c)`` (the same real quotient, rounded once; rewritten where that constant
+      is there already);
+    - a product of a product by a power of two, ``(x * c1) * c2``, is ``x`` when ``c1 * c2``
+      is 1.0, or ``x * (c1 * c2)`` (where ``x * c1`` has no other use and that constant is
+      there already: the program is never longer) -- the same bits wherever the
+      intermediate ``x * c1`` is
+      exact: where it is neither rounded into the subnormal range nor overflows. That is a
+      condition on the binary exponent of ``x`` (0, inf and NaN pass; a NaN must be quiet
+      where ``x`` itself is the result), checked at replay by a *range guard* (``G_RANGE``)
+      placed before the product. Such a program sets ``guarded``: where a range guard (or
+      any check) fails, the caller replays the recorded program instead, so the rewrites
+      never change a result or the failure reported. Identical range guards are one (see
+      below): ``x = (x + x) * 0.5`` repeated is ``x`` and one guard;
     - an instruction the same as an earlier one (operation, operands, constant) is that one,
       and a guard on constants only (it held when recorded) is dropped;
     - an instruction whose value nothing uses and that cannot fail is dropped.
 
     A replay either passes every check or returns None, whatever their order, so moving a
     guard's check to where its value is computed keeps what ``run`` returns."""
-    cdef Py_ssize_t i, j, m = 0, tsize = 16, h, mask
-    cdef int op, a, b, x, q
+    cdef Py_ssize_t i, j, m, tsize = 16, cap = 2 * n + 1  # (a range guard and one more each)
+    cdef int op, a, b, x, xr = 0, q, c = 0, e, ec, lo, hi, bs
+    cdef Instr cur
+    cdef Instr* d = &cur
     cdef Instr* p
-    cdef Instr* d
-    cdef bint zero_seen
+    cdef Instr* dst
+    cdef bint zero_seen, sg, sgn
+    cdef _Opt o
     cdef int* rep = <int*>PyMem_Malloc((n if n else 1) * sizeof(int))
-    cdef Instr* dst = <Instr*>PyMem_Malloc((n if n else 1) * sizeof(Instr))
-    cdef char* snan = <char*>PyMem_Malloc(n if n else 1)
-    cdef int* table = NULL
+    cdef int* uses = <int*>PyMem_Malloc((n if n else 1) * sizeof(int))
     cdef int* live = NULL
-    while tsize < 2 * n:
+    while tsize < 2 * cap:
         tsize *= 2
-    mask = tsize - 1
-    table = <int*>PyMem_Malloc(tsize * sizeof(int))
-    live = <int*>PyMem_Malloc((n if n else 1) * sizeof(int))
-    if rep == NULL or dst == NULL or snan == NULL or table == NULL or live == NULL:
-        PyMem_Free(rep); PyMem_Free(dst); PyMem_Free(snan); PyMem_Free(table); PyMem_Free(live)
+    o.mask = tsize - 1
+    o.m = 0
+    o.dst = <Instr*>PyMem_Malloc(cap * sizeof(Instr))
+    o.gid = <int*>PyMem_Malloc(cap * sizeof(int))
+    o.snan = <char*>PyMem_Malloc(cap)
+    o.base = <int*>PyMem_Malloc(cap * sizeof(int))
+    o.exp2 = <int*>PyMem_Malloc(cap * sizeof(int))
+    o.neg = <char*>PyMem_Malloc(cap)
+    o.table = <int*>PyMem_Malloc(tsize * sizeof(int))
+    live = <int*>PyMem_Malloc(cap * sizeof(int))
+    guarded[0] = False
+    if (rep == NULL or o.dst == NULL or o.gid == NULL or o.snan == NULL or o.base == NULL
+            or o.exp2 == NULL or o.neg == NULL or o.table == NULL or live == NULL
+            or uses == NULL):
+        PyMem_Free(rep); PyMem_Free(uses); PyMem_Free(o.dst); PyMem_Free(o.gid); PyMem_Free(o.snan)
+        PyMem_Free(o.base); PyMem_Free(o.exp2); PyMem_Free(o.neg); PyMem_Free(o.table)
+        PyMem_Free(live)
         raise MemoryError("replay: out of memory optimising %d instructions" % n)
+    dst = o.dst
     try:
         for i in range(tsize):
-            table[i] = -1
+            o.table[i] = -1
+        for i in range(n):  # how many instructions (and outputs) read each recorded slot
+            uses[i] = 0
+        for i in range(n):
+            op = src[i].op
+            if op != INPUT and op != CONST:
+                if _binary(op):
+                    uses[src[i].a] += 1
+                    uses[src[i].b] += 1
+                elif _unary(op):
+                    uses[src[i].a] += 1
+        for j in range(nouts):
+            uses[outs[j]] += 1
         for i in range(n):
             p = &src[i]
             op = p.op
-            d = &dst[m]
             d.op = op
             d.a = rep[p.a] if op != INPUT and op != CONST else p.a
             d.b = rep[p.b] if _binary(op) else p.b
@@ -348,41 +483,104 @@ cdef Instr* _optimize(Instr* src, Py_ssize_t n, int* outs, Py_ssize_t nouts,
                         q = dst[x].op
                         if q == ADD or q == SUB or q == MUL:
                             dst[x].op = q + (ZZ if zero_seen else NZ)
+                            o.gid[x] = <int>i
                             continue
                         if q == (q & 127) + (ZZ if zero_seen else NZ):
                             continue  # already checked there
-            elif op == MUL:
-                if dst[d.b].op == CONST and dst[d.b].c == 1.0 and _bits(dst[d.b].c) == _bits(1.0) \
-                        and not snan[d.a]:
-                    rep[i] = d.a
-                    continue
-                if dst[d.a].op == CONST and _bits(dst[d.a].c) == _bits(1.0) and not snan[d.b]:
-                    rep[i] = d.b
+            elif op == ADD or op == MUL or op == DIV:
+                if op == MUL:
+                    if dst[d.b].op == CONST and _bits(dst[d.b].c) == _bits(1.0) and not o.snan[d.a]:
+                        rep[i] = d.a
+                        continue
+                    if dst[d.a].op == CONST and _bits(dst[d.a].c) == _bits(1.0) and not o.snan[d.b]:
+                        rep[i] = d.b
+                        continue
+                # a product of x by ±2**e: x * c, x / c (x * (1 / c)) or x + x (x * 2.0)
+                x = -1
+                e = NOT_POW2
+                sg = False
+                if op == ADD:
+                    if d.a == d.b and dst[d.a].op != CONST:
+                        x = d.a
+                        xr = p.a
+                        e = 1
+                elif dst[d.b].op == CONST and dst[d.a].op != CONST:
+                    x = d.a
+                    xr = p.a
+                    c = d.b
+                elif op == MUL and dst[d.a].op == CONST and dst[d.b].op != CONST:
+                    x = d.b
+                    xr = p.b
+                    c = d.a
+                if x >= 0 and op != ADD:
+                    e = _pow2(dst[c].c)
+                    sg = dst[c].c < 0.0
+                    if e != NOT_POW2 and op == DIV:
+                        if e == 1023:  # 1 / c subnormal
+                            e = NOT_POW2
+                        else:
+                            e = -e
+                            q = _find_const(&o, 1.0 / dst[c].c)
+                            if q >= 0:  # (no constant added: no longer program)
+                                d.op = op = MUL
+                                d.b = q
+                if e != NOT_POW2:
+                    if fold and o.base[x] >= 0:
+                        # x = bs * 2**exp2[x]: exact where bs's biased exponent + exp2[x] is
+                        # a normal one (then bs * 2**ec is the product, rounded once)
+                        bs = o.base[x]
+                        ec = o.exp2[x] + e
+                        sgn = (o.neg[x] != 0) != sg
+                        lo = 1 - o.exp2[x]
+                        hi = 2046 - o.exp2[x]
+                        if lo < 1:
+                            lo = 1
+                        if hi > 2046:
+                            hi = 2046
+                        if lo <= hi and -1022 <= ec <= 1023:
+                            if ec == 0 and not sgn:
+                                _range_guard(&o, bs, lo, hi)
+                                guarded[0] = True
+                                rep[i] = bs
+                                continue
+                            # one product, where x has no other use and the constant is
+                            # there (the program is not made longer)
+                            q = _find_const(&o, cm.ldexp(-1.0 if sgn else 1.0, ec))
+                            if q >= 0 and uses[xr] == (2 if op == ADD else 1):
+                                _range_guard(&o, bs, lo, hi)
+                                guarded[0] = True
+                                d.op = op = MUL
+                                d.a = bs
+                                d.b = q
+                                x = bs
+                                e = ec
+                                sg = sgn
+                    a = _lookup(&o, d)
+                    if a >= 0:
+                        rep[i] = a
+                        continue
+                    rep[i] = <int>o.m
+                    _put(&o, d, <int>i)
+                    o.base[rep[i]] = x
+                    o.exp2[rep[i]] = e
+                    o.neg[rep[i]] = sg
                     continue
             if _pure(op):
-                h = <Py_ssize_t>(_hash(d) & <uint64_t>mask)
-                while table[h] >= 0 and not _same(&dst[table[h]], d):
-                    h = (h + 1) & mask
-                if table[h] >= 0:
-                    rep[i] = table[h]
+                a = _lookup(&o, d)
+                if a >= 0:
+                    rep[i] = a
                     continue
-                table[h] = <int>m
-            if op == INPUT or op == CALL1 or op == CALL2:
-                snan[m] = 1
-            elif op == CONST:
-                snan[m] = _maybe_snan_const(d.c)
-            elif op == NEG or op == FIRST_LIBM + NLIBM - 1:  # -x and fabs keep a signalling NaN
-                snan[m] = snan[d.a]
-            else:
-                snan[m] = 0
             if not _is_guard(op):
-                rep[i] = <int>m  # a guard has no value: nothing may read its slot
-            m += 1
+                rep[i] = <int>o.m  # a guard has no value: nothing may read its slot
+            _put(&o, d, <int>i)
+        m = o.m
         # dead code: what no output, guard or failing instruction needs
         for j in range(m):
             op = dst[j].op
-            live[j] = (_is_guard(op) or op >= NZ or op == DIV or op == CALL1 or op == CALL2
-                       or FIRST_LIBM <= op < FIRST_LIBM + NLIBM)
+            live[j] = (_is_guard(op) or op >= NZ or op == CALL1 or op == CALL2
+                       or FIRST_LIBM <= op < FIRST_LIBM + NLIBM
+                       or (op == DIV and not (dst[dst[j].b].op == CONST
+                                              and dst[dst[j].b].c != 0.0)))
         for j in range(nouts):
             if rep[outs[j]] < 0:
                 raise ValueError("replay: output slot %d is a guard's" % outs[j])
@@ -401,6 +599,7 @@ cdef Instr* _optimize(Instr* src, Py_ssize_t n, int* outs, Py_ssize_t nouts,
                 live[j] = <int>i  # now: the new index
                 op = dst[j].op
                 dst[i] = dst[j]
+                o.gid[i] = o.gid[j]
                 if _binary(op):
                     dst[i].a = live[dst[j].a]
                     dst[i].b = live[dst[j].b]
@@ -409,18 +608,38 @@ cdef Instr* _optimize(Instr* src, Py_ssize_t n, int* outs, Py_ssize_t nouts,
                 i += 1
             else:
                 live[j] = -1
+        if i > n and fold:  # longer than recorded (range guards): without the folds
+            PyMem_Free(dst)
+            dst = NULL
+            return _optimize(src, n, outs, nouts, out_n, out_gid, guarded, False)
         for j in range(nouts):
             outs[j] = live[rep[outs[j]]]
         out_n[0] = i
+        d = <Instr*>PyMem_Realloc(dst, (i if i else 1) * sizeof(Instr))  # (shrinking)
+        if d != NULL:
+            dst = d
+        out_gid[0] = <int*>PyMem_Realloc(o.gid, (i if i else 1) * sizeof(int))
+        if out_gid[0] == NULL:
+            out_gid[0] = o.gid
+        o.gid = NULL
         return dst
     except BaseException:
         PyMem_Free(dst)
         raise
     finally:
         PyMem_Free(rep)
-        PyMem_Free(snan)
-        PyMem_Free(table)
+        PyMem_Free(uses)
+        PyMem_Free(o.gid)
+        PyMem_Free(o.snan)
+        PyMem_Free(o.base)
+        PyMem_Free(o.exp2)
+        PyMem_Free(o.neg)
+        PyMem_Free(o.table)
         PyMem_Free(live)
+
+
+cdef bytes _instr_bytes(Instr* src, Py_ssize_t n):
+    return (<char*>src)[:n * sizeof(Instr)] if n else b""
 
 
 cdef class Program:
@@ -446,9 +665,23 @@ cdef class Program:
     cdef Py_ssize_t nwanted
     cdef double one
     cdef double mone  # -1.0 read at run time: ``-1.0 * a`` is not folded into ``-a`` (nan signs)
+    # per instruction, the recorded one whose check it makes (NULL: the same index)
+    cdef int* gid
+    # the recorded program, where the optimised one has range guards: replayed when a check
+    # fails (see ``_optimize``)
+    cdef Program fallback
+    # a gradient recording whose sweep has only constant partials: its gradient, computed
+    # once, and (where optimising shortens it) the optimised forward program (``_exec``)
+    cdef list cgrad
+    cdef Program fwd
+    cdef bint fwd_made
 
-    def __cinit__(self, code, funcs, Py_ssize_t ninputs, outs, bint optimize=True, grad=None):
+    def __cinit__(self, code, funcs, Py_ssize_t ninputs, outs, bint optimize=True, grad=None,
+                  bint inner=False):
+        # (``inner``: a program of another, which replays its recording where a check fails)
         cdef list cl = None
+        cdef bytes cb = None
+        cdef bint guarded = False
         cdef Recording rc = None
         cdef list ol = list(outs)
         cdef Py_ssize_t i, nf
@@ -457,6 +690,9 @@ cdef class Program:
         if type(code) is Recording:  # the C recorder's buffer, copied as it is
             rc = <Recording>code
             self.n = rc.n
+        elif type(code) is bytes:  # instructions as another program holds them
+            cb = <bytes>code
+            self.n = len(cb) // sizeof(Instr)
         else:
             cl = list(code)
             self.n = len(cl)
@@ -481,6 +717,9 @@ cdef class Program:
             if rc is not None:
                 if self.n and src != rc.buf and rc.buf != NULL:
                     memcpy(src, rc.buf, self.n * sizeof(Instr))
+            elif cb is not None:
+                if self.n:
+                    memcpy(src, <char*>cb, self.n * sizeof(Instr))
             else:
                 for i in range(self.n):
                     op, a, b, k, c = cl[i]
@@ -528,16 +767,71 @@ cdef class Program:
             if grad is not None:
                 self._set_grad(grad, src)
                 optimize = False  # one slot per binding: the sweep's order is the tape's
+                self._constant_sweep(src, ol)
             if optimize:
-                self.code = _optimize(src, self.n, self.outs, self.nouts, &self.n)
+                self.code = _optimize(src, self.n, self.outs, self.nouts, &self.n, &self.gid,
+                                      &guarded)
+                if guarded and not inner:
+                    self.fallback = Program(_instr_bytes(src, self.nrecorded), self.funcs,
+                                            ninputs, ol, optimize=False)
             else:
                 self.code = src
                 src = NULL
         finally:
             PyMem_Free(src)
 
+    cdef int _constant_sweep(self, Instr* src, list ol) except -1:
+        """A gradient recording whose bindings' partials are all constants (sums,
+        differences, negations, products and quotients by constants: ``x = (x + x) * 0.5``)
+        has a gradient that no input changes -- the same sweep from the same seed over the
+        same constants, bit for bit: computed here, once. Its forward program is then only
+        values and guards, optimised (see ``_forward``)."""
+        cdef Py_ssize_t i, n = self.n
+        cdef char c
+        cdef int a, b
+        cdef double* v
+        cdef double* adj
+        for i in range(n):
+            c = self.sw[i]
+            a = src[i].a
+            b = src[i].b
+            if c == SW_MUL_AB or c == SW_DIV_B or c == SW_DIV_AB or c == SW_LIBM:
+                return 0
+            if (c == SW_MUL_A or c == SW_DIV_A) and src[b].op != CONST:
+                return 0
+            if c == SW_MUL_B and src[a].op != CONST:
+                return 0
+        v = <double*>PyMem_Malloc((2 * n if n else 1) * sizeof(double))
+        if v == NULL:
+            raise MemoryError("replay: out of memory")
+        try:
+            adj = v + n
+            for i in range(n):
+                v[i] = src[i].c if src[i].op == CONST else 0.0
+            self.code = src  # (the sweep reads the recorded instructions; set below)
+            try:
+                self._sweep(v, adj)
+            finally:
+                self.code = NULL
+            self.cgrad = [adj[self.wanted[i]] for i in range(self.nwanted)]
+        finally:
+            PyMem_Free(v)
+        return 0
+
+    cdef int _forward(self) except -1:
+        """The optimised forward program of a constant-gradient recording (``fwd``), made at
+        its first replay rather than at the recording call; kept where it is at most half
+        as long."""
+        self.fwd_made = True
+        fwd = Program(_instr_bytes(self.code, self.n), self.funcs, self.ninputs,
+                      [self.outs[i] for i in range(self.nouts)], inner=True)
+        if 2 * fwd.n <= self.n:
+            self.fwd = fwd
+        return 0
+
     def __dealloc__(self):
         PyMem_Free(self.code)
+        PyMem_Free(self.gid)
         PyMem_Free(self.outs)
         PyMem_Free(self.diff)
         PyMem_Free(self.sw)
@@ -600,27 +894,56 @@ cdef class Program:
     @property
     def nbytes(self):
         """Bytes of instructions and value slots (and a gradient recording's flags and
-        adjoints)."""
+        adjoints; an optimised program's recorded indices, fallback and forward program)."""
         if self.diff != NULL:
-            return (sizeof(Instr) + 2 + 2 * sizeof(double)) * self.n
-        return (sizeof(Instr) + sizeof(double)) * self.n
+            b = (sizeof(Instr) + 2 + 2 * sizeof(double)) * self.n
+        else:
+            b = (sizeof(Instr) + sizeof(double)) * self.n
+        return b + self._extra_bytes(True)
 
     @property
     def tape_bytes(self):
         """Bytes of the instruction tape kept between calls (a gradient recording's flags
-        included)."""
-        return (sizeof(Instr) + (2 if self.diff != NULL else 0)) * self.n
+        included, and the extras of ``nbytes``)."""
+        return (sizeof(Instr) + (2 if self.diff != NULL else 0)) * self.n + \
+            self._extra_bytes(False)
 
-    def run(self, inputs):
-        cdef Py_ssize_t i, m, nbuf
-        cdef double stack[1024]
-        cdef double* v
+    cdef Py_ssize_t _extra_bytes(self, bint values):
+        cdef Py_ssize_t b = sizeof(int) * self.n if self.gid != NULL else 0
+        if self.fallback is not None:
+            b += self.fallback.nbytes if values else self.fallback.tape_bytes
+        if self.fwd is not None:
+            b += self.fwd.nbytes if values else self.fwd.tape_bytes
+        return b
+
+    def run(self, inputs, fail=None):
+        """The output slots' values (a gradient recording's: then the wanted adjoints), or
+        None where a check fails; then ``(recorded index, outcome)`` is appended to the list
+        ``fail`` when one is given: the recorded instruction (guard) whose check failed, and
+        what it gave -- None for a comparison (the other outcome) or an operation Python
+        would raise on, the value for ``float()``, the integer (as a float) for a rounding.
+        The same as the pure twin reports; a guard fused into an instruction (see
+        ``_optimize``) is reported where the optimised program checks it."""
         cdef list ins = inputs if type(inputs) is list else list(inputs)
         if len(ins) != self.ninputs:
             raise ValueError("replay: %d inputs for a recording of %d" % (len(ins), self.ninputs))
         for x in ins:
             if type(x) is not float:
                 raise TypeError("replay: inputs must be floats")
+        return self._exec(ins, fail)
+
+    cdef object _exec(self, list ins, object fail):
+        cdef Py_ssize_t i, j, m, nbuf
+        cdef double stack[1024]
+        cdef double* v
+        if self.cgrad is not None and not self.fwd_made:
+            self._forward()
+        if self.fwd is not None:  # constant gradient: the optimised forward program
+            out = self.fwd._exec(ins, None)
+            if out is not None:
+                (<list>out).extend(self.cgrad)
+                return out
+            # (a check failed there: the recording decides, failure and result)
         # values, then (a gradient recording's) adjoints: on the stack, or the spare buffer
         nbuf = self.n * (2 if self.diff != NULL else 1)
         if nbuf <= 2 * STACK_SLOTS:
@@ -628,18 +951,51 @@ cdef class Program:
         else:
             v = _take(nbuf)
         try:
-            if not self._run(v, ins):
+            j = self._run(v, ins)
+            if j >= 0:
+                if self.fallback is not None:
+                    return self.fallback._exec(ins, fail)
+                if fail is not None:
+                    fail.append(self._failure(j, v))
                 return None
             m = self.nouts + (self.nwanted if self.diff != NULL else 0)
             out = PyList_New(m)
             for i in range(self.nouts):
                 _set_float(out, i, v[self.outs[i]])
-            if self.diff != NULL:
+            if self.cgrad is not None:
+                for i in range(self.nwanted):
+                    g = self.cgrad[i]
+                    Py_INCREF(g)
+                    PyList_SET_ITEM(out, self.nouts + i, g)
+            elif self.diff != NULL:
                 self._gradients(v, v + self.n, out, self.nouts)
             return out
         finally:
             if v != stack:
                 _give(v, nbuf)
+
+    cdef tuple _failure(self, Py_ssize_t j, double* v):
+        """``(recorded index, outcome)`` of the check of instruction ``j`` that failed."""
+        cdef Instr* p = &self.code[j]
+        cdef int op = p.op
+        cdef double x
+        r = self.gid[j] if self.gid != NULL else j
+        if op == G_BITS:
+            return (r, v[p.a])
+        if G_FLOOR <= op <= G_ROUND:
+            x = v[p.a]
+            if not cm.isfinite(x):
+                return (r, None)
+            if op == G_FLOOR:
+                x = cm.floor(x)
+            elif op == G_CEIL:
+                x = cm.ceil(x)
+            elif op == G_TRUNC:
+                x = cm.trunc(x)
+            else:
+                x = _round_half_even(x)
+            return (r, x)
+        return (r, None)
 
     cdef int _gradients(self, double* v, double* adj, list out, Py_ssize_t start) except -1:
         """Sweep, and put the wanted adjoints into ``out`` from ``start`` on."""
@@ -794,7 +1150,7 @@ cdef class Program:
         try:
             if v == NULL or tid == NULL:
                 raise MemoryError("replay: out of memory")
-            if not self._run(v, ins):
+            if self._run(v, ins) >= 0:
                 return None
             for i in range(n):
                 tid[i] = -1
@@ -843,7 +1199,8 @@ cdef class Program:
             PyMem_Free(tid)
             PyMem_Free(adj)
 
-    cdef bint _run(self, double* v, list ins) except -1:
+    cdef Py_ssize_t _run(self, double* v, list ins) except -2:
+        # -1, or the index of the instruction whose check failed
         # one chain of ``op == constant`` tests: Cython makes it a C switch
         cdef Py_ssize_t i
         cdef Instr* p
@@ -859,42 +1216,42 @@ cdef class Program:
             elif op == MUL_NZ:
                 x = v[p.a] * v[p.b]
                 if x == 0.0:
-                    return False
+                    return i
                 v[i] = x
             elif op == ADD_NZ:
                 x = v[p.a] + v[p.b]
                 if x == 0.0:
-                    return False
+                    return i
                 v[i] = x
             elif op == SUB_NZ:
                 x = v[p.a] - v[p.b]
                 if x == 0.0:
-                    return False
+                    return i
                 v[i] = x
             elif op == MUL_ZZ:
                 x = v[p.a] * v[p.b]
                 if x != 0.0:
-                    return False
+                    return i
                 v[i] = x
             elif op == ADD_ZZ:
                 x = v[p.a] + v[p.b]
                 if x != 0.0:
-                    return False
+                    return i
                 v[i] = x
             elif op == SUB_ZZ:
                 x = v[p.a] - v[p.b]
                 if x != 0.0:
-                    return False
+                    return i
                 v[i] = x
             elif op == G_EQ:
                 if (v[p.a] == v[p.b]) != p.k:
-                    return False
+                    return i
             elif op == SUB:
                 v[i] = v[p.a] - v[p.b]
             elif op == DIV:
                 x = v[p.b]
                 if x == 0.0:
-                    return False
+                    return i
                 v[i] = v[p.a] / x
             elif op == NEG:
                 v[i] = -v[p.a]
@@ -904,52 +1261,54 @@ cdef class Program:
                 v[i] = p.c
             elif op == CALL1 or op == CALL2:
                 if not self._call(v, i, p):
-                    return False
+                    return i
             elif op == G_LT:
                 if (v[p.a] < v[p.b]) != p.k:
-                    return False
+                    return i
             elif op == G_LE:
                 if (v[p.a] <= v[p.b]) != p.k:
-                    return False
+                    return i
             elif op == G_GT:
                 if (v[p.a] > v[p.b]) != p.k:
-                    return False
+                    return i
             elif op == G_GE:
                 if (v[p.a] >= v[p.b]) != p.k:
-                    return False
+                    return i
             elif op == G_NE:
                 if (v[p.a] != v[p.b]) != p.k:
-                    return False
+                    return i
             elif op == G_BITS:
                 x = v[p.a]
                 if memcmp(&x, &p.c, sizeof(double)) != 0:
-                    return False
+                    return i
             elif op == G_FLOOR:
                 x = v[p.a]
                 if not cm.isfinite(x) or cm.floor(x) != p.c:
-                    return False
+                    return i
             elif op == G_CEIL:
                 x = v[p.a]
                 if not cm.isfinite(x) or cm.ceil(x) != p.c:
-                    return False
+                    return i
             elif op == G_TRUNC:
                 x = v[p.a]
                 if not cm.isfinite(x) or cm.trunc(x) != p.c:
-                    return False
+                    return i
             elif op == G_ROUND:
                 x = v[p.a]
                 if not cm.isfinite(x) or _round_half_even(x) != p.c:
-                    return False
-            else:  # a libm function (checked when the program was made)
+                    return i
+            elif op != G_RANGE:  # a libm function (checked when the program was made)
                 x = v[p.a]
                 r = _libm(op - FIRST_LIBM, x)
                 if (cm.isnan(r) and not cm.isnan(x)) or (cm.isinf(r) and cm.isfinite(x)):
                     # where Python's math raises (or a function is not libm's): ask it
                     if not self._call(v, i, p):
-                        return False
+                        return i
                 else:
                     v[i] = r
-        return True
+            elif not _in_range(v[p.a], p.k):  # the optimiser's range guard
+                return i
+        return -1
 
     cdef bint _call(self, double* v, Py_ssize_t i, Instr* p) except -1:
         f = self.funcs[p.k]

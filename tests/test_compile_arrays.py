@@ -419,7 +419,7 @@ def test_mixed_float_power_and_where():
 def _program_of(cg):
     """The (only) array recording of compiled function ``cg``."""
     (entries,) = cg._cache.values()
-    (tree,) = [e[2] for e in entries]
+    (tree,) = [e[1] for e in entries]
     (rep,) = tree.order
     return rep.prog
 

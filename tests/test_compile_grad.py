@@ -92,7 +92,7 @@ def test_gradient_recording_is_used_and_counts():
     g = d.value_and_grad(f, argnums=(0, 1))
     cg = check(g, [(0.3, 0.7), (0.4, 0.2), (-1.0, 2.0)])
     assert cg._grad is not None and cg.recordings_made == 1
-    prog = cg._cache[next(iter(cg._cache))][0][1][0].prog
+    prog = cg.recordings()[0].prog
     assert prog.n < 2 * 20 * 6  # one instruction per primal operation (and the constants)
     assert len(calls) == 2 + 3  # the recording runs f twice (numbers, then the check)
 

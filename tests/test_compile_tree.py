@@ -2,6 +2,7 @@
 (lookups follow the outcomes, least recently used dropped), and the choice between replaying
 and running the uncompiled function by timing both."""
 
+import math
 import sys
 import threading
 
@@ -59,7 +60,7 @@ def at(i):
 
 def the_tree(cg):
     (entries,) = cg._cache.values()
-    (tree,) = [e[2] for e in entries]
+    (tree,) = [e[1] for e in entries]
     assert type(tree) is compile_module._Tree
     return tree
 
@@ -158,13 +159,172 @@ def test_threads_on_both_sides_get_the_serial_results():
     assert cg.nrecordings <= 4
 
 
-def test_scalar_structures_keep_a_list():
-    cg = d.compile(d.grad(lambda x: x * x if x > 0 else -x))
-    cg(1.0)
-    cg(-1.0)
-    assert cg.recordings_made == 2
+# --------------------------------------------------------------------------------------------
+# Structures of floats: the same tree, the scalar replayers naming the guard that failed
+
+
+@pytest.fixture
+def float_runs(monkeypatch):
+    """How many recordings of floats each call replayed (tried), in order."""
+    counts = []
+    add = compile_module._Tree.add
+
+    class Counted:
+        def __init__(self, prog):
+            self.prog = prog
+
+        def run(self, inputs, fail=None):
+            counts[-1] += 1
+            return self.prog.run(inputs, fail)
+
+    def counted_add(self, rep, attach, most):
+        if type(rep.prog) is not Counted:
+            rep.prog = Counted(rep.prog)
+        return add(self, rep, attach, most)
+
+    monkeypatch.setattr(compile_module._Tree, "add", counted_add)
+
+    def call(cg, *args):
+        counts.append(0)
+        return cg(*args)
+    call.counts = counts
+    return call
+
+
+def float_tree(cg):
     (entries,) = cg._cache.values()
-    assert [len(e) for e in entries] == [2]  # [treedef, list]: no tree
+    (tree,) = [e[1] for e in entries]
+    return tree
+
+
+def pieces(x):
+    """Four pieces: two nested branches."""
+    if x > 0.0:
+        return x * x if x > 2.0 else d.sin(x) * 3.0
+    return -x * 0.5 if x < -2.0 else x * x * x
+
+
+def newton_sqrt(a):
+    """A ``while`` loop whose trip count depends on the value."""
+    x = a if a > 1.0 else 1.0
+    while abs(x * x - a) > 1e-12 * a:
+        x = 0.5 * (x + a / x)
+    return x
+
+
+TABLE = [1.0, -2.0, 0.5, 4.0, 3.0, -1.0]
+
+
+def floor_index(x):
+    return TABLE[math.floor(x) % 6] * x * x
+
+
+@pytest.mark.parametrize("transform", ["plain", "grad", "value_and_grad", "jvp"])
+def test_float_tree_piecewise_both_sides_of_each_branch(float_runs, transform):
+    f = {"plain": pieces, "grad": d.grad(pieces), "value_and_grad": d.value_and_grad(pieces),
+         "jvp": lambda x: d.jvp(pieces, (x,), (1.0,))}[transform]
+    cg = d.compile(f)
+    pts = [3.0, 1.0, -3.0, -1.0, 2.5, 0.5, -2.5, -0.5, 2.0, -2.0, -1.5]
+    for k in range(2):
+        for x in pts:
+            assert tree_bits(float_runs(cg, x)) == tree_bits(f(x))
+        assert cg.recordings_made == 4  # one per piece, recorded once
+    tree = float_tree(cg)
+    assert len(tree) == 4 and len(tree.roots) == 1 and len(tree.parent) == 3
+    # the second round: every call found its recording by following outcomes (two nested
+    # branches: at most three replays, the first of them the root)
+    assert max(float_runs.counts[len(pts):]) <= 3
+    assert float_runs.counts[len(pts)] == 1  # x = 3.0: the root's own piece
+
+
+def test_float_tree_floor_index_follows_the_integer(float_runs):
+    g = d.value_and_grad(floor_index)
+    cg = d.compile(g)
+    xs = [k + 0.25 for k in range(6)]
+    for x in xs:
+        assert tree_bits(float_runs(cg, x)) == tree_bits(g(x))
+    assert cg.recordings_made == 6
+    tree = float_tree(cg)
+    assert len(tree.roots) == 1 and len(tree.kids[tree.roots[0]]) == 5  # keyed by the integer
+    del float_runs.counts[:]
+    for x in [5.5, 0.75, 3.125, 3.5, 1.9, 4.0, 2.0, 0.0]:
+        assert tree_bits(float_runs(cg, x)) == tree_bits(g(x))
+    # the root fails at the floor guard; its integer names the child: two replays at most
+    # (a list tried in turn would replay up to six)
+    assert max(float_runs.counts) <= 2 and cg.recordings_made == 6
+
+
+def test_float_tree_while_loops_of_varying_length(float_runs):
+    g = d.value_and_grad(newton_sqrt)
+    cg = d.compile(g)
+    xs = [2.0, 50.0, 1e6, 0.3, 7.0, 1e12]
+    for x in xs:
+        assert tree_bits(float_runs(cg, x)) == tree_bits(g(x))
+    made = cg.recordings_made
+    assert 2 <= made <= len(xs)
+    for x in xs + [2.0 * (1 + 2 ** -40), 50.0 * (1 - 2 ** -45)]:  # (the same trip counts)
+        assert tree_bits(float_runs(cg, x)) == tree_bits(g(x))
+    assert cg.recordings_made == made
+    assert max(float_runs.counts[len(xs):]) <= made  # (the tree's depth at most)
+
+
+def test_float_tree_abs_at_zero(float_runs):
+    def f(x):  # the general recording: abs's rule branches on the sign (three ways at 0)
+        return d.hessian(lambda y: abs(y) * y)(x)
+
+    cg = d.compile(f)
+    pts = [0.5, 0.0, -0.5, -0.0, 2.0, -2.0, 0.0]
+    for x in pts:
+        assert tree_bits(float_runs(cg, x)) == tree_bits(f(x))
+    made = cg.recordings_made
+    for x in pts:
+        assert tree_bits(float_runs(cg, x)) == tree_bits(f(x))
+    assert cg.recordings_made == made and made >= 2
+    assert max(float_runs.counts[len(pts):]) <= made
+
+
+def test_float_tree_least_recently_used_dropped():
+    g = d.grad(floor_index)
+    cg = d.compile(g, max_recordings=3)
+    for i in (0, 1, 2):
+        assert tree_bits(cg(i + 0.5)) == tree_bits(g(i + 0.5))
+    assert cg.recordings_made == 3 and cg.nrecordings == 3
+    assert tree_bits(cg(1.25)) == tree_bits(g(1.25))  # 1 is now more recent than 0
+    assert tree_bits(cg(0.25)) == tree_bits(g(0.25))  # and 0 than 2
+    assert cg.recordings_made == 3
+    assert tree_bits(cg(3.5)) == tree_bits(g(3.5))  # a 4th: 2, least recent, dropped
+    assert cg.recordings_made == 4 and cg.nrecordings == 3
+    for x in (0.5, 1.5, 3.5):
+        assert tree_bits(cg(x)) == tree_bits(g(x))
+    assert cg.recordings_made == 4  # kept: replayed
+    assert tree_bits(cg(2.5)) == tree_bits(g(2.5))
+    assert cg.recordings_made == 5  # dropped: recorded again
+    tree = float_tree(cg)
+    assert len(tree) == 3 and set(tree.order) == set(tree.roots) | set(tree.parent)
+    for _ in range(2):
+        for x in (2.5, 3.5, 0.5):
+            assert tree_bits(cg(x)) == tree_bits(g(x))
+    assert cg.recordings_made == 6  # 2, 3 kept; 0 dropped for 2 and recorded again
+
+
+def test_float_tree_threads_get_the_serial_results():
+    g = d.value_and_grad(pieces)
+    cg = d.compile(g, max_recordings=3)  # fewer than the pieces: drops while threads run
+    xs = [(-1.0) ** k * (0.7 + 0.45 * k) for k in range(8)]
+    want = [tree_bits(g(x)) for x in xs]
+    got = [[] for _ in xs]
+
+    def work(k):
+        for j in range(12):
+            got[k].append(tree_bits(cg(xs[(k + j) % 8])))
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert got == [[want[(k + j) % 8] for j in range(12)] for k in range(8)]
+    assert cg.nrecordings <= 3
 
 
 # --------------------------------------------------------------------------------------------

@@ -518,10 +518,14 @@ class Program:
         included)."""
         return (INSTRUCTION_BYTES + (2 if self.diff is not None else 0)) * self.n
 
-    def run(self, inputs):
+    def run(self, inputs, fail=None):
         """The output slots' values on ``inputs`` (floats), or None where a guard fails; a
-        gradient recording's also the adjoints of its wanted slots (see ``sweep``)."""
-        vals = self.values(inputs)
+        gradient recording's also the adjoints of its wanted slots (see ``sweep``). Where a
+        check fails, ``(index, outcome)`` is appended to the list ``fail`` (when given): the
+        first instruction whose check failed and what it gave -- None for a comparison (its
+        other outcome) or an operation Python raises on, the value for ``float()``, the
+        integer (as a float) for a rounding. The compiled twin reports the same."""
+        vals = self.values(inputs, fail)
         if vals is None:
             return None
         out = [vals[s] for s in self.outs]
@@ -633,8 +637,9 @@ class Program:
                 return None
         return [vals[s] for s in self.outs] + [adj[w] for w in self.wanted]
 
-    def values(self, inputs):
-        """Every slot's value on ``inputs``, or None where a guard fails."""
+    def values(self, inputs, fail=None):
+        """Every slot's value on ``inputs``, or None where a check fails (then
+        ``(index, outcome)`` appended to ``fail``, see ``run``)."""
         if len(inputs) != self.ninputs:
             raise ValueError("replay: %d inputs for a recording of %d" % (len(inputs), self.ninputs))
         vals = [0.0] * self.n
@@ -649,7 +654,7 @@ class Program:
             elif op == DIV:
                 d = vals[b]
                 if d == 0.0:
-                    return None
+                    return _failed(fail, i, None)
                 vals[i] = vals[a] / d
             elif op == NEG:
                 vals[i] = -vals[a]
@@ -661,40 +666,41 @@ class Program:
                 try:
                     r = funcs[k](vals[a], vals[b])
                 except Exception:
-                    return None
+                    return _failed(fail, i, None)
                 if type(r) is not float:
-                    return None
+                    return _failed(fail, i, None)
                 vals[i] = r
             elif op < G_LT:  # CALL1 and the libm functions
                 try:
                     r = funcs[k](vals[a])
                 except Exception:
-                    return None
+                    return _failed(fail, i, None)
                 if type(r) is not float:
-                    return None
+                    return _failed(fail, i, None)
                 vals[i] = r
             elif op <= G_NE:
                 if (1 if _CMP[op](vals[a], vals[b]) else 0) != k:
-                    return None
+                    return _failed(fail, i, None)
             else:
                 x = vals[a]
                 if op == G_BITS:
                     if _BITS.pack(x) != _BITS.pack(c):
-                        return None
+                        return _failed(fail, i, x)
                 elif not math.isfinite(x):
-                    return None
-                elif op == G_FLOOR:
-                    if math.floor(x) != c:
-                        return None
-                elif op == G_CEIL:
-                    if math.ceil(x) != c:
-                        return None
-                elif op == G_TRUNC:
-                    if math.trunc(x) != c:
-                        return None
-                elif round(x) != c:  # G_ROUND: half to even, as Python's round
-                    return None
+                    return _failed(fail, i, None)
+                else:
+                    r = float(math.floor(x) if op == G_FLOOR else math.ceil(x) if op == G_CEIL
+                              else math.trunc(x) if op == G_TRUNC else round(x))
+                    if r != c:  # (G_ROUND: half to even, as Python's round)
+                        return _failed(fail, i, r)
         return vals
+
+
+def _failed(fail, i, outcome):
+    """A replay's failure at instruction ``i``: reported in ``fail`` (when given); None."""
+    if fail is not None:
+        fail.append((i, outcome))
+    return None
 
 
 def _div(a, b):

@@ -9,13 +9,12 @@ retaping). Later calls replay the program over doubles (in C with the compiled c
 running the function's Python; a call whose guards come out differently records afresh, and up
 to ``max_recordings`` recordings are kept per structure, least recently used dropped.
 
-The recordings of a structure with array inputs form a tree keyed by guard outcomes
-(:class:`_Tree`): a replay that fails says at which step and with what outcome, and the call
-follows that outcome to the recording made for it, so the lookup costs the depth of the tree,
-not the number of recordings. Such a structure also times its first replays against the
-uncompiled call and keeps the faster (:data:`deltaad.compile_arrays.CHOOSE`). The scalar
-replayer does not say where it failed: a structure of floats keeps its recordings in a list,
-most recently used first.
+The recordings of one input structure form a tree keyed by guard outcomes (:class:`_Tree`):
+a replay that fails says at which step (the recorded guard) and with what outcome, and the
+call follows that outcome to the recording made for it, so the lookup costs the depth of the
+tree, not the number of recordings. A structure with array inputs also times its first
+replays against the uncompiled call and keeps the faster
+(:data:`deltaad.compile_arrays.CHOOSE`).
 """
 
 import collections
@@ -107,7 +106,7 @@ class Compiled:
         self.static_argnums = static_argnums
         self.max_recordings = max_recordings
         self.check = check
-        self._cache = {}        # key -> list of [treedef, [Program...]] (most recent first)
+        self._cache = {}        # key -> list of [treedef, _Tree of its recordings]
         self._uncompiled = {}   # key -> the reason it runs uncompiled
         self._lock = threading.Lock()
         self.recordings_made = 0
@@ -180,25 +179,29 @@ class Compiled:
         if entries is not None:
             for entry in entries:
                 if entry[0] == treedef:
-                    progs = entry[1]  # (empty for arrays: their tree is entry[2], see _record)
-                    for prog in list(progs):
-                        res = prog.prog.run(floats)
-                        if res is not None:
-                            if progs[0] is not prog:
-                                with self._lock:
-                                    if prog in progs:
-                                        progs.remove(prog)
-                                        progs.insert(0, prog)
-                            out = prog.build(res)
-                            if self.check:
-                                self._check(out, args, kwargs)
-                            return out
-                    break
-        return self._record(key, treedef, floats, args, kwargs)
+                    tree = entry[1]
+                    if tree.mode is True:  # (floats: always)
+                        only = tree.only
+                        if only is not None:  # one recording: no failure list, no walk
+                            res = only.prog.run(floats)
+                            if res is not None:
+                                out = only.build(res)
+                                if self.check:
+                                    self._check(out, args, kwargs)
+                                return out
+                        node, res, attach = tree.find(floats)
+                        if node is None:
+                            return self._recording(key, treedef, floats, args, kwargs, attach)
+                        out = node.build(res)
+                        if self.check:
+                            self._check(out, args, kwargs)
+                        return out
+                    return self._call_tree(tree, key, treedef, floats, args, kwargs)
+        return self._recording(key, treedef, floats, args, kwargs, None)
 
     def _call_tree(self, tree, key, treedef, floats, args, kwargs):
-        """A call of a structure with array inputs: its recordings' tree, or the uncompiled
-        function where that was timed faster (and, while deciding, every other call)."""
+        """A call of a structure with array inputs while its replay is timed against the
+        uncompiled function, or after the uncompiled one was timed faster."""
         mode = tree.mode
         if mode is False:
             return self.fun(*args, **kwargs)
@@ -222,20 +225,10 @@ class Compiled:
             self._check(out, args, kwargs)
         return out
 
-    def _record(self, key, treedef, floats, args, kwargs):
-        """A call no kept recording of floats answered: an array structure's tree, else a new
-        recording. (The tree is looked up here, off the path of float calls.)"""
-        entries = self._cache.get(key)
-        if entries is not None:
-            for entry in entries:
-                if entry[0] == treedef and len(entry) > 2:
-                    return self._call_tree(entry[2], key, treedef, floats, args, kwargs)
-        return self._recording(key, treedef, floats, args, kwargs, None)
-
     def _recording(self, key, treedef, floats, args, kwargs, attach):
         if self._grad is not None and all(type(v) is float for v in floats):
             # (array inputs record the general way: numpy steps, see compile_arrays)
-            out = self._record_grad(key, treedef, floats, args, kwargs)
+            out = self._record_grad(key, treedef, floats, args, kwargs, attach)
             if out is not _NONE:
                 return out
         rec = Recording()
@@ -283,7 +276,7 @@ class Compiled:
             self._check(result, args, kwargs)
         return result
 
-    def _record_grad(self, key, treedef, floats, args, kwargs):
+    def _record_grad(self, key, treedef, floats, args, kwargs, attach):
         """A gradient recording (``deltaad._gradrecord``): its result, or ``_NONE`` when
         this call cannot be recorded that way (nor, then, later ones)."""
         if kwargs:  # (keywords reach the function as they are: the general recording)
@@ -294,7 +287,7 @@ class Compiled:
             return _NONE
         if got is not None:
             replay, result = got
-            self._keep(key, treedef, replay)
+            self._keep(key, treedef, replay, attach)
             if self.check:
                 self._check(result, args, kwargs)
             return result
@@ -308,16 +301,9 @@ class Compiled:
                 if entry[0] == treedef:
                     break
             else:
-                entry = [treedef, []]  # [treedef, recordings of floats(, tree of arrays)]
-                if type(prog.prog) is _arrays.ArrayProgram:
-                    entry.append(_Tree())
+                entry = [treedef, _Tree(type(prog.prog) is _arrays.ArrayProgram)]
                 entries.append(entry)
-            progs = entry[1]
-            if len(entry) > 2:
-                entry[2].add(prog, attach, self.max_recordings)
-            else:
-                progs.insert(0, prog)
-                del progs[self.max_recordings:]
+            entry[1].add(prog, attach, self.max_recordings)
             self.recordings_made += 1
 
     def _dynamic(self, args):
@@ -349,14 +335,20 @@ class Compiled:
             raise ReplayMismatch("deltaad.compile(check=True): the replay gave %r, the "
                                  "uncompiled call %r" % (out, ref))
 
+    def recordings(self):
+        """The recordings kept now (over every input structure; each with its program,
+        ``.prog``), most recently used first within a structure."""
+        return [r for es in list(self._cache.values()) for e in es
+                for r in reversed(list(e[1].order))]
+
     @property
     def nrecordings(self):
         """How many recordings are kept now (over every input structure)."""
-        return sum(len(e[-1]) for es in self._cache.values() for e in es)
+        return sum(len(e[1]) for es in self._cache.values() for e in es)
 
 
 class _Tree:
-    """The recordings of one input structure with arrays, as a tree keyed by guard outcomes.
+    """The recordings of one input structure, as a tree keyed by guard outcomes.
 
     Two recordings of one function and structure run the same steps until the first guard
     (or checked result) whose outcome differs: a recording made because a replay of ``node``
@@ -369,18 +361,23 @@ class _Tree:
     guard held, whichever path found it.
 
     ``mode``: whether calls replay (True), run the uncompiled function (False: its replay
-    was timed slower), or are still being timed (None; see ``decide``)."""
+    was timed slower), or are still being timed (None; see ``decide``). A structure of
+    floats always replays."""
 
-    __slots__ = ("roots", "kids", "parent", "order", "mode", "times")
+    __slots__ = ("roots", "kids", "parent", "order", "mode", "times", "last", "only")
 
-    def __init__(self):
+    def __init__(self, arrays=False):
         self.roots = []                         # recordings without a parent, most recent first
         self.kids = {}                          # recording -> {outcome: recording}
         self.parent = {}                        # recording -> (its parent, outcome)
         self.order = collections.OrderedDict()  # every recording, least recently used first
-        choose = _arrays.CHOOSE
-        self.mode = True if choose == "replay" else False if choose == "uncompiled" else None
+        self.mode = True
+        if arrays:
+            choose = _arrays.CHOOSE
+            self.mode = True if choose == "replay" else False if choose == "uncompiled" else None
         self.times = ([], [])                   # seconds of timed replays, uncompiled calls
+        self.last = None                        # the recording used last (see ``_touch``)
+        self.only = None                        # the recording, while there is only one
 
     def __len__(self):
         return len(self.order)
@@ -390,14 +387,16 @@ class _Tree:
         satisfy, or ``(None, None, where)``: where a new recording hangs (a recording and the
         outcome it failed with; None: a new root)."""
         attach = None
-        for node in list(self.roots):
+        fail = []
+        for node in tuple(self.roots):
             while node is not None:
-                fail = []
                 res = node.prog.run(floats, fail)
                 if res is not None:
-                    self._touch(node)
+                    if node is not self.last:
+                        self._touch(node)
                     return node, res, None
                 key = _outcome(fail)
+                del fail[:]
                 nxt = None
                 if key is not None:
                     kids = self.kids.get(node)
@@ -409,19 +408,22 @@ class _Tree:
         return None, None, attach
 
     def _touch(self, node):
-        if len(self.order) > 1:
-            try:
-                self.order.move_to_end(node)
-                if node in self.roots and self.roots[0] is not node:
-                    self.roots.remove(node)
-                    self.roots.insert(0, node)
-            except (KeyError, ValueError):  # dropped by another thread meanwhile
-                pass
+        """``node`` is now the most recently used (``last``: a call using it again skips
+        this)."""
+        self.last = node
+        try:
+            self.order.move_to_end(node)
+            if node in self.roots and self.roots[0] is not node:
+                self.roots.remove(node)
+                self.roots.insert(0, node)
+        except (KeyError, ValueError):  # dropped by another thread meanwhile
+            pass
 
     def add(self, prog, attach, most):
         """Keep recording ``prog`` (at ``attach``, see ``find``); drop the least recently used
         beyond ``most``. (Under the compiled function's lock.)"""
         self.order[prog] = None
+        self.last = prog
         if attach is not None and attach[0] in self.order:
             kids = self.kids.setdefault(attach[0], {})
             if attach[1] not in kids:
@@ -441,6 +443,7 @@ class _Tree:
             for kid in self.kids.pop(old, {}).values():
                 del self.parent[kid]
                 self.roots.append(kid)
+        self.only = prog if len(self.order) == 1 else None
 
     def decide(self):
         """Replay or run uncompiled, once ``RACE_CALLS`` replays and uncompiled calls are
