@@ -22,6 +22,18 @@ from . import _replay_pure as _p
 cdef extern from "_replay_float.h":  # a sum keeping its first operand's NaN
     double dad_add(double x, double y) nogil
 
+cdef extern from "_replay_exec.h":  # the forward loop (threaded code over exec codes)
+    ctypedef struct dad_instr:
+        pass
+    enum:
+        DAD_DONE
+        DAD_FAILED
+        DAD_PYTHON
+        DO_NLIBM
+    unsigned char dad_exec_code(const dad_instr* code, long i) nogil
+    long dad_forward(const dad_instr* code, const unsigned char* xop, long start, long n,
+                     double* v, const double* xin, int* why) nogil
+
 cdef enum:
     INPUT = 0
     CONST = 1
@@ -82,8 +94,9 @@ ctypedef struct Instr:
 
 assert (_p.INPUT, _p.CONST, _p.ADD, _p.SUB, _p.MUL, _p.DIV, _p.NEG, _p.CALL1, _p.CALL2,
         _p.FIRST_LIBM, _p.G_LT, _p.G_ROUND) == (0, 1, 2, 3, 4, 5, 6, 7, 8, 16, 64, 74)
-assert _p.INSTRUCTION_BYTES == sizeof(Instr)
+assert _p.INSTRUCTION_BYTES == sizeof(Instr) == sizeof(dad_instr)
 cdef int NLIBM = len(_p.LIBM)
+assert NLIBM == DO_NLIBM
 cdef int STACK_SLOTS = 512
 
 
@@ -441,6 +454,7 @@ cdef class Program:
     # are returned after the outputs' values
     cdef char* diff
     cdef char* sw
+    cdef unsigned char* xop  # each instruction's exec code (see _replay_exec.h)
     cdef int seed
     cdef int* wanted
     cdef Py_ssize_t nwanted
@@ -533,8 +547,19 @@ cdef class Program:
             else:
                 self.code = src
                 src = NULL
+            self._lower()
         finally:
             PyMem_Free(src)
+
+    cdef int _lower(self) except -1:
+        """Each instruction's exec code, for the forward loop (``dad_forward``)."""
+        cdef Py_ssize_t i
+        self.xop = <unsigned char*>PyMem_Malloc(self.n if self.n else 1)
+        if self.xop == NULL:
+            raise MemoryError("replay: out of memory for a recording of %d instructions" % self.n)
+        for i in range(self.n):
+            self.xop[i] = dad_exec_code(<dad_instr*>self.code, i)
+        return 0
 
     def __dealloc__(self):
         PyMem_Free(self.code)
@@ -542,6 +567,7 @@ cdef class Program:
         PyMem_Free(self.diff)
         PyMem_Free(self.sw)
         PyMem_Free(self.wanted)
+        PyMem_Free(self.xop)
 
     cdef int _set_grad(self, grad, Instr* src) except -1:
         cdef int fa, fb, w
@@ -621,8 +647,9 @@ cdef class Program:
         for x in ins:
             if type(x) is not float:
                 raise TypeError("replay: inputs must be floats")
-        # values, then (a gradient recording's) adjoints: on the stack, or the spare buffer
-        nbuf = self.n * (2 if self.diff != NULL else 1)
+        # values, then (a gradient recording's) adjoints, then the inputs' values: on the
+        # stack, or the spare buffer
+        nbuf = self.n * (2 if self.diff != NULL else 1) + self.ninputs
         if nbuf <= 2 * STACK_SLOTS:
             v = stack
         else:
@@ -789,7 +816,7 @@ cdef class Program:
         for x in ins:
             if type(x) is not float:
                 return None
-        v = <double*>PyMem_Malloc((n if n else 1) * sizeof(double))
+        v = <double*>PyMem_Malloc((2 * n + self.ninputs + 1) * sizeof(double))  # see _run
         tid = <int*>PyMem_Malloc((n if n else 1) * sizeof(int))
         try:
             if v == NULL or tid == NULL:
@@ -844,112 +871,25 @@ cdef class Program:
             PyMem_Free(adj)
 
     cdef bint _run(self, double* v, list ins) except -1:
-        # one chain of ``op == constant`` tests: Cython makes it a C switch
-        cdef Py_ssize_t i
-        cdef Instr* p
-        cdef double x, r
-        cdef int op
-        for i in range(self.n):
-            p = &self.code[i]
-            op = p.op
-            if op == MUL:
-                v[i] = v[p.a] * v[p.b]
-            elif op == ADD:
-                v[i] = v[p.a] + v[p.b]
-            elif op == MUL_NZ:
-                x = v[p.a] * v[p.b]
-                if x == 0.0:
-                    return False
-                v[i] = x
-            elif op == ADD_NZ:
-                x = v[p.a] + v[p.b]
-                if x == 0.0:
-                    return False
-                v[i] = x
-            elif op == SUB_NZ:
-                x = v[p.a] - v[p.b]
-                if x == 0.0:
-                    return False
-                v[i] = x
-            elif op == MUL_ZZ:
-                x = v[p.a] * v[p.b]
-                if x != 0.0:
-                    return False
-                v[i] = x
-            elif op == ADD_ZZ:
-                x = v[p.a] + v[p.b]
-                if x != 0.0:
-                    return False
-                v[i] = x
-            elif op == SUB_ZZ:
-                x = v[p.a] - v[p.b]
-                if x != 0.0:
-                    return False
-                v[i] = x
-            elif op == G_EQ:
-                if (v[p.a] == v[p.b]) != p.k:
-                    return False
-            elif op == SUB:
-                v[i] = v[p.a] - v[p.b]
-            elif op == DIV:
-                x = v[p.b]
-                if x == 0.0:
-                    return False
-                v[i] = v[p.a] / x
-            elif op == NEG:
-                v[i] = -v[p.a]
-            elif op == INPUT:
-                v[i] = PyFloat_AS_DOUBLE(ins[p.a])
-            elif op == CONST:
-                v[i] = p.c
-            elif op == CALL1 or op == CALL2:
-                if not self._call(v, i, p):
-                    return False
-            elif op == G_LT:
-                if (v[p.a] < v[p.b]) != p.k:
-                    return False
-            elif op == G_LE:
-                if (v[p.a] <= v[p.b]) != p.k:
-                    return False
-            elif op == G_GT:
-                if (v[p.a] > v[p.b]) != p.k:
-                    return False
-            elif op == G_GE:
-                if (v[p.a] >= v[p.b]) != p.k:
-                    return False
-            elif op == G_NE:
-                if (v[p.a] != v[p.b]) != p.k:
-                    return False
-            elif op == G_BITS:
-                x = v[p.a]
-                if memcmp(&x, &p.c, sizeof(double)) != 0:
-                    return False
-            elif op == G_FLOOR:
-                x = v[p.a]
-                if not cm.isfinite(x) or cm.floor(x) != p.c:
-                    return False
-            elif op == G_CEIL:
-                x = v[p.a]
-                if not cm.isfinite(x) or cm.ceil(x) != p.c:
-                    return False
-            elif op == G_TRUNC:
-                x = v[p.a]
-                if not cm.isfinite(x) or cm.trunc(x) != p.c:
-                    return False
-            elif op == G_ROUND:
-                x = v[p.a]
-                if not cm.isfinite(x) or _round_half_even(x) != p.c:
-                    return False
-            else:  # a libm function (checked when the program was made)
-                x = v[p.a]
-                r = _libm(op - FIRST_LIBM, x)
-                if (cm.isnan(r) and not cm.isnan(x)) or (cm.isinf(r) and cm.isfinite(x)):
-                    # where Python's math raises (or a function is not libm's): ask it
-                    if not self._call(v, i, p):
-                        return False
-                else:
-                    v[i] = r
-        return True
+        """The forward pass into ``v`` (which has room for the inputs' values after its
+        ``n * (2 if gradient else 1)`` slots): True, or False where a guard fails (or Python
+        would have raised)."""
+        cdef Py_ssize_t i, ni = self.ninputs
+        cdef long at = 0
+        cdef int why = DAD_DONE
+        cdef double* xin = v + self.n * (2 if self.diff != NULL else 1)
+        for i in range(ni):  # (floats: checked by the caller)
+            xin[i] = PyFloat_AS_DOUBLE(ins[i])
+        while True:
+            at = dad_forward(<dad_instr*>self.code, self.xop, at, self.n, v, xin, &why)
+            if why == DAD_DONE:
+                return True
+            if why == DAD_FAILED:
+                return False
+            # a Python function, or a libm value where Python's math raises: ask Python
+            if not self._call(v, at, &self.code[at]):
+                return False
+            at += 1
 
     cdef bint _call(self, double* v, Py_ssize_t i, Instr* p) except -1:
         f = self.funcs[p.k]

@@ -1,0 +1,277 @@
+/* The forward loop of the compiled replayer (``deltaad._replay.Program``), in C.
+ *
+ * The program is the recording's instructions (``dad_instr``, the layout of ``Instr`` in
+ * _replay.pyx) plus one byte per instruction, its *exec code* (``DX_*`` below), chosen once
+ * when the program is made (``dad_lower``). The exec code is dense (a jump table, not a chain
+ * of tests on the sparse opcodes) and says, for an arithmetic instruction, which operands are
+ * the value the instruction just before computed: that value is kept in a register (``last``)
+ * and read from there, not from the slot just stored, so a chain of dependent operations waits
+ * for the arithmetic only, not for a store-to-load round trip through memory at each step.
+ * Every value is stored in its slot as well (the sweep and later instructions read them).
+ *
+ * Under GCC and Clang each instruction's handler jumps to the next one's itself (computed
+ * goto: one indirect branch per handler, which the branch predictor learns per handler);
+ * elsewhere a ``switch`` does the same.
+ *
+ * ``dad_forward`` runs instructions ``start`` .. ``n - 1`` and stops where a guard fails (or
+ * Python would have raised) or where an instruction needs Python (a Python function, a libm
+ * value where Python's ``math`` raises): its caller does that one and resumes after it.
+ * Operands were checked when the program was made (earlier slots, inputs in range). */
+#ifndef DELTAAD_REPLAY_EXEC_H
+#define DELTAAD_REPLAY_EXEC_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include "_replay_float.h"
+
+typedef struct {
+    int op;
+    int a;
+    int b;
+    int k;
+    double c;
+} dad_instr;
+
+/* the recorded opcodes (``_replay_pure``'s) */
+enum {
+    DO_INPUT = 0, DO_CONST = 1, DO_ADD = 2, DO_SUB = 3, DO_MUL = 4, DO_DIV = 5, DO_NEG = 6,
+    DO_CALL1 = 7, DO_CALL2 = 8, DO_FIRST_LIBM = 16, DO_NLIBM = 19,
+    DO_G_LT = 64, DO_G_LE, DO_G_GT, DO_G_GE, DO_G_EQ, DO_G_NE, DO_G_BITS, DO_G_FLOOR, DO_G_CEIL,
+    DO_G_TRUNC, DO_G_ROUND,
+    DO_NZ = 128, DO_ZZ = 256
+};
+
+/* exec codes: an arithmetic operation's four forms are consecutive: operands from slots
+ * (+0), the first operand the previous value (+1), the second (+2), both (+3) */
+enum {
+    DX_ADD = 0, DX_SUB = 4, DX_MUL = 8, DX_DIV = 12,
+    DX_ADD_NZ = 16, DX_SUB_NZ = 20, DX_MUL_NZ = 24,
+    DX_ADD_ZZ = 28, DX_SUB_ZZ = 32, DX_MUL_ZZ = 36,
+    DX_NEG = 40, DX_NEG_P = 41,
+    DX_INPUT = 42, DX_CONST = 43, DX_CALL = 44, DX_LIBM = 45,
+    DX_G_LT = 46, DX_G_LE, DX_G_GT, DX_G_GE, DX_G_EQ, DX_G_NE, DX_G_BITS, DX_G_FLOOR,
+    DX_G_CEIL, DX_G_TRUNC, DX_G_ROUND,
+    DX_BAD = 57,
+    DX_COUNT = 58
+};
+
+/* what ``dad_forward`` stopped for */
+enum { DAD_DONE = 0, DAD_FAILED = 1, DAD_PYTHON = 2 };
+
+static inline int dad_is_guard(int op) { return DO_G_LT <= op && op <= DO_G_ROUND; }
+
+/* The exec code of instruction ``i`` (see above); ``DX_BAD`` for an opcode the replayer does
+ * not know (the program's check rejects those first). */
+static inline unsigned char dad_exec_code(const dad_instr *code, long i) {
+    int op = code[i].op, base, form = 0;
+    switch (op) {
+    case DO_ADD: base = DX_ADD; break;
+    case DO_SUB: base = DX_SUB; break;
+    case DO_MUL: base = DX_MUL; break;
+    case DO_DIV: base = DX_DIV; break;
+    case DO_ADD + DO_NZ: base = DX_ADD_NZ; break;
+    case DO_SUB + DO_NZ: base = DX_SUB_NZ; break;
+    case DO_MUL + DO_NZ: base = DX_MUL_NZ; break;
+    case DO_ADD + DO_ZZ: base = DX_ADD_ZZ; break;
+    case DO_SUB + DO_ZZ: base = DX_SUB_ZZ; break;
+    case DO_MUL + DO_ZZ: base = DX_MUL_ZZ; break;
+    case DO_NEG:
+        return (i > 0 && code[i].a == i - 1 && !dad_is_guard(code[i - 1].op)) ? DX_NEG_P : DX_NEG;
+    case DO_INPUT: return DX_INPUT;
+    case DO_CONST: return DX_CONST;
+    case DO_CALL1: case DO_CALL2: return DX_CALL;
+    default:
+        if (DO_FIRST_LIBM <= op && op < DO_FIRST_LIBM + DO_NLIBM)
+            return DX_LIBM;
+        if (dad_is_guard(op))
+            return (unsigned char)(DX_G_LT + (op - DO_G_LT));
+        return DX_BAD;
+    }
+    /* the previous instruction's value is in ``last`` unless it was a guard (no value) */
+    if (i > 0 && !dad_is_guard(code[i - 1].op)) {
+        if (code[i].a == i - 1)
+            form += 1;
+        if (code[i].b == i - 1)
+            form += 2;
+    }
+    return (unsigned char)(base + form);
+}
+
+static inline double dad_libm(int j, double x) {
+    switch (j) {
+    case 0: return sin(x);
+    case 1: return cos(x);
+    case 2: return tan(x);
+    case 3: return asin(x);
+    case 4: return acos(x);
+    case 5: return atan(x);
+    case 6: return sinh(x);
+    case 7: return cosh(x);
+    case 8: return tanh(x);
+    case 9: return asinh(x);
+    case 10: return acosh(x);
+    case 11: return atanh(x);
+    case 12: return exp(x);
+    case 13: return expm1(x);
+    case 14: return log(x);
+    case 15: return log2(x);
+    case 16: return log10(x);
+    case 17: return sqrt(x);
+    default: return fabs(x);
+    }
+}
+
+static inline double dad_round_half_even(double x) {
+    double r = round(x);
+    if (fabs(x - r) == 0.5)
+        r = 2.0 * round(x / 2.0);
+    return r;
+}
+
+static inline int dad_same_bits(double x, double y) {
+    uint64_t u, w;
+    memcpy(&u, &x, 8);
+    memcpy(&w, &y, 8);
+    return u == w;
+}
+
+#if defined(__GNUC__) && !defined(DELTAAD_NO_COMPUTED_GOTO)
+#define DAD_THREADED 1
+#endif
+
+#ifdef __GNUC__
+#define DAD_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define DAD_UNLIKELY(x) (x)
+#endif
+
+/* Run instructions ``start`` .. ``n - 1`` of ``code`` (exec codes ``xop``) over the value
+ * slots ``v``, the inputs' values ``xin``. Returns where it stopped: ``n`` with ``*why =
+ * DAD_DONE``, or the instruction that failed (``DAD_FAILED``) or needs Python
+ * (``DAD_PYTHON``; its slot is not written). */
+static long dad_forward(const dad_instr *code, const unsigned char *xop, long start, long n,
+                        double *v, const double *xin, int *why) {
+    long i = start;
+    const dad_instr *p = code + start;
+    double last = start > 0 ? v[start - 1] : 0.0, x, y;
+    if (i >= n) {
+        *why = DAD_DONE;
+        return n;
+    }
+#ifdef DAD_THREADED
+    static const void *const labels[DX_COUNT] = {
+        &&L_ADD, &&L_ADD_A, &&L_ADD_B, &&L_ADD_AB,
+        &&L_SUB, &&L_SUB_A, &&L_SUB_B, &&L_SUB_AB,
+        &&L_MUL, &&L_MUL_A, &&L_MUL_B, &&L_MUL_AB,
+        &&L_DIV, &&L_DIV_A, &&L_DIV_B, &&L_DIV_AB,
+        &&L_ADD_NZ, &&L_ADD_NZ_A, &&L_ADD_NZ_B, &&L_ADD_NZ_AB,
+        &&L_SUB_NZ, &&L_SUB_NZ_A, &&L_SUB_NZ_B, &&L_SUB_NZ_AB,
+        &&L_MUL_NZ, &&L_MUL_NZ_A, &&L_MUL_NZ_B, &&L_MUL_NZ_AB,
+        &&L_ADD_ZZ, &&L_ADD_ZZ_A, &&L_ADD_ZZ_B, &&L_ADD_ZZ_AB,
+        &&L_SUB_ZZ, &&L_SUB_ZZ_A, &&L_SUB_ZZ_B, &&L_SUB_ZZ_AB,
+        &&L_MUL_ZZ, &&L_MUL_ZZ_A, &&L_MUL_ZZ_B, &&L_MUL_ZZ_AB,
+        &&L_NEG, &&L_NEG_P,
+        &&L_INPUT, &&L_CONST, &&L_CALL, &&L_LIBM,
+        &&L_G_LT, &&L_G_LE, &&L_G_GT, &&L_G_GE, &&L_G_EQ, &&L_G_NE, &&L_G_BITS, &&L_G_FLOOR,
+        &&L_G_CEIL, &&L_G_TRUNC, &&L_G_ROUND,
+        &&L_BAD,
+    };
+#define DAD_CASE(name) L_##name:
+#define DAD_NEXT do { ++p; if (DAD_UNLIKELY(++i == n)) goto done; goto *labels[xop[i]]; } while (0)
+    goto *labels[xop[i]];
+#else
+#define DAD_CASE(name) case DX_##name:
+#define DAD_NEXT do { ++p; if (DAD_UNLIKELY(++i == n)) goto done; goto top; } while (0)
+top:
+    switch (xop[i]) {
+#endif
+
+/* one arithmetic operation in its four operand forms; ``CHECK`` fails on the result */
+#define DAD_ARITH(NAME, EXPR, CHECK)                                   \
+    DAD_CASE(NAME) x = v[p->a]; y = v[p->b]; goto NAME##_do;         \
+    DAD_CASE(NAME##_A) x = last; y = v[p->b]; goto NAME##_do;        \
+    DAD_CASE(NAME##_B) x = v[p->a]; y = last; goto NAME##_do;        \
+    DAD_CASE(NAME##_AB) x = last; y = last;                          \
+    NAME##_do:                                                       \
+        last = (EXPR);                                               \
+        if (CHECK) goto failed;                                      \
+        v[i] = last;                                                 \
+        DAD_NEXT;
+
+    DAD_ARITH(ADD, dad_add(x, y), 0)
+    DAD_ARITH(SUB, x - y, 0)
+    DAD_ARITH(MUL, dad_mul(x, y), 0)
+    DAD_ARITH(ADD_NZ, dad_add(x, y), last == 0.0)
+    DAD_ARITH(SUB_NZ, x - y, last == 0.0)
+    DAD_ARITH(MUL_NZ, dad_mul(x, y), last == 0.0)
+    DAD_ARITH(ADD_ZZ, dad_add(x, y), last != 0.0)
+    DAD_ARITH(SUB_ZZ, x - y, last != 0.0)
+    DAD_ARITH(MUL_ZZ, dad_mul(x, y), last != 0.0)
+
+    /* a division by zero fails (Python raises) before dividing */
+    DAD_CASE(DIV) x = v[p->a]; y = v[p->b]; goto DIV_do;
+    DAD_CASE(DIV_A) x = last; y = v[p->b]; goto DIV_do;
+    DAD_CASE(DIV_B) x = v[p->a]; y = last; goto DIV_do;
+    DAD_CASE(DIV_AB) x = last; y = last;
+    DIV_do:
+        if (y == 0.0) goto failed;
+        last = x / y;
+        v[i] = last;
+        DAD_NEXT;
+
+    DAD_CASE(NEG) last = -v[p->a]; v[i] = last; DAD_NEXT;
+    DAD_CASE(NEG_P) last = -last; v[i] = last; DAD_NEXT;
+    DAD_CASE(INPUT) last = xin[p->a]; v[i] = last; DAD_NEXT;
+    DAD_CASE(CONST) last = p->c; v[i] = last; DAD_NEXT;
+    DAD_CASE(CALL) goto python;
+    DAD_CASE(LIBM)
+        x = v[p->a];
+        y = dad_libm(p->op - DO_FIRST_LIBM, x);
+        if (DAD_UNLIKELY((isnan(y) && !isnan(x)) || (isinf(y) && isfinite(x))))
+            goto python;  /* where Python's math raises (or the function is not libm's) */
+        last = y;
+        v[i] = y;
+        DAD_NEXT;
+    DAD_CASE(G_LT) if ((v[p->a] < v[p->b]) != p->k) goto failed; DAD_NEXT;
+    DAD_CASE(G_LE) if ((v[p->a] <= v[p->b]) != p->k) goto failed; DAD_NEXT;
+    DAD_CASE(G_GT) if ((v[p->a] > v[p->b]) != p->k) goto failed; DAD_NEXT;
+    DAD_CASE(G_GE) if ((v[p->a] >= v[p->b]) != p->k) goto failed; DAD_NEXT;
+    DAD_CASE(G_EQ) if ((v[p->a] == v[p->b]) != p->k) goto failed; DAD_NEXT;
+    DAD_CASE(G_NE) if ((v[p->a] != v[p->b]) != p->k) goto failed; DAD_NEXT;
+    DAD_CASE(G_BITS) if (!dad_same_bits(v[p->a], p->c)) goto failed; DAD_NEXT;
+    DAD_CASE(G_FLOOR)
+        x = v[p->a];
+        if (!isfinite(x) || floor(x) != p->c) goto failed;
+        DAD_NEXT;
+    DAD_CASE(G_CEIL)
+        x = v[p->a];
+        if (!isfinite(x) || ceil(x) != p->c) goto failed;
+        DAD_NEXT;
+    DAD_CASE(G_TRUNC)
+        x = v[p->a];
+        if (!isfinite(x) || trunc(x) != p->c) goto failed;
+        DAD_NEXT;
+    DAD_CASE(G_ROUND)
+        x = v[p->a];
+        if (!isfinite(x) || dad_round_half_even(x) != p->c) goto failed;
+        DAD_NEXT;
+    DAD_CASE(BAD) goto failed;
+#ifndef DAD_THREADED
+    }
+#endif
+#undef DAD_ARITH
+#undef DAD_CASE
+#undef DAD_NEXT
+done:
+    *why = DAD_DONE;
+    return n;
+failed:
+    *why = DAD_FAILED;
+    return i;
+python:
+    *why = DAD_PYTHON;
+    return i;
+}
+
+#endif
