@@ -30,6 +30,7 @@ cdef extern from "_replay_exec.h":  # the forward loop (threaded code over exec 
         DAD_FAILED
         DAD_PYTHON
         DO_NLIBM
+        DX_END
     unsigned char dad_exec_code(const dad_instr* code, long i) nogil
     long dad_forward(const dad_instr* code, const unsigned char* xop, long start, long n,
                      double* v, const double* xin, int* why) nogil
@@ -554,11 +555,12 @@ cdef class Program:
     cdef int _lower(self) except -1:
         """Each instruction's exec code, for the forward loop (``dad_forward``)."""
         cdef Py_ssize_t i
-        self.xop = <unsigned char*>PyMem_Malloc(self.n if self.n else 1)
+        self.xop = <unsigned char*>PyMem_Malloc(self.n + 1)
         if self.xop == NULL:
             raise MemoryError("replay: out of memory for a recording of %d instructions" % self.n)
         for i in range(self.n):
             self.xop[i] = dad_exec_code(<dad_instr*>self.code, i)
+        self.xop[self.n] = DX_END
         return 0
 
     def __dealloc__(self):

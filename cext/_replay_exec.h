@@ -53,7 +53,8 @@ enum {
     DX_G_LT = 46, DX_G_LE, DX_G_GT, DX_G_GE, DX_G_EQ, DX_G_NE, DX_G_BITS, DX_G_FLOOR,
     DX_G_CEIL, DX_G_TRUNC, DX_G_ROUND,
     DX_BAD = 57,
-    DX_COUNT = 58
+    DX_END = 58,  /* after the last instruction (``xop[n]``) */
+    DX_COUNT = 59
 };
 
 /* what ``dad_forward`` stopped for */
@@ -146,10 +147,15 @@ static inline int dad_same_bits(double x, double y) {
 #define DAD_UNLIKELY(x) (x)
 #endif
 
-/* Run instructions ``start`` .. ``n - 1`` of ``code`` (exec codes ``xop``) over the value
+/* Run instructions ``start`` .. ``n - 1`` of ``code`` (exec codes ``xop``, ``xop[n]`` being
+ * ``DX_END``) over the value
  * slots ``v``, the inputs' values ``xin``. Returns where it stopped: ``n`` with ``*why =
  * DAD_DONE``, or the instruction that failed (``DAD_FAILED``) or needs Python
  * (``DAD_PYTHON``; its slot is not written). */
+#if defined(__GNUC__) && !defined(__clang__)
+/* keep each handler's own dispatch (GCC would merge the identical tails into one jump) */
+__attribute__((optimize("no-crossjumping", "no-gcse", "no-tree-tail-merge")))
+#endif
 static long dad_forward(const dad_instr *code, const unsigned char *xop, long start, long n,
                         double *v, const double *xin, int *why) {
     long i = start;
@@ -175,29 +181,25 @@ static long dad_forward(const dad_instr *code, const unsigned char *xop, long st
         &&L_INPUT, &&L_CONST, &&L_CALL, &&L_LIBM,
         &&L_G_LT, &&L_G_LE, &&L_G_GT, &&L_G_GE, &&L_G_EQ, &&L_G_NE, &&L_G_BITS, &&L_G_FLOOR,
         &&L_G_CEIL, &&L_G_TRUNC, &&L_G_ROUND,
-        &&L_BAD,
+        &&L_BAD, &&L_END,
     };
 #define DAD_CASE(name) L_##name:
-#define DAD_NEXT do { ++p; if (DAD_UNLIKELY(++i == n)) goto done; goto *labels[xop[i]]; } while (0)
+#define DAD_NEXT do { ++p; ++i; goto *labels[xop[i]]; } while (0)
     goto *labels[xop[i]];
 #else
 #define DAD_CASE(name) case DX_##name:
-#define DAD_NEXT do { ++p; if (DAD_UNLIKELY(++i == n)) goto done; goto top; } while (0)
+#define DAD_NEXT do { ++p; ++i; goto top; } while (0)
 top:
     switch (xop[i]) {
 #endif
 
 /* one arithmetic operation in its four operand forms; ``CHECK`` fails on the result */
+#define DAD_DO(EXPR, CHECK) last = (EXPR); if (CHECK) goto failed; v[i] = last; DAD_NEXT;
 #define DAD_ARITH(NAME, EXPR, CHECK)                                   \
-    DAD_CASE(NAME) x = v[p->a]; y = v[p->b]; goto NAME##_do;         \
-    DAD_CASE(NAME##_A) x = last; y = v[p->b]; goto NAME##_do;        \
-    DAD_CASE(NAME##_B) x = v[p->a]; y = last; goto NAME##_do;        \
-    DAD_CASE(NAME##_AB) x = last; y = last;                          \
-    NAME##_do:                                                       \
-        last = (EXPR);                                               \
-        if (CHECK) goto failed;                                      \
-        v[i] = last;                                                 \
-        DAD_NEXT;
+    DAD_CASE(NAME) x = v[p->a]; y = v[p->b]; DAD_DO(EXPR, CHECK)     \
+    DAD_CASE(NAME##_A) x = last; y = v[p->b]; DAD_DO(EXPR, CHECK)    \
+    DAD_CASE(NAME##_B) x = v[p->a]; y = last; DAD_DO(EXPR, CHECK)    \
+    DAD_CASE(NAME##_AB) x = last; y = last; DAD_DO(EXPR, CHECK)
 
     DAD_ARITH(ADD, dad_add(x, y), 0)
     DAD_ARITH(SUB, x - y, 0)
@@ -257,10 +259,12 @@ top:
         if (!isfinite(x) || dad_round_half_even(x) != p->c) goto failed;
         DAD_NEXT;
     DAD_CASE(BAD) goto failed;
+    DAD_CASE(END) goto done;
 #ifndef DAD_THREADED
     }
 #endif
 #undef DAD_ARITH
+#undef DAD_DO
 #undef DAD_CASE
 #undef DAD_NEXT
 done:
