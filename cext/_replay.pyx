@@ -32,6 +32,9 @@ cdef extern from "_replay_exec.h":  # the forward loop (threaded code over exec 
         DO_NLIBM
         DX_END
     unsigned char dad_exec_code(const dad_instr* code, long i) nogil
+    int dad_sweep_codes(const dad_instr* code, const char* sw, long n, unsigned char* xsw) nogil
+    void dad_sweep(const dad_instr* code, const unsigned char* xsw, long n, long seed,
+                   const double* v, double* adj, double ln2, double ln10) nogil
     long dad_forward(const dad_instr* code, const unsigned char* xop, long start, long n,
                      double* v, const double* xin, int* why) nogil
 
@@ -456,6 +459,7 @@ cdef class Program:
     cdef char* diff
     cdef char* sw
     cdef unsigned char* xop  # each instruction's exec code (see _replay_exec.h)
+    cdef unsigned char* xsw  # a gradient recording's sweep exec codes (see _replay_exec.h)
     cdef int seed
     cdef int* wanted
     cdef Py_ssize_t nwanted
@@ -561,6 +565,12 @@ cdef class Program:
         for i in range(self.n):
             self.xop[i] = dad_exec_code(<dad_instr*>self.code, i)
         self.xop[self.n] = DX_END
+        if self.diff != NULL:
+            self.xsw = <unsigned char*>PyMem_Malloc(self.n + 1)
+            if self.xsw == NULL:
+                raise MemoryError("replay: out of memory for a gradient recording")
+            if dad_sweep_codes(<dad_instr*>self.code, self.sw, self.n, self.xsw) != 0:
+                raise ValueError("replay: a gradient recording's sweep codes are not known")
         return 0
 
     def __dealloc__(self):
@@ -570,6 +580,7 @@ cdef class Program:
         PyMem_Free(self.sw)
         PyMem_Free(self.wanted)
         PyMem_Free(self.xop)
+        PyMem_Free(self.xsw)
 
     cdef int _set_grad(self, grad, Instr* src) except -1:
         cdef int fa, fb, w
@@ -724,76 +735,7 @@ cdef class Program:
         the higher, the likelier next. A partial 1.0 adds the adjoint itself: ``1.0 * g`` is
         ``g`` bit for bit, as ``g`` is never a signalling NaN (the seed or a sum); a partial
         -1.0 is ``-g`` but where ``g`` is a NaN, which ``-1.0 * g`` keeps as it is."""
-        cdef Py_ssize_t i
-        cdef int a, b, cs = -1
-        cdef char c
-        cdef double g, carry = 0.0, x, y
-        cdef char* sw = self.sw
-        cdef Instr* code = self.code
-        cdef Instr* p
-        memset(adj, 0, self.n * sizeof(double))
-        if self.seed >= 0:
-            adj[self.seed] += 1.0
-        for i in range(self.n - 1, -1, -1):
-            c = sw[i]
-            if c == 0:
-                continue
-            if i == cs:
-                g = carry
-            else:
-                g = adj[i]
-            if g == 0.0:
-                continue
-            p = &code[i]
-            a = p.a
-            b = p.b
-            if c == SW_MUL_AB:
-                x = _cmul(v[b], g)
-                y = _cmul2(v[a], g)
-            elif c == SW_MUL_A:
-                cs = _acc(adj, a, _cmul(v[b], g), &carry, cs)
-                continue
-            elif c == SW_MUL_B:
-                cs = _acc(adj, b, _cmul(v[a], g), &carry, cs)
-                continue
-            elif c == SW_ADD_AB:
-                x = g
-                y = g
-            elif c == SW_ADD_A or c == SW_SUB_A:
-                cs = _acc(adj, a, g, &carry, cs)
-                continue
-            elif c == SW_ADD_B:
-                cs = _acc(adj, b, g, &carry, cs)
-                continue
-            elif c == SW_SUB_AB:
-                x = g
-                y = _neg1(g)
-            elif c == SW_SUB_B:
-                cs = _acc(adj, b, _neg1(g), &carry, cs)
-                continue
-            elif c == SW_DIV_AB:  # the forward pass saw v[b] != 0
-                x = _cmul(1.0 / v[b], g)
-                y = _cmul2(-v[i] / v[b], g)
-            elif c == SW_DIV_A:
-                cs = _acc(adj, a, _cmul(1.0 / v[b], g), &carry, cs)
-                continue
-            elif c == SW_DIV_B:
-                cs = _acc(adj, b, _cmul(-v[i] / v[b], g), &carry, cs)
-                continue
-            elif c == SW_NEG:
-                cs = _acc(adj, a, _neg1(g), &carry, cs)
-                continue
-            else:  # SW_LIBM
-                cs = _acc(adj, a, _cmul(_libm_partial(p.op - FIRST_LIBM, v[a], v[i]), g),
-                          &carry, cs)
-                continue
-            # two parents: a == b adds the first parent's first, as the tape has it
-            if a <= b:
-                cs = _acc(adj, a, x, &carry, cs)
-                cs = _acc(adj, b, y, &carry, cs)
-            else:
-                cs = _acc(adj, b, y, &carry, cs)
-                cs = _acc(adj, a, x, &carry, cs)
+        dad_sweep(<dad_instr*>self.code, self.xsw, self.n, self.seed, v, adj, LN2, LN10)
 
     def checked_run(self, inputs, bindings, ids):
         """``run(inputs)`` when this gradient recording, evaluated at ``inputs``, has the

@@ -278,4 +278,205 @@ python:
     return i;
 }
 
+/* -- the sweep of a gradient recording ------------------------------------------------------
+ *
+ * ``Program._sweep``'s float operations in its order (see there), over *sweep exec codes*
+ * (``xsw[i + 1]`` for slot ``i``; ``xsw[0]`` ends the sweep), chosen once per program by
+ * ``dad_sweep_codes`` from the recording's sweep codes (``SW_*``, as in _replay.pyx): the
+ * kind of binding, which parent is added into first, and where the adjoints read come from.
+ *
+ * The adjoint last written is kept in a register (``carry``) as well as in its slot, so a
+ * binding whose adjoint (or first parent's) was just written reads it without a
+ * store-to-load round trip. Which slot that is, is known when the program is made: the
+ * last parent written by the binding swept before (the higher of two parents: the lower is
+ * added into first). A binding whose adjoint is zero is skipped (the core's sweep skips
+ * it); the register then takes that last parent's adjoint from its slot, so what it holds is
+ * what the codes say it holds whether or not a binding was skipped. */
+
+enum { /* the recording's sweep codes (``SW_*`` in _replay.pyx) */
+    DS_MUL_A = 1, DS_MUL_B, DS_MUL_AB, DS_ADD_A, DS_ADD_B, DS_ADD_AB, DS_SUB_A, DS_SUB_B,
+    DS_SUB_AB, DS_DIV_A, DS_DIV_B, DS_DIV_AB, DS_NEG, DS_LIBM
+};
+
+/* sweep exec codes: kind * 3 + where the adjoints come from (0: slots; 1: the binding's own
+ * adjoint is the register's; 2: the first parent's is) */
+enum {
+    DK_MUL_A, DK_MUL_B, DK_ADD_A, DK_ADD_B, DK_SUB_B, DK_DIV_A, DK_DIV_B, DK_NEG, DK_LIBM,
+    DK_MUL_LT, DK_MUL_GT, DK_MUL_EQ, DK_ADD_LT, DK_ADD_GT, DK_ADD_EQ,
+    DK_SUB_LT, DK_SUB_GT, DK_SUB_EQ, DK_DIV_LT, DK_DIV_GT, DK_DIV_EQ,
+    DK_KINDS
+};
+enum { DS_SKIP = 3 * DK_KINDS, DS_END = DS_SKIP + 1, DS_COUNT = DS_END + 1 };
+
+/* ``xsw[0 .. n]`` from the sweep codes ``sw[0 .. n - 1]`` (0: no binding). Returns -1 for
+ * a sweep code it does not know, else 0. */
+static inline int dad_sweep_codes(const dad_instr *code, const char *sw, long n,
+                                  unsigned char *xsw) {
+    long i, cs = -1, lo, hi;
+    int c, kind, where;
+    xsw[0] = DS_END;
+    for (i = n - 1; i >= 0; i--) {
+        c = sw[i];
+        if (c == 0) {
+            xsw[i + 1] = DS_SKIP;
+            continue;
+        }
+        where = (i == cs) ? 1 : 0;
+        if (c == DS_MUL_AB || c == DS_ADD_AB || c == DS_SUB_AB || c == DS_DIV_AB) {
+            long a = code[i].a, b = code[i].b;
+            lo = a < b ? a : b;
+            hi = a < b ? b : a;
+            kind = (c == DS_MUL_AB ? DK_MUL_LT : c == DS_ADD_AB ? DK_ADD_LT
+                    : c == DS_SUB_AB ? DK_SUB_LT : DK_DIV_LT) + (a < b ? 0 : a > b ? 1 : 2);
+            if (lo == cs) where = 2;
+            cs = hi;
+        } else {
+            switch (c) {
+            case DS_MUL_A: kind = DK_MUL_A; lo = code[i].a; break;
+            case DS_MUL_B: kind = DK_MUL_B; lo = code[i].b; break;
+            case DS_ADD_A: case DS_SUB_A: kind = DK_ADD_A; lo = code[i].a; break;
+            case DS_ADD_B: kind = DK_ADD_B; lo = code[i].b; break;
+            case DS_SUB_B: kind = DK_SUB_B; lo = code[i].b; break;
+            case DS_DIV_A: kind = DK_DIV_A; lo = code[i].a; break;
+            case DS_DIV_B: kind = DK_DIV_B; lo = code[i].b; break;
+            case DS_NEG: kind = DK_NEG; lo = code[i].a; break;
+            case DS_LIBM: kind = DK_LIBM; lo = code[i].a; break;
+            default: return -1;
+            }
+            if (lo == cs) where = 2;
+            cs = lo;
+        }
+        xsw[i + 1] = (unsigned char)(kind * 3 + where);
+    }
+    return 0;
+}
+
+/* The core's partial of libm function ``j`` at ``x`` (value ``r``): ``_libm_partial``. */
+static inline double dad_libm_partial(int j, double x, double r, double ln2, double ln10) {
+    switch (j) {
+    case 0: return cos(x);
+    case 1: return -sin(x);
+    case 2: return 1.0 + r * r;
+    case 3: return 1.0 / sqrt(1.0 - x * x);
+    case 4: return -(1.0 / sqrt(1.0 - x * x));
+    case 5: return 1.0 / (1.0 + x * x);
+    case 6: return cosh(x);
+    case 7: return sinh(x);
+    case 8: return 1.0 - r * r;
+    case 9: return 1.0 / sqrt(x * x + 1.0);
+    case 10: return 1.0 / sqrt(x * x - 1.0);
+    case 11: return 1.0 / (1.0 - x * x);
+    case 12: return r;
+    case 13: return r + 1.0;
+    case 14: return 1.0 / x;
+    case 15: return 1.0 / (x * ln2);
+    case 16: return 1.0 / (x * ln10);
+    case 17: return 0.5 / (r + 0.0);
+    default:
+        if (x > 0.0) return 1.0;
+        if (x < 0.0) return -1.0;
+        if (x == 0.0) return 0.0;
+        return NAN;
+    }
+}
+
+/* ``c * g`` for a binding's first parent (where both are NaN: the partial's), for its second
+ * (the adjoint's), and ``-1.0 * g``: ``_cmul``, ``_cmul2``, ``_neg1`` of _replay.pyx */
+static inline double dad_cmul(double c, double g) { return c != c ? c : c * g; }
+static inline double dad_cmul2(double c, double g) { return g != g ? g : c * g; }
+static inline double dad_neg1(double g) { return g != g ? g : -g; }
+
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-crossjumping", "no-gcse", "no-tree-tail-merge")))
+#endif
+/* The adjoints ``adj[0 .. n - 1]`` of the values ``v`` (slot ``seed`` seeded with 1.0; -1:
+ * none). */
+static void dad_sweep(const dad_instr *code, const unsigned char *xsw, long n, long seed,
+                      const double *v, double *adj, double ln2, double ln10) {
+    long i = n - 1;
+    const dad_instr *p = code + i;
+    double g, carry = 0.0, x, y;
+    memset(adj, 0, (size_t)n * sizeof(double));
+    if (seed >= 0)
+        adj[seed] += 1.0;
+#define ACC_0(s, e) carry = dad_add((e), adj[s]); adj[s] = carry;
+#define ACC_1(s, e) ACC_0(s, e)
+#define ACC_2(s, e) carry = dad_add((e), carry); adj[s] = carry;
+#define G_0 g = adj[i];
+#define G_1 g = carry;
+#define G_2 g = adj[i];
+#ifdef DAD_THREADED
+#define SW_CASE(K, W) S_##K##_##W:
+#define SW_CASE_X(name) S_##name:
+#define SW_NEXT do { --p; --i; goto *labels[xsw[i + 1]]; } while (0)
+#define SW_L3(K) &&S_##K##_0, &&S_##K##_1, &&S_##K##_2
+    static const void *const labels[DS_COUNT] = {
+        SW_L3(MUL_A), SW_L3(MUL_B), SW_L3(ADD_A), SW_L3(ADD_B), SW_L3(SUB_B), SW_L3(DIV_A),
+        SW_L3(DIV_B), SW_L3(NEG), SW_L3(LIBM),
+        SW_L3(MUL_LT), SW_L3(MUL_GT), SW_L3(MUL_EQ), SW_L3(ADD_LT), SW_L3(ADD_GT),
+        SW_L3(ADD_EQ), SW_L3(SUB_LT), SW_L3(SUB_GT), SW_L3(SUB_EQ), SW_L3(DIV_LT),
+        SW_L3(DIV_GT), SW_L3(DIV_EQ),
+        &&S_SKIP, &&S_END,
+    };
+#undef SW_L3
+    goto *labels[xsw[i + 1]];
+#else
+#define SW_CASE(K, W) case DK_##K * 3 + W:
+#define SW_CASE_X(name) case DS_##name:
+#define SW_NEXT do { --p; --i; goto top; } while (0)
+top:
+    switch (xsw[i + 1]) {
+#endif
+/* one parent: slot S gets E (an expression of g); W: where the adjoints come from */
+#define SW1(K, W, S, E)                                        \
+    SW_CASE(K, W) G_##W                                     \
+        if (g == 0.0) { carry = adj[S]; SW_NEXT; }             \
+        ACC_##W(S, E) SW_NEXT;
+/* two parents: X (first's contribution) and Y (second's), the lower slot first */
+#define SW2(K, W, X, Y)                                                      \
+    SW_CASE(K##_LT, W) G_##W                                                \
+        if (g == 0.0) { carry = adj[p->b]; SW_NEXT; }                        \
+        x = (X); y = (Y); ACC_##W(p->a, x) ACC_0(p->b, y) SW_NEXT;          \
+    SW_CASE(K##_GT, W) G_##W                                                \
+        if (g == 0.0) { carry = adj[p->a]; SW_NEXT; }                        \
+        x = (X); y = (Y); ACC_##W(p->b, y) ACC_0(p->a, x) SW_NEXT;          \
+    SW_CASE(K##_EQ, W) G_##W                                                \
+        if (g == 0.0) { carry = adj[p->a]; SW_NEXT; }                        \
+        x = (X); y = (Y); ACC_##W(p->a, x) ACC_2(p->a, y) SW_NEXT;
+#define SW1_ALL(K, S, E) SW1(K, 0, S, E) SW1(K, 1, S, E) SW1(K, 2, S, E)
+#define SW2_ALL(K, X, Y) SW2(K, 0, X, Y) SW2(K, 1, X, Y) SW2(K, 2, X, Y)
+    SW1_ALL(MUL_A, p->a, dad_cmul(v[p->b], g))
+    SW1_ALL(MUL_B, p->b, dad_cmul(v[p->a], g))
+    SW1_ALL(ADD_A, p->a, g)
+    SW1_ALL(ADD_B, p->b, g)
+    SW1_ALL(SUB_B, p->b, dad_neg1(g))
+    SW1_ALL(DIV_A, p->a, dad_cmul(1.0 / v[p->b], g))  /* the forward pass saw v[b] != 0 */
+    SW1_ALL(DIV_B, p->b, dad_cmul(-v[i] / v[p->b], g))
+    SW1_ALL(NEG, p->a, dad_neg1(g))
+    SW1_ALL(LIBM, p->a,
+            dad_cmul(dad_libm_partial(p->op - DO_FIRST_LIBM, v[p->a], v[i], ln2, ln10), g))
+    SW2_ALL(MUL, dad_cmul(v[p->b], g), dad_cmul2(v[p->a], g))
+    SW2_ALL(ADD, g, g)
+    SW2_ALL(SUB, g, dad_neg1(g))
+    SW2_ALL(DIV, dad_cmul(1.0 / v[p->b], g), dad_cmul2(-v[i] / v[p->b], g))
+    SW_CASE_X(SKIP) SW_NEXT;
+    SW_CASE_X(END) return;
+#ifndef DAD_THREADED
+    }
+#endif
+#undef SW1
+#undef SW2
+#undef SW1_ALL
+#undef SW2_ALL
+#undef SW_CASE
+#undef SW_CASE_X
+#undef SW_NEXT
+#undef ACC_0
+#undef ACC_1
+#undef ACC_2
+#undef G_0
+#undef G_1
+#undef G_2
+}
+
 #endif
