@@ -31,12 +31,16 @@ cdef extern from "_replay_exec.h":  # the forward loop (threaded code over exec 
         DAD_PYTHON
         DO_NLIBM
         DX_END
-    unsigned char dad_exec_code(const dad_instr* code, long i) nogil
+    enum:
+        DX_SIN_D
+        DX_COS_D
+    unsigned char dad_exec_code(const dad_instr* code, const char* sw, long i) nogil
     int dad_sweep_codes(const dad_instr* code, const char* sw, long n, unsigned char* xsw) nogil
     void dad_sweep(const dad_instr* code, const unsigned char* xsw, long n, long seed,
-                   const double* v, double* adj, double ln2, double ln10) nogil
+                   const double* v, double* adj, double ln2, double ln10,
+                   const double* part, long npart) nogil
     long dad_forward(const dad_instr* code, const unsigned char* xop, long start, long n,
-                     double* v, const double* xin, int* why) nogil
+                     double* v, const double* xin, double* part, long* npart, int* why) nogil
 
 cdef enum:
     INPUT = 0
@@ -460,6 +464,7 @@ cdef class Program:
     cdef char* sw
     cdef unsigned char* xop  # each instruction's exec code (see _replay_exec.h)
     cdef unsigned char* xsw  # a gradient recording's sweep exec codes (see _replay_exec.h)
+    cdef Py_ssize_t npart    # partials the forward pass keeps for the sweep (sin, cos)
     cdef int seed
     cdef int* wanted
     cdef Py_ssize_t nwanted
@@ -563,7 +568,10 @@ cdef class Program:
         if self.xop == NULL:
             raise MemoryError("replay: out of memory for a recording of %d instructions" % self.n)
         for i in range(self.n):
-            self.xop[i] = dad_exec_code(<dad_instr*>self.code, i)
+            self.xop[i] = dad_exec_code(<dad_instr*>self.code, self.sw if self.diff != NULL
+                                        else NULL, i)
+            if self.xop[i] == DX_SIN_D or self.xop[i] == DX_COS_D:
+                self.npart += 1
         self.xop[self.n] = DX_END
         if self.diff != NULL:
             self.xsw = <unsigned char*>PyMem_Malloc(self.n + 1)
@@ -662,7 +670,7 @@ cdef class Program:
                 raise TypeError("replay: inputs must be floats")
         # values, then (a gradient recording's) adjoints, then the inputs' values: on the
         # stack, or the spare buffer
-        nbuf = self.n * (2 if self.diff != NULL else 1) + self.ninputs
+        nbuf = self.n * (2 if self.diff != NULL else 1) + self.ninputs + self.npart
         if nbuf <= 2 * STACK_SLOTS:
             v = stack
         else:
@@ -735,7 +743,8 @@ cdef class Program:
         the higher, the likelier next. A partial 1.0 adds the adjoint itself: ``1.0 * g`` is
         ``g`` bit for bit, as ``g`` is never a signalling NaN (the seed or a sum); a partial
         -1.0 is ``-g`` but where ``g`` is a NaN, which ``-1.0 * g`` keeps as it is."""
-        dad_sweep(<dad_instr*>self.code, self.xsw, self.n, self.seed, v, adj, LN2, LN10)
+        dad_sweep(<dad_instr*>self.code, self.xsw, self.n, self.seed, v, adj, LN2, LN10,
+                  v + 2 * self.n + self.ninputs, self.npart)
 
     def checked_run(self, inputs, bindings, ids):
         """``run(inputs)`` when this gradient recording, evaluated at ``inputs``, has the
@@ -760,7 +769,7 @@ cdef class Program:
         for x in ins:
             if type(x) is not float:
                 return None
-        v = <double*>PyMem_Malloc((2 * n + self.ninputs + 1) * sizeof(double))  # see _run
+        v = <double*>PyMem_Malloc((2 * n + self.ninputs + self.npart + 1) * sizeof(double))  # see _run
         tid = <int*>PyMem_Malloc((n if n else 1) * sizeof(int))
         try:
             if v == NULL or tid == NULL:
@@ -819,13 +828,14 @@ cdef class Program:
         ``n * (2 if gradient else 1)`` slots): True, or False where a guard fails (or Python
         would have raised)."""
         cdef Py_ssize_t i, ni = self.ninputs
-        cdef long at = 0
+        cdef long at = 0, npart = 0
         cdef int why = DAD_DONE
         cdef double* xin = v + self.n * (2 if self.diff != NULL else 1)
         for i in range(ni):  # (floats: checked by the caller)
             xin[i] = PyFloat_AS_DOUBLE(ins[i])
         while True:
-            at = dad_forward(<dad_instr*>self.code, self.xop, at, self.n, v, xin, &why)
+            at = dad_forward(<dad_instr*>self.code, self.xop, at, self.n, v, xin, xin + ni,
+                             &npart, &why)
             if why == DAD_DONE:
                 return True
             if why == DAD_FAILED:

@@ -54,7 +54,8 @@ enum {
     DX_G_CEIL, DX_G_TRUNC, DX_G_ROUND,
     DX_BAD = 57,
     DX_END = 58,  /* after the last instruction (``xop[n]``) */
-    DX_COUNT = 59
+    DX_SIN_D = 59, DX_COS_D = 60,  /* a binding's sin or cos: its partial kept for the sweep */
+    DX_COUNT = 61
 };
 
 /* what ``dad_forward`` stopped for */
@@ -62,9 +63,28 @@ enum { DAD_DONE = 0, DAD_FAILED = 1, DAD_PYTHON = 2 };
 
 static inline int dad_is_guard(int op) { return DO_G_LT <= op && op <= DO_G_ROUND; }
 
-/* The exec code of instruction ``i`` (see above); ``DX_BAD`` for an opcode the replayer does
- * not know (the program's check rejects those first). */
-static inline unsigned char dad_exec_code(const dad_instr *code, long i) {
+/* Whether the sweep's partial of a binding's sin or cos comes from the forward pass: one
+ * ``sincos`` gives both the value and the partial, where it gives the bits ``sin`` and ``cos``
+ * give (glibc's computes both with its sin's and cos's code; tests/test_compile_grad.py checks
+ * that on the machine it runs on); elsewhere the sweep calls the partial's function. */
+#if defined(__GLIBC__) && defined(_GNU_SOURCE) && !defined(DELTAAD_NO_SINCOS)
+#define DAD_SINCOS 1
+#endif
+
+static inline int dad_partial_kept(const dad_instr *code, const char *sw, long i) {
+#ifdef DAD_SINCOS
+    return sw != NULL && sw[i] != 0
+        && (code[i].op == DO_FIRST_LIBM || code[i].op == DO_FIRST_LIBM + 1);
+#else
+    (void)code; (void)sw; (void)i;
+    return 0;
+#endif
+}
+
+/* The exec code of instruction ``i`` (see above; ``sw``: a gradient recording's sweep codes,
+ * else NULL); ``DX_BAD`` for an opcode the replayer does not know (the program's check
+ * rejects those first). */
+static inline unsigned char dad_exec_code(const dad_instr *code, const char *sw, long i) {
     int op = code[i].op, base, form = 0;
     switch (op) {
     case DO_ADD: base = DX_ADD; break;
@@ -83,6 +103,8 @@ static inline unsigned char dad_exec_code(const dad_instr *code, long i) {
     case DO_CONST: return DX_CONST;
     case DO_CALL1: case DO_CALL2: return DX_CALL;
     default:
+        if (dad_partial_kept(code, sw, i))
+            return op == DO_FIRST_LIBM ? DX_SIN_D : DX_COS_D;
         if (DO_FIRST_LIBM <= op && op < DO_FIRST_LIBM + DO_NLIBM)
             return DX_LIBM;
         if (dad_is_guard(op))
@@ -157,8 +179,8 @@ static inline int dad_same_bits(double x, double y) {
 __attribute__((optimize("no-crossjumping", "no-gcse", "no-tree-tail-merge")))
 #endif
 static long dad_forward(const dad_instr *code, const unsigned char *xop, long start, long n,
-                        double *v, const double *xin, int *why) {
-    long i = start;
+                        double *v, const double *xin, double *part, long *npart, int *why) {
+    long i = start, j = *npart;
     const dad_instr *p = code + start;
     double last = start > 0 ? v[start - 1] : 0.0, x, y;
     if (i >= n) {
@@ -181,7 +203,7 @@ static long dad_forward(const dad_instr *code, const unsigned char *xop, long st
         &&L_INPUT, &&L_CONST, &&L_CALL, &&L_LIBM,
         &&L_G_LT, &&L_G_LE, &&L_G_GT, &&L_G_GE, &&L_G_EQ, &&L_G_NE, &&L_G_BITS, &&L_G_FLOOR,
         &&L_G_CEIL, &&L_G_TRUNC, &&L_G_ROUND,
-        &&L_BAD, &&L_END,
+        &&L_BAD, &&L_END, &&L_SIN_D, &&L_COS_D,
     };
 #define DAD_CASE(name) L_##name:
 #define DAD_NEXT do { ++p; ++i; goto *labels[xop[i]]; } while (0)
@@ -235,6 +257,30 @@ top:
         last = y;
         v[i] = y;
         DAD_NEXT;
+#ifdef DAD_SINCOS
+    DAD_CASE(SIN_D)
+        x = v[p->a];
+        sincos(x, &y, &part[j]);  /* sin's partial: cos */
+        if (DAD_UNLIKELY(isnan(y) && !isnan(x)))
+            goto python;  /* sin(inf): Python's math raises */
+        j++;
+        last = y;
+        v[i] = y;
+        DAD_NEXT;
+    DAD_CASE(COS_D)
+        x = v[p->a];
+        sincos(x, &part[j], &y);
+        if (DAD_UNLIKELY(isnan(y) && !isnan(x)))
+            goto python;
+        part[j] = -part[j];  /* cos's partial: -sin */
+        j++;
+        last = y;
+        v[i] = y;
+        DAD_NEXT;
+#else
+    DAD_CASE(SIN_D) goto failed;  /* (never chosen) */
+    DAD_CASE(COS_D) goto failed;
+#endif
     DAD_CASE(G_LT) if ((v[p->a] < v[p->b]) != p->k) goto failed; DAD_NEXT;
     DAD_CASE(G_LE) if ((v[p->a] <= v[p->b]) != p->k) goto failed; DAD_NEXT;
     DAD_CASE(G_GT) if ((v[p->a] > v[p->b]) != p->k) goto failed; DAD_NEXT;
@@ -268,12 +314,15 @@ top:
 #undef DAD_CASE
 #undef DAD_NEXT
 done:
+    *npart = j;
     *why = DAD_DONE;
     return n;
 failed:
+    *npart = j;
     *why = DAD_FAILED;
     return i;
 python:
+    *npart = j;
     *why = DAD_PYTHON;
     return i;
 }
@@ -302,6 +351,7 @@ enum { /* the recording's sweep codes (``SW_*`` in _replay.pyx) */
  * adjoint is the register's; 2: the first parent's is) */
 enum {
     DK_MUL_A, DK_MUL_B, DK_ADD_A, DK_ADD_B, DK_SUB_B, DK_DIV_A, DK_DIV_B, DK_NEG, DK_LIBM,
+    DK_KEPT, /* a libm binding whose partial the forward pass kept */
     DK_MUL_LT, DK_MUL_GT, DK_MUL_EQ, DK_ADD_LT, DK_ADD_GT, DK_ADD_EQ,
     DK_SUB_LT, DK_SUB_GT, DK_SUB_EQ, DK_DIV_LT, DK_DIV_GT, DK_DIV_EQ,
     DK_KINDS
@@ -340,7 +390,10 @@ static inline int dad_sweep_codes(const dad_instr *code, const char *sw, long n,
             case DS_DIV_A: kind = DK_DIV_A; lo = code[i].a; break;
             case DS_DIV_B: kind = DK_DIV_B; lo = code[i].b; break;
             case DS_NEG: kind = DK_NEG; lo = code[i].a; break;
-            case DS_LIBM: kind = DK_LIBM; lo = code[i].a; break;
+            case DS_LIBM:
+                kind = dad_partial_kept(code, sw, i) ? DK_KEPT : DK_LIBM;
+                lo = code[i].a;
+                break;
             default: return -1;
             }
             if (lo == cs) where = 2;
@@ -392,8 +445,9 @@ __attribute__((optimize("no-crossjumping", "no-gcse", "no-tree-tail-merge")))
 /* The adjoints ``adj[0 .. n - 1]`` of the values ``v`` (slot ``seed`` seeded with 1.0; -1:
  * none). */
 static void dad_sweep(const dad_instr *code, const unsigned char *xsw, long n, long seed,
-                      const double *v, double *adj, double ln2, double ln10) {
-    long i = n - 1;
+                      const double *v, double *adj, double ln2, double ln10,
+                      const double *part, long npart) {
+    long i = n - 1, j = npart;
     const dad_instr *p = code + i;
     double g, carry = 0.0, x, y;
     memset(adj, 0, (size_t)n * sizeof(double));
@@ -412,7 +466,7 @@ static void dad_sweep(const dad_instr *code, const unsigned char *xsw, long n, l
 #define SW_L3(K) &&S_##K##_0, &&S_##K##_1, &&S_##K##_2
     static const void *const labels[DS_COUNT] = {
         SW_L3(MUL_A), SW_L3(MUL_B), SW_L3(ADD_A), SW_L3(ADD_B), SW_L3(SUB_B), SW_L3(DIV_A),
-        SW_L3(DIV_B), SW_L3(NEG), SW_L3(LIBM),
+        SW_L3(DIV_B), SW_L3(NEG), SW_L3(LIBM), SW_L3(KEPT),
         SW_L3(MUL_LT), SW_L3(MUL_GT), SW_L3(MUL_EQ), SW_L3(ADD_LT), SW_L3(ADD_GT),
         SW_L3(ADD_EQ), SW_L3(SUB_LT), SW_L3(SUB_GT), SW_L3(SUB_EQ), SW_L3(DIV_LT),
         SW_L3(DIV_GT), SW_L3(DIV_EQ),
@@ -459,6 +513,13 @@ top:
     SW2_ALL(ADD, g, g)
     SW2_ALL(SUB, g, dad_neg1(g))
     SW2_ALL(DIV, dad_cmul(1.0 / v[p->b], g), dad_cmul2(-v[i] / v[p->b], g))
+    /* the forward pass kept the partials in order: the sweep takes them from the end */
+    SW_CASE(KEPT, 0) G_0 j--; if (g == 0.0) { carry = adj[p->a]; SW_NEXT; }
+        ACC_0(p->a, dad_cmul(part[j], g)) SW_NEXT;
+    SW_CASE(KEPT, 1) G_1 j--; if (g == 0.0) { carry = adj[p->a]; SW_NEXT; }
+        ACC_1(p->a, dad_cmul(part[j], g)) SW_NEXT;
+    SW_CASE(KEPT, 2) G_2 j--; if (g == 0.0) { carry = adj[p->a]; SW_NEXT; }
+        ACC_2(p->a, dad_cmul(part[j], g)) SW_NEXT;
     SW_CASE_X(SKIP) SW_NEXT;
     SW_CASE_X(END) return;
 #ifndef DAD_THREADED
