@@ -646,17 +646,17 @@ cdef class Program:
 
     @property
     def nbytes(self):
-        """Bytes of instructions and value slots (and a gradient recording's flags and
-        adjoints)."""
+        """Bytes of instructions (with their exec codes) and value slots (and a gradient
+        recording's flags, sweep exec codes and adjoints)."""
         if self.diff != NULL:
-            return (sizeof(Instr) + 2 + 2 * sizeof(double)) * self.n
-        return (sizeof(Instr) + sizeof(double)) * self.n
+            return (sizeof(Instr) + 4 + 2 * sizeof(double)) * self.n
+        return (sizeof(Instr) + 1 + sizeof(double)) * self.n
 
     @property
     def tape_bytes(self):
-        """Bytes of the instruction tape kept between calls (a gradient recording's flags
-        included)."""
-        return (sizeof(Instr) + (2 if self.diff != NULL else 0)) * self.n
+        """Bytes of the instruction tape kept between calls: the instructions, their exec
+        codes (one byte each) and a gradient recording's flags and sweep exec codes."""
+        return (sizeof(Instr) + (4 if self.diff != NULL else 1)) * self.n
 
     def run(self, inputs):
         cdef Py_ssize_t i, m, nbuf
@@ -733,7 +733,7 @@ cdef class Program:
     cdef void _sweep(self, double* v, double* adj) noexcept nogil:
         """The adjoints of every slot: the uncompiled tape's float sweep replayed (adjoints
         from 0.0, a zero adjoint skipped, ``adj[p] += c * a`` first parent first), one
-        ``switch`` on each binding's sweep code (see ``_set_grad``).
+        handler per binding's sweep exec code (see ``_set_grad`` and ``_lower``).
 
         The same float operations in the same order, with less waiting: the adjoint last
         written is kept in a register (``carry``, the value of ``adj[cs]``; every adjoint is
@@ -742,7 +742,11 @@ cdef class Program:
         lower slot first (the order of two different slots' sums is moot), so the one kept is
         the higher, the likelier next. A partial 1.0 adds the adjoint itself: ``1.0 * g`` is
         ``g`` bit for bit, as ``g`` is never a signalling NaN (the seed or a sum); a partial
-        -1.0 is ``-g`` but where ``g`` is a NaN, which ``-1.0 * g`` keeps as it is."""
+        -1.0 is ``-g`` but where ``g`` is a NaN, which ``-1.0 * g`` keeps as it is.
+
+        The loop is ``dad_sweep`` (_replay_exec.h): which adjoint the register holds at each
+        binding is decided when the program is made (``dad_sweep_codes``), not tested per
+        binding; a sin's or cos's partial comes from the forward pass (one ``sincos``)."""
         dad_sweep(<dad_instr*>self.code, self.xsw, self.n, self.seed, v, adj, LN2, LN10,
                   v + 2 * self.n + self.ninputs, self.npart)
 
