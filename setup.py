@@ -63,7 +63,7 @@ REPLAY = Extension(
     "deltaad._replay",
     sources=["cext/_replay.pyx"],
     include_dirs=["cext"],
-    depends=["cext/_replay_float.h"],
+    depends=["cext/_replay_float.h", "cext/_replay_exec.h"],
     define_macros=DEFINE_MACROS,
     language="c",
 )

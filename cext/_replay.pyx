@@ -22,6 +22,26 @@ from . import _replay_pure as _p
 cdef extern from "_replay_float.h":  # a sum keeping its first operand's NaN
     double dad_add(double x, double y) nogil
 
+cdef extern from "_replay_exec.h":  # the forward loop (threaded code over exec codes)
+    ctypedef struct dad_instr:
+        pass
+    enum:
+        DAD_DONE
+        DAD_FAILED
+        DAD_PYTHON
+        DO_NLIBM
+        DX_END
+    enum:
+        DX_SIN_D
+        DX_COS_D
+    unsigned char dad_exec_code(const dad_instr* code, const char* sw, long i) nogil
+    int dad_sweep_codes(const dad_instr* code, const char* sw, long n, unsigned char* xsw) nogil
+    void dad_sweep(const dad_instr* code, const unsigned char* xsw, long n, long seed,
+                   const double* v, double* adj, double ln2, double ln10,
+                   const double* part, long npart) nogil
+    long dad_forward(const dad_instr* code, const unsigned char* xop, long start, long n,
+                     double* v, const double* xin, double* part, long* npart, int* why) nogil
+
 cdef enum:
     INPUT = 0
     CONST = 1
@@ -84,8 +104,9 @@ ctypedef struct Instr:
 
 assert (_p.INPUT, _p.CONST, _p.ADD, _p.SUB, _p.MUL, _p.DIV, _p.NEG, _p.CALL1, _p.CALL2,
         _p.FIRST_LIBM, _p.G_LT, _p.G_ROUND) == (0, 1, 2, 3, 4, 5, 6, 7, 8, 16, 64, 74)
-assert _p.INSTRUCTION_BYTES == sizeof(Instr)
+assert _p.INSTRUCTION_BYTES == sizeof(Instr) == sizeof(dad_instr)
 cdef int NLIBM = len(_p.LIBM)
+assert NLIBM == DO_NLIBM
 cdef int STACK_SLOTS = 512
 
 
@@ -660,6 +681,9 @@ cdef class Program:
     # are returned after the outputs' values
     cdef char* diff
     cdef char* sw
+    cdef unsigned char* xop  # each instruction's exec code (see _replay_exec.h)
+    cdef unsigned char* xsw  # a gradient recording's sweep exec codes (see _replay_exec.h)
+    cdef Py_ssize_t npart    # partials the forward pass keeps for the sweep (sin, cos)
     cdef int seed
     cdef int* wanted
     cdef Py_ssize_t nwanted
@@ -767,7 +791,6 @@ cdef class Program:
             if grad is not None:
                 self._set_grad(grad, src)
                 optimize = False  # one slot per binding: the sweep's order is the tape's
-                self._constant_sweep(src, ol)
             if optimize:
                 self.code = _optimize(src, self.n, self.outs, self.nouts, &self.n, &self.gid,
                                       &guarded)
@@ -777,10 +800,13 @@ cdef class Program:
             else:
                 self.code = src
                 src = NULL
+            self._lower()
+            if grad is not None:
+                self._constant_sweep()
         finally:
             PyMem_Free(src)
 
-    cdef int _constant_sweep(self, Instr* src, list ol) except -1:
+    cdef int _constant_sweep(self) except -1:
         """A gradient recording whose bindings' partials are all constants (sums,
         differences, negations, products and quotients by constants: ``x = (x + x) * 0.5``)
         has a gradient that no input changes -- the same sweep from the same seed over the
@@ -791,6 +817,7 @@ cdef class Program:
         cdef int a, b
         cdef double* v
         cdef double* adj
+        cdef Instr* src = self.code  # as recorded: a gradient recording is not optimised
         for i in range(n):
             c = self.sw[i]
             a = src[i].a
@@ -801,18 +828,14 @@ cdef class Program:
                 return 0
             if c == SW_MUL_B and src[a].op != CONST:
                 return 0
-        v = <double*>PyMem_Malloc((2 * n if n else 1) * sizeof(double))
+        v = <double*>PyMem_Malloc((2 * n + self.ninputs + self.npart + 1) * sizeof(double))
         if v == NULL:
             raise MemoryError("replay: out of memory")
         try:
             adj = v + n
             for i in range(n):
                 v[i] = src[i].c if src[i].op == CONST else 0.0
-            self.code = src  # (the sweep reads the recorded instructions; set below)
-            try:
-                self._sweep(v, adj)
-            finally:
-                self.code = NULL
+            self._sweep(v, adj)
             self.cgrad = [adj[self.wanted[i]] for i in range(self.nwanted)]
         finally:
             PyMem_Free(v)
@@ -829,6 +852,26 @@ cdef class Program:
             self.fwd = fwd
         return 0
 
+    cdef int _lower(self) except -1:
+        """Each instruction's exec code, for the forward loop (``dad_forward``)."""
+        cdef Py_ssize_t i
+        self.xop = <unsigned char*>PyMem_Malloc(self.n + 1)
+        if self.xop == NULL:
+            raise MemoryError("replay: out of memory for a recording of %d instructions" % self.n)
+        for i in range(self.n):
+            self.xop[i] = dad_exec_code(<dad_instr*>self.code, self.sw if self.diff != NULL
+                                        else NULL, i)
+            if self.xop[i] == DX_SIN_D or self.xop[i] == DX_COS_D:
+                self.npart += 1
+        self.xop[self.n] = DX_END
+        if self.diff != NULL:
+            self.xsw = <unsigned char*>PyMem_Malloc(self.n + 1)
+            if self.xsw == NULL:
+                raise MemoryError("replay: out of memory for a gradient recording")
+            if dad_sweep_codes(<dad_instr*>self.code, self.sw, self.n, self.xsw) != 0:
+                raise ValueError("replay: a gradient recording's sweep codes are not known")
+        return 0
+
     def __dealloc__(self):
         PyMem_Free(self.code)
         PyMem_Free(self.gid)
@@ -836,6 +879,8 @@ cdef class Program:
         PyMem_Free(self.diff)
         PyMem_Free(self.sw)
         PyMem_Free(self.wanted)
+        PyMem_Free(self.xop)
+        PyMem_Free(self.xsw)
 
     cdef int _set_grad(self, grad, Instr* src) except -1:
         cdef int fa, fb, w
@@ -893,19 +938,21 @@ cdef class Program:
 
     @property
     def nbytes(self):
-        """Bytes of instructions and value slots (and a gradient recording's flags and
-        adjoints; an optimised program's recorded indices, fallback and forward program)."""
+        """Bytes of instructions (with their exec codes) and value slots (and a gradient
+        recording's flags, sweep exec codes and adjoints; an optimised program's recorded
+        indices, fallback and forward program)."""
         if self.diff != NULL:
-            b = (sizeof(Instr) + 2 + 2 * sizeof(double)) * self.n
+            b = (sizeof(Instr) + 4 + 2 * sizeof(double)) * self.n
         else:
-            b = (sizeof(Instr) + sizeof(double)) * self.n
+            b = (sizeof(Instr) + 1 + sizeof(double)) * self.n
         return b + self._extra_bytes(True)
 
     @property
     def tape_bytes(self):
-        """Bytes of the instruction tape kept between calls (a gradient recording's flags
-        included, and the extras of ``nbytes``)."""
-        return (sizeof(Instr) + (2 if self.diff != NULL else 0)) * self.n + \
+        """Bytes of the instruction tape kept between calls: the instructions, their exec
+        codes (one byte each), a gradient recording's flags and sweep exec codes, and the
+        extras of ``nbytes``."""
+        return (sizeof(Instr) + (4 if self.diff != NULL else 1)) * self.n + \
             self._extra_bytes(False)
 
     cdef Py_ssize_t _extra_bytes(self, bint values):
@@ -944,8 +991,9 @@ cdef class Program:
                 (<list>out).extend(self.cgrad)
                 return out
             # (a check failed there: the recording decides, failure and result)
-        # values, then (a gradient recording's) adjoints: on the stack, or the spare buffer
-        nbuf = self.n * (2 if self.diff != NULL else 1)
+        # values, then (a gradient recording's) adjoints, then the inputs' values and the
+        # partials kept by the forward pass: on the stack, or the spare buffer
+        nbuf = self.n * (2 if self.diff != NULL else 1) + self.ninputs + self.npart
         if nbuf <= 2 * STACK_SLOTS:
             v = stack
         else:
@@ -1041,7 +1089,7 @@ cdef class Program:
     cdef void _sweep(self, double* v, double* adj) noexcept nogil:
         """The adjoints of every slot: the uncompiled tape's float sweep replayed (adjoints
         from 0.0, a zero adjoint skipped, ``adj[p] += c * a`` first parent first), one
-        ``switch`` on each binding's sweep code (see ``_set_grad``).
+        handler per binding's sweep exec code (see ``_set_grad`` and ``_lower``).
 
         The same float operations in the same order, with less waiting: the adjoint last
         written is kept in a register (``carry``, the value of ``adj[cs]``; every adjoint is
@@ -1050,77 +1098,13 @@ cdef class Program:
         lower slot first (the order of two different slots' sums is moot), so the one kept is
         the higher, the likelier next. A partial 1.0 adds the adjoint itself: ``1.0 * g`` is
         ``g`` bit for bit, as ``g`` is never a signalling NaN (the seed or a sum); a partial
-        -1.0 is ``-g`` but where ``g`` is a NaN, which ``-1.0 * g`` keeps as it is."""
-        cdef Py_ssize_t i
-        cdef int a, b, cs = -1
-        cdef char c
-        cdef double g, carry = 0.0, x, y
-        cdef char* sw = self.sw
-        cdef Instr* code = self.code
-        cdef Instr* p
-        memset(adj, 0, self.n * sizeof(double))
-        if self.seed >= 0:
-            adj[self.seed] += 1.0
-        for i in range(self.n - 1, -1, -1):
-            c = sw[i]
-            if c == 0:
-                continue
-            if i == cs:
-                g = carry
-            else:
-                g = adj[i]
-            if g == 0.0:
-                continue
-            p = &code[i]
-            a = p.a
-            b = p.b
-            if c == SW_MUL_AB:
-                x = _cmul(v[b], g)
-                y = _cmul2(v[a], g)
-            elif c == SW_MUL_A:
-                cs = _acc(adj, a, _cmul(v[b], g), &carry, cs)
-                continue
-            elif c == SW_MUL_B:
-                cs = _acc(adj, b, _cmul(v[a], g), &carry, cs)
-                continue
-            elif c == SW_ADD_AB:
-                x = g
-                y = g
-            elif c == SW_ADD_A or c == SW_SUB_A:
-                cs = _acc(adj, a, g, &carry, cs)
-                continue
-            elif c == SW_ADD_B:
-                cs = _acc(adj, b, g, &carry, cs)
-                continue
-            elif c == SW_SUB_AB:
-                x = g
-                y = _neg1(g)
-            elif c == SW_SUB_B:
-                cs = _acc(adj, b, _neg1(g), &carry, cs)
-                continue
-            elif c == SW_DIV_AB:  # the forward pass saw v[b] != 0
-                x = _cmul(1.0 / v[b], g)
-                y = _cmul2(-v[i] / v[b], g)
-            elif c == SW_DIV_A:
-                cs = _acc(adj, a, _cmul(1.0 / v[b], g), &carry, cs)
-                continue
-            elif c == SW_DIV_B:
-                cs = _acc(adj, b, _cmul(-v[i] / v[b], g), &carry, cs)
-                continue
-            elif c == SW_NEG:
-                cs = _acc(adj, a, _neg1(g), &carry, cs)
-                continue
-            else:  # SW_LIBM
-                cs = _acc(adj, a, _cmul(_libm_partial(p.op - FIRST_LIBM, v[a], v[i]), g),
-                          &carry, cs)
-                continue
-            # two parents: a == b adds the first parent's first, as the tape has it
-            if a <= b:
-                cs = _acc(adj, a, x, &carry, cs)
-                cs = _acc(adj, b, y, &carry, cs)
-            else:
-                cs = _acc(adj, b, y, &carry, cs)
-                cs = _acc(adj, a, x, &carry, cs)
+        -1.0 is ``-g`` but where ``g`` is a NaN, which ``-1.0 * g`` keeps as it is.
+
+        The loop is ``dad_sweep`` (_replay_exec.h): which adjoint the register holds at each
+        binding is decided when the program is made (``dad_sweep_codes``), not tested per
+        binding; a sin's or cos's partial comes from the forward pass (one ``sincos``)."""
+        dad_sweep(<dad_instr*>self.code, self.xsw, self.n, self.seed, v, adj, LN2, LN10,
+                  v + 2 * self.n + self.ninputs, self.npart)
 
     def checked_run(self, inputs, bindings, ids):
         """``run(inputs)`` when this gradient recording, evaluated at ``inputs``, has the
@@ -1145,7 +1129,7 @@ cdef class Program:
         for x in ins:
             if type(x) is not float:
                 return None
-        v = <double*>PyMem_Malloc((n if n else 1) * sizeof(double))
+        v = <double*>PyMem_Malloc((2 * n + self.ninputs + self.npart + 1) * sizeof(double))  # see _run
         tid = <int*>PyMem_Malloc((n if n else 1) * sizeof(int))
         try:
             if v == NULL or tid == NULL:
@@ -1200,115 +1184,26 @@ cdef class Program:
             PyMem_Free(adj)
 
     cdef Py_ssize_t _run(self, double* v, list ins) except -2:
-        # -1, or the index of the instruction whose check failed
-        # one chain of ``op == constant`` tests: Cython makes it a C switch
-        cdef Py_ssize_t i
-        cdef Instr* p
-        cdef double x, r
-        cdef int op
-        for i in range(self.n):
-            p = &self.code[i]
-            op = p.op
-            if op == MUL:
-                v[i] = v[p.a] * v[p.b]
-            elif op == ADD:
-                v[i] = v[p.a] + v[p.b]
-            elif op == MUL_NZ:
-                x = v[p.a] * v[p.b]
-                if x == 0.0:
-                    return i
-                v[i] = x
-            elif op == ADD_NZ:
-                x = v[p.a] + v[p.b]
-                if x == 0.0:
-                    return i
-                v[i] = x
-            elif op == SUB_NZ:
-                x = v[p.a] - v[p.b]
-                if x == 0.0:
-                    return i
-                v[i] = x
-            elif op == MUL_ZZ:
-                x = v[p.a] * v[p.b]
-                if x != 0.0:
-                    return i
-                v[i] = x
-            elif op == ADD_ZZ:
-                x = v[p.a] + v[p.b]
-                if x != 0.0:
-                    return i
-                v[i] = x
-            elif op == SUB_ZZ:
-                x = v[p.a] - v[p.b]
-                if x != 0.0:
-                    return i
-                v[i] = x
-            elif op == G_EQ:
-                if (v[p.a] == v[p.b]) != p.k:
-                    return i
-            elif op == SUB:
-                v[i] = v[p.a] - v[p.b]
-            elif op == DIV:
-                x = v[p.b]
-                if x == 0.0:
-                    return i
-                v[i] = v[p.a] / x
-            elif op == NEG:
-                v[i] = -v[p.a]
-            elif op == INPUT:
-                v[i] = PyFloat_AS_DOUBLE(ins[p.a])
-            elif op == CONST:
-                v[i] = p.c
-            elif op == CALL1 or op == CALL2:
-                if not self._call(v, i, p):
-                    return i
-            elif op == G_LT:
-                if (v[p.a] < v[p.b]) != p.k:
-                    return i
-            elif op == G_LE:
-                if (v[p.a] <= v[p.b]) != p.k:
-                    return i
-            elif op == G_GT:
-                if (v[p.a] > v[p.b]) != p.k:
-                    return i
-            elif op == G_GE:
-                if (v[p.a] >= v[p.b]) != p.k:
-                    return i
-            elif op == G_NE:
-                if (v[p.a] != v[p.b]) != p.k:
-                    return i
-            elif op == G_BITS:
-                x = v[p.a]
-                if memcmp(&x, &p.c, sizeof(double)) != 0:
-                    return i
-            elif op == G_FLOOR:
-                x = v[p.a]
-                if not cm.isfinite(x) or cm.floor(x) != p.c:
-                    return i
-            elif op == G_CEIL:
-                x = v[p.a]
-                if not cm.isfinite(x) or cm.ceil(x) != p.c:
-                    return i
-            elif op == G_TRUNC:
-                x = v[p.a]
-                if not cm.isfinite(x) or cm.trunc(x) != p.c:
-                    return i
-            elif op == G_ROUND:
-                x = v[p.a]
-                if not cm.isfinite(x) or _round_half_even(x) != p.c:
-                    return i
-            elif op != G_RANGE:  # a libm function (checked when the program was made)
-                x = v[p.a]
-                r = _libm(op - FIRST_LIBM, x)
-                if (cm.isnan(r) and not cm.isnan(x)) or (cm.isinf(r) and cm.isfinite(x)):
-                    # where Python's math raises (or a function is not libm's): ask it
-                    if not self._call(v, i, p):
-                        return i
-                else:
-                    v[i] = r
-            elif not _in_range(v[p.a], p.k):  # the optimiser's range guard
-                return i
-        return -1
+        """The forward pass into ``v`` (which has room for the inputs' values after its
+        ``n * (2 if gradient else 1)`` slots, and the kept partials after them): -1, or the
+        index of the instruction whose check failed (or where Python would have raised)."""
+        cdef Py_ssize_t i, ni = self.ninputs
+        cdef long at = 0, npart = 0
+        cdef int why = DAD_DONE
+        cdef double* xin = v + self.n * (2 if self.diff != NULL else 1)
+        for i in range(ni):  # (floats: checked by the caller)
+            xin[i] = PyFloat_AS_DOUBLE(ins[i])
+        while True:
+            at = dad_forward(<dad_instr*>self.code, self.xop, at, self.n, v, xin, xin + ni,
+                             &npart, &why)
+            if why == DAD_DONE:
+                return -1
+            if why == DAD_FAILED:
+                return at
+            # a Python function, or a libm value where Python's math raises: ask Python
+            if not self._call(v, at, &self.code[at]):
+                return at
+            at += 1
 
     cdef bint _call(self, double* v, Py_ssize_t i, Instr* p) except -1:
         f = self.funcs[p.k]
