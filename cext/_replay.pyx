@@ -803,6 +803,8 @@ cdef class Program:
             self._lower()
             if grad is not None:
                 self._constant_sweep()
+                PyMem_Free(self.sw)  # the sweep reads its exec codes (xsw) from now on
+                self.sw = NULL
         finally:
             PyMem_Free(src)
 
@@ -942,7 +944,7 @@ cdef class Program:
         recording's flags, sweep exec codes and adjoints; an optimised program's recorded
         indices, fallback and forward program)."""
         if self.diff != NULL:
-            b = (sizeof(Instr) + 4 + 2 * sizeof(double)) * self.n
+            b = (sizeof(Instr) + 3 + 2 * sizeof(double)) * self.n
         else:
             b = (sizeof(Instr) + 1 + sizeof(double)) * self.n
         return b + self._extra_bytes(True)
@@ -952,7 +954,7 @@ cdef class Program:
         """Bytes of the instruction tape kept between calls: the instructions, their exec
         codes (one byte each), a gradient recording's flags and sweep exec codes, and the
         extras of ``nbytes``."""
-        return (sizeof(Instr) + (4 if self.diff != NULL else 1)) * self.n + \
+        return (sizeof(Instr) + (3 if self.diff != NULL else 1)) * self.n + \
             self._extra_bytes(False)
 
     cdef Py_ssize_t _extra_bytes(self, bint values):

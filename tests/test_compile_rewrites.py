@@ -121,9 +121,10 @@ def test_letchain_gradient_is_constant_and_replays_the_uncompiled_bits():
     assert cvg.recordings_made == 1
     prog = cvg.recordings()[0].prog
     if C is not None and type(prog) is C.Program:  # the recording's, and a forward program
-        # 28 B per recorded instruction (24, its exec code, flags and sweep code), and the
-        # forward program of an input and a range guard (25 B each, and their recorded index)
-        assert prog.tape_bytes <= 28 * prog.n + 2 * 29
+        # 27 B per recorded instruction (24, its exec code, flags and sweep exec code), and
+        # the forward program of an input and a range guard (25 B each, and their recorded
+        # index)
+        assert prog.tape_bytes <= 27 * prog.n + 2 * 29
 
 
 def test_other_branches_of_a_chain_keep_their_guards():

@@ -509,14 +509,14 @@ class Program:
         """Bytes of the compiled replayer's instructions (with their exec codes) and value
         slots (and a gradient recording's flags, sweep exec codes and adjoints)."""
         if self.diff is not None:
-            return (INSTRUCTION_BYTES + 4 + 16) * self.n
+            return (INSTRUCTION_BYTES + 3 + 16) * self.n
         return (INSTRUCTION_BYTES + 1 + 8) * self.n
 
     @property
     def tape_bytes(self):
         """Bytes of the compiled replayer's instruction tape: the instructions, their exec
         codes (one byte each) and a gradient recording's flags and sweep exec codes."""
-        return (INSTRUCTION_BYTES + (4 if self.diff is not None else 1)) * self.n
+        return (INSTRUCTION_BYTES + (3 if self.diff is not None else 1)) * self.n
 
     def run(self, inputs, fail=None):
         """The output slots' values on ``inputs`` (floats), or None where a guard fails; a
