@@ -195,7 +195,14 @@ def apply(prim, args, params=_EMPTY):
     rule = prim.vjp(out, vals, on, **params) if params else prim.vjp(out, vals, on)
     if scalar is not None or len(keep) != k:
         rule = select(rule, keep, scalar)
-    if type(out) is np.ndarray:  # wrap(), inlined for the commonest result
+    return _reverse_result(out, top, ids, rule)
+
+
+def _reverse_result(out, top, ids, rule):
+    """The result of a primitive recorded on the reverse trace ``top``: ``out`` with the id of
+    its binding (parents ``ids``, linear map ``rule``); ``wrap`` inlined for an ndarray, the
+    commonest result."""
+    if type(out) is np.ndarray:
         r = _new(ArrayDual)
         r.value = out
         r.trace = top
@@ -221,14 +228,7 @@ def _apply_reverse1(prim, v, top, i, params):
                 type(out) not in _trace.recorders:
             out = _as_ndarray(out)
         rule = prim.vjp(out, [v], [True])
-    if type(out) is np.ndarray:
-        r = _new(ArrayDual)
-        r.value = out
-        r.trace = top
-        r.id = top.push_linear([i], rule)
-        r.tangent = None
-        return r
-    return wrap(out, top, top.push_linear([i], rule), None)
+    return _reverse_result(out, top, [i], rule)
 
 
 def _apply_reverse2(prim, a, b, params):
@@ -282,14 +282,7 @@ def _apply_reverse2(prim, a, b, params):
     else:
         ids = [b.id]
         rule = select(rule, [1], [0] if tb is Dual else None)
-    if type(out) is np.ndarray:
-        r = _new(ArrayDual)
-        r.value = out
-        r.trace = top
-        r.id = top.push_linear(ids, rule)
-        r.tangent = None
-        return r
-    return wrap(out, top, top.push_linear(ids, rule), None)
+    return _reverse_result(out, top, ids, rule)
 
 
 def _apply_reverse_n(prim, args, params):
@@ -335,14 +328,7 @@ def _apply_reverse_n(prim, args, params):
     rule = prim.vjp(out, vals, on, **params) if params else prim.vjp(out, vals, on)
     if scalar is not None or len(keep) != k:
         rule = select(rule, keep, scalar)
-    if type(out) is np.ndarray:
-        r = _new(ArrayDual)
-        r.value = out
-        r.trace = top
-        r.id = top.push_linear(ids, rule)
-        r.tangent = None
-        return r
-    return wrap(out, top, top.push_linear(ids, rule), None)
+    return _reverse_result(out, top, ids, rule)
 
 
 def as_ndarray(x, dtype=None):
