@@ -2468,6 +2468,10 @@ cdef class Dual:
     def __floor__(self):
         return _math.floor(strip(self))
 
+    def is_integer(self):
+        # a truth about the value, as comparisons are (float's method; numbers.Real lacks it)
+        return strip(self).is_integer()
+
     def __ceil__(self):
         return _math.ceil(strip(self))
 

@@ -629,3 +629,20 @@ def test_statistics_exact_fractions_name_the_function(name):
         grad(lambda x: fn([x, 2.0 * x, 3.0]))(1.0)
     assert not deltaad.open_traces()
     assert grad(lambda x: statistics.median([x, 2.0 * x, 3.0]))(1.0) == 2.0  # a selection
+
+
+@settings(max_examples=40)
+@given(x=st.one_of(st.integers(-10**6, 10**6).map(float),
+                   st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)))
+def test_is_integer_is_a_truth_about_the_value(x):
+    """``x.is_integer()``, float's method, on a dual of any nesting level and in both modes
+    answers for the value, as a comparison does: the branch taken is the float's."""
+    def f(v):
+        return v * v if v.is_integer() else 3.0 * v
+
+    want = 2.0 * x if x.is_integer() else 3.0
+    assert grad(f)(x) == want
+    assert deltaad.jvp(f, (x,), (1.0,))[1] == want
+    assert deltaad.hessian(f)(x) == (2.0 if x.is_integer() else 0.0)
+    assert deltaad.compile(grad(f))(x) == want
+    assert deltaad.open_traces() == []

@@ -1646,6 +1646,10 @@ class Dual:
     def __floor__(self):
         return math.floor(strip(self))
 
+    def is_integer(self):
+        # a truth about the value, as comparisons are (float's method; numbers.Real lacks it)
+        return strip(self).is_integer()
+
     def __ceil__(self):
         return math.ceil(strip(self))
 
