@@ -242,3 +242,75 @@ def test_numpy_linalg_outside_differentiation_is_numpy():
     with pytest.raises(TypeError):  # numpy's own refusal of an object array, unchanged
         np.linalg.det(np.array([[1.0, 2.0], [3.0, 4.0]], dtype=object))
     assert np.linalg.det is vars(np.linalg)["det"]
+
+
+_CONVERTERS = ["array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(conv=st.sampled_from(_CONVERTERS),
+       dtype=st.sampled_from([float, "float64", "f8", "double", complex]),
+       form=st.sampled_from(["array dual", "list", "nested list", "object array", "tuple"]),
+       seed=st.integers(0, 2**16))
+def test_numpy_constructors_take_duals_with_a_float_dtype(conv, dtype, form, seed):
+    """Library code's first line, ``x = np.asarray(x, dtype=float)``, keeps the derivative
+    while deltaad differentiates: the array dual ``deltaad.asarray`` would give, so values and
+    gradients are those of the same code without the dtype to the bit, and agree with finite
+    differences and forward mode. numpy's own converter raised, to not drop the derivative."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    x0 = rng.uniform(-2.0, 2.0, 6)
+    w = rng.uniform(-1.0, 1.0, 6)
+
+    def shaped(x):
+        if form == "array dual":
+            return x
+        items = [x[i] for i in range(6)]
+        if form == "nested list":
+            return [items[:3], items[3:]]
+        if form == "object array":
+            return np.array(items, dtype=object)
+        return tuple(items) if form == "tuple" else items
+
+    def f(x, convert):
+        a = getattr(np, conv)(shaped(x), dtype=dtype) if convert else deltaad.asarray(shaped(x))
+        return np.sum(np.real(np.sin(a)).ravel() * w)
+
+    g = deltaad.grad(f)(x0, True)
+    assert np.array_equal(g, deltaad.grad(f)(x0, False))
+    assert deltaad.value_and_grad(f)(x0, True)[0] == f(x0, False)
+    t = rng.uniform(-1.0, 1.0, 6)
+    assert deltaad.jvp(lambda x: f(x, True), (x0,), (t,))[1] == pytest.approx(g @ t, rel=1e-12, abs=1e-12)
+    h = 1e-6
+    fd = [(f(x0 + h * e, False) - f(x0 - h * e, False)) / (2 * h) for e in np.eye(6)]
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+    assert _plain_module() and type(np) is types.ModuleType
+
+
+def test_numpy_constructors_keep_numpy_behaviour_otherwise():
+    """Plain arguments, ``ndmin``, other dtypes and errors are numpy's inside a
+    differentiation; a name bound beforehand and numpy outside differentiation are untouched;
+    complex to float still refuses to drop the imaginary part."""
+    import numpy as np
+    bound = vars(np)["asarray"]
+    seen = {}
+
+    def f(x):
+        seen["inside"] = np.asarray
+        plain = np.asarray([1, 2], dtype=float)
+        assert type(plain) is np.ndarray and plain.tolist() == [1.0, 2.0]
+        with pytest.raises(ValueError, match="could not convert"):
+            np.asarray(["a"], dtype=float)
+        with pytest.raises(TypeError, match="drop"):
+            bound(x, dtype=float)  # numpy's own, bound before
+        assert np.array([x[0], x[1]], dtype=float, ndmin=3).shape == (1, 1, 2)
+        assert np.asarray(x, dtype=np.float32).dtype == np.float32
+        assert np.asarray(x, dtype=int).tolist() == [1, -2]  # piecewise constant: plain
+        return np.sum(np.array([x[0], 2.0 * x[1]], dtype=float) ** 2)
+
+    assert deltaad.grad(f)(np.array([1.5, -2.5])).tolist() == [3.0, -20.0]
+    assert seen["inside"] is not bound and seen["inside"].__wrapped__ is bound
+    assert np.asarray is bound and type(np) is types.ModuleType
+    with pytest.raises(TypeError):
+        deltaad.grad(lambda z: np.sum(np.abs(np.array(z, dtype=float))))(1j + 1.0)
+    assert deltaad.grad(lambda z: np.sum(np.abs(np.asarray(z, dtype=complex))))(3.0 + 4.0j) == pytest.approx(0.6 - 0.8j)

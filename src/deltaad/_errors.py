@@ -190,6 +190,9 @@ def _module_of(func):
     return mod or ""
 
 
+NUMPY_CONVERTERS = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray")
+
+
 def conversion_message(what, array=False, dtype=None, site=None):
     """The text of the error for converting a dual to a plain ``what`` (``"float"``,
     ``"int"``, ``"complex"`` or ``"array"`` with a ``dtype``): it names the operation found at
@@ -267,11 +270,18 @@ def _text(what, dual, plain, value, site):
                 "of %s. Use %s." % (callee, plain, dual, _MODULE_FIX[mod].format(name=name))
             )
         if mod == "numpy" or mod.startswith("numpy.") or name in ("astype", "asarray", "array"):
+            bound = ""
+            if "." not in callee and mod == "numpy" and name in NUMPY_CONVERTERS:
+                bound = (
+                    " It is numpy's %s bound to a name before deltaad could make it take duals "
+                    "(as ``from numpy import %s`` does): call it as np.%s(...), which takes "
+                    "duals with a float dtype while deltaad differentiates." % (name, name, name)
+                )
             return (
-                "%s(...) converts %s to %s, which would silently drop its derivative. Leave "
+                "%s(...) converts %s to %s, which would silently drop its derivative.%s Leave "
                 "out the float dtype (np.asarray and np.array of duals give an object array of "
                 "scalar duals, which keeps the derivative), build arrays with deltaad.asarray "
-                "or np.stack, or use %s." % (callee, dual, plain, value)
+                "or np.stack, or use %s." % (callee, dual, plain, bound, value)
             )
         return (
             "%s(...) converts %s to %s, which would silently drop its derivative. If %s is "
@@ -333,6 +343,14 @@ KEPT_INTERMEDIATE = (
     "or a global) and used after it returned; checkpointing drops such values from the tape. "
     "Return every value a checkpointed function computes, or compute it outside the checkpoint."
 )
+
+
+def trace_call_error():
+    """``A.trace()`` on an array dual: ``A.trace`` is the differentiation it belongs to."""
+    return TypeError(
+        "x.trace on a deltaad dual is the differentiation it belongs to, not numpy's "
+        "ndarray.trace method: write np.trace(A) (or np.trace(A, offset, axis1, axis2)), which "
+        "takes array duals.")
 
 
 def kept_intermediate_error():

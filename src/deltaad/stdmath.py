@@ -9,8 +9,10 @@ derivative. While a differentiation is open (in any thread), the interpreter's `
 its errors on plain numbers, so other code running meanwhile sees no difference but a look-up
 costing about 0.1 µs more. Likewise ``np.linalg``'s functions pack an object array of duals
 (``np.array([[x, 1.0], [0.5, x]])``) into an array dual before numpy sees it (numpy's
-``linalg`` refuses object arrays). Outside differentiation nothing is changed: the modules'
-class is switched back when the last trace closes.
+``linalg`` refuses object arrays), and numpy's constructors given duals and a float dtype
+(``np.asarray(x, dtype=float)``, library code's usual first line) give the array dual instead
+of dropping the derivative. Outside differentiation nothing is changed: the modules' class is
+switched back when the last trace closes.
 
 A name bound before, ``from math import sin``, is ``math``'s own function and still raises on
 a dual (with the fix in its message); ``deltaad.stdmath.enable(False)`` turns the switch off.
@@ -26,6 +28,7 @@ from threading import get_ident as _ident
 import numpy as _np
 
 from . import trace as _trace
+from ._errors import NUMPY_CONVERTERS
 
 _plain = types.ModuleType.__getattribute__
 
@@ -98,6 +101,52 @@ def _packing(module):
     return Packing
 
 
+def _converting(module):
+    """numpy's class while switched: its array constructors, given duals and a float dtype
+    (``np.asarray(x, dtype=float)``, library code's usual first line), give the array dual
+    deltaad's rules take. numpy's own would convert each dual to a float, dropping its
+    derivative, so it raises; only then is the conversion tried again, and plain arguments
+    cost one call more. Every other name is looked up as before, at the same cost."""
+
+    def converts(name, fn):
+        def call(a, *args, **kwargs):
+            try:
+                return fn(a, *args, **kwargs)
+            except TypeError:
+                out = _as_dual(a, args[0] if args else kwargs.get("dtype"), kwargs.get("ndmin", 0))
+                if out is None:
+                    raise
+                return out
+
+        call.__name__ = call.__qualname__ = name
+        call.__doc__ = fn.__doc__
+        call.__wrapped__ = fn
+        return property(lambda self: call, doc="numpy's %s, taking duals with a float dtype" % name)
+
+    table = {name: converts(name, getattr(module, name)) for name in NUMPY_CONVERTERS}
+    return type("Converting", (types.ModuleType,), dict(table, __slots__=(), __doc__=(
+        "numpy while a differentiation is open: its constructors take duals with a float "
+        "dtype")))
+
+
+def _as_dual(a, dtype, ndmin):
+    """The array dual of ``a`` (which holds duals) as ``dtype`` (inexact), or None."""
+    if dtype is None or _np.dtype(dtype).kind not in "fc":
+        return None
+    from .numpy.array import asarray
+    from .numpy.complex_array import ComplexDual
+    out = a.reshape(a.shape) if type(a) is ComplexDual else asarray(a)
+    if type(out) is _np.ndarray:  # no dual inside: the error was another
+        return None
+    if out.dtype.kind == "c" and _np.dtype(dtype).kind == "f":
+        return None  # complex to real drops the imaginary part: numpy's own error stands
+    if out.dtype != _np.dtype(dtype):
+        out = out.astype(dtype)
+    if out.ndim < ndmin:
+        out = out.reshape((1,) * (ndmin - out.ndim) + out.shape)
+    return out
+
+
 def _pack(a):
     """An object array holding duals as an array dual; anything else as it is."""
     if type(a) is _np.ndarray and a.dtype.kind == "O":
@@ -110,6 +159,7 @@ def _pack(a):
 _MATH = _switched(_math_module, "deltaad.math")
 _CMATH = _switched(_cmath_module, "deltaad.cmath")
 _LINALG = _packing(_np.linalg)
+_NUMPY = _converting(_np)
 _PLAIN = types.ModuleType
 
 # The threads with a trace open (True), and the depth of ``switched`` blocks per thread. No
@@ -127,12 +177,14 @@ def _on():
     _math_module.__class__ = _MATH
     _cmath_module.__class__ = _CMATH
     _np.linalg.__class__ = _LINALG
+    _np.__class__ = _NUMPY
 
 
 def _off():
     _math_module.__class__ = _PLAIN
     _cmath_module.__class__ = _PLAIN
     _np.linalg.__class__ = _PLAIN
+    _np.__class__ = _PLAIN
 
 
 def _settle():

@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 import deltaad as d
 from numpy_checks import seeds, shapes
 
+from numpy import asarray as bound_asarray  # bound before any differentiation: numpy's own
+
 so = pytest.importorskip("scipy.optimize")
 
 
@@ -97,8 +99,9 @@ def test_nesting_and_modes():
 
 def test_float_cast_and_escaped_dual_raise():
     def f(x):
-        with pytest.raises(TypeError, match=r"np\.asarray\(\.\.\.\) converts a deltaad array dual"):
-            np.asarray(x, dtype=float)
+        with pytest.raises(TypeError, match=r"bound_asarray\(\.\.\.\) converts a deltaad array dual"
+                                            r".* call it as np\.asarray\(\.\.\.\)"):
+            bound_asarray(x, dtype=float)
         with pytest.raises(TypeError, match=r"storing a deltaad array dual into a float array \(a\[:2\] = \.\.\.\)"):
             a = np.zeros(3)
             a[:2] = x
