@@ -66,7 +66,7 @@ from deltaad import _rules
 from deltaad import elementwise as _table
 from deltaad._errors import (DUAL_NEW, escaped_error, exact_ratio_error, formatted,
                              kept_intermediate_error,
-                             no_float_error, step_reads_error)
+                             no_float_error, step_reads_error, trace_call_error)
 
 cdef double INF = _math.inf
 cdef double NAN = _math.nan
@@ -290,6 +290,10 @@ cdef class Trace:
 
     cdef TraceHandle h
     cdef object __weakref__
+
+    def __call__(self, *args, **kwargs):
+        # ``A.trace()`` meant numpy's method; an array dual's ``trace`` names its trace
+        raise trace_call_error()
 
     def __cinit__(self, *args):
         global _dfree_on, _kept_mark

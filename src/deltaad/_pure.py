@@ -28,7 +28,8 @@ from . import _rules
 from . import elementwise as _table
 from ._errors import (DUAL_NEW, escaped_error, exact_ratio_error as _exact_ratio_error,
                       kept_intermediate_error as _kept_intermediate_error,
-                      formatted, no_float_error, step_reads_error as _step_reads_error)
+                      formatted, no_float_error, step_reads_error as _step_reads_error,
+                      trace_call_error)
 
 _INF = math.inf
 _NAN = math.nan
@@ -154,6 +155,10 @@ class Trace:
     def __init__(self, level):
         self.level = level
         self.closed = []
+
+    def __call__(self, *args, **kwargs):
+        # ``A.trace()`` meant numpy's method; an array dual's ``trace`` names its trace
+        raise trace_call_error()
 
     def close(self):
         """End recording: duals of this trace may no longer enter arithmetic."""

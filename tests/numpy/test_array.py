@@ -564,3 +564,17 @@ def test_ufunc_methods_without_rules_run_numpys_object_loop():
     x = np.array([[0.5, 2.0], [1.5, -1.0]])
     g = d.grad(lambda x: np.sum(np.add.reduceat(x * x, [0, 1], axis=1) * [[1.0, 3.0]]))(x)
     np.testing.assert_array_equal(g, 2 * x * [[1.0, 3.0]])
+
+
+def test_array_trace_method_names_np_trace():
+    """``A.trace()`` (numpy's method) on an array dual: ``A.trace`` is the dual's trace, so
+    the call raises naming ``np.trace(A)``, which works, in reverse and forward mode."""
+    A = np.array([[1.0, 2.0], [3.0, 4.0]])
+
+    def f(x):
+        with pytest.raises(TypeError, match=r"np\.trace\(A\)"):
+            x.trace()
+        return np.trace(x) * 2.0
+
+    np.testing.assert_array_equal(d.grad(f)(A), 2.0 * np.eye(2))
+    assert d.jvp(f, (A,), (np.ones((2, 2)),))[1] == 4.0
