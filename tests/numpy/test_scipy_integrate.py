@@ -1,4 +1,4 @@
-"""scipy.integrate's ``quad`` and ``solve_ivp`` on duals (deltaad.numpy.scipy_integrate).
+"""scipy.integrate's ``quad``, ``solve_ivp`` and ``odeint`` on duals (deltaad.numpy.scipy_integrate).
 
 Hypothesis over parameters: derivatives against the closed forms of integrals and ODE
 solutions (to scipy's tolerance: the derivative is the discretisation's), reverse against
@@ -148,12 +148,84 @@ def test_solve_ivp_refusals_name_the_call(bad, what):
         d.grad(lambda k: solve_ivp(lambda t, y: -k * y, (0, 2), [1.0], **bad).y[0, -1])(0.5)
 
 
-def test_odeint_is_refused_by_name_and_plain_calls_are_scipys():
-    with pytest.raises(NotImplementedError, match="scipy.integrate.odeint"):
-        d.grad(lambda k: odeint(lambda y, t: -k * y, 1.0, [0.0, 1.0])[-1, 0])(0.5)
+@settings(max_examples=8, deadline=None)
+@given(ks, st.floats(0.5, 2.0))
+def test_odeint_value_is_lsodas_and_derivative_the_solutions(k, y0):
+    """odeint on duals: LSODA's value bit for bit; the derivative (an explicit Runge-Kutta
+    solve's, as LSODA's steps are internal) against the closed form of y0 exp(-k t), to the
+    tolerance asked, at each output time and to second order; forward against reverse."""
+    ts = [0.0, 0.3, 1.0, 2.0]
+
+    def f(k, y0):
+        return odeint(lambda y, t: -k * y, y0, ts, **TIGHT)
+
+    val = d.value_and_grad(lambda k, y0: f(k, y0)[-1, 0], argnums=(0, 1))(k, y0)
+    assert val[0] == f(k, y0)[-1, 0]  # LSODA's own value, bit for bit
+    _near(val[1][0], -2.0 * y0 * math.exp(-2.0 * k), 1e-8)
+    _near(val[1][1], math.exp(-2.0 * k), 1e-8)
+    jac = d.jacrev(lambda k: f(k, y0)[:, 0])(k)
+    for i, t in enumerate(ts):
+        _near(jac[i], -t * y0 * math.exp(-k * t), 1e-8)
+    np.testing.assert_allclose(d.jacfwd(lambda k: f(k, y0)[:, 0])(k), jac, rtol=1e-12, atol=1e-14)
+    _near(d.hessian(lambda k: f(k, y0)[-1, 0])(k), 4.0 * y0 * math.exp(-2.0 * k), 1e-6)
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.floats(0.8, 1.4), st.floats(0.2, 0.6), st.booleans())
+def test_odeint_lotka_volterra_args_tfirst_full_output(a, b, tfirst):
+    """A 2-state model through ``args=`` and a closure, ``tfirst=`` and ``full_output=``:
+    reverse and forward agree, and both agree with finite differences of odeint solved tightly
+    and with solve_ivp's derivative of the same problem."""
+    ts = np.linspace(0.0, 4.0, 9)
+
+    def rhs(y, t, c):
+        return [a_ * y[0] - b_ * y[0] * y[1], c * y[0] * y[1] - y[1]]
+
+    def f(p, full=False):
+        global a_, b_
+        a_, b_ = p[0], p[1]
+        fn = (lambda t, y, c: rhs(y, t, c)) if tfirst else rhs
+        out = odeint(fn, [1.0, 0.5], ts, args=(0.3,), tfirst=tfirst, full_output=full, **TIGHT)
+        if full:
+            assert out[1]["message"] == "Integration successful."
+            out = out[0]
+        return np.sum(out[:, 0] ** 2) + np.sum(out[:, 1])
+
+    p = np.array([a, b])
+    g = d.grad(f)(p, True)
+    np.testing.assert_allclose(d.jacfwd(f)(p), g, rtol=1e-11)
+    h = 1e-4
+    fd = [(f(p + h * e) - f(p - h * e)) / (2 * h) for e in np.eye(2)]
+    np.testing.assert_allclose(g, fd, rtol=1e-5)
+
+    def via_ivp(p):
+        sol = solve_ivp(lambda t, y: rhs(y, t, 0.3), (0.0, 4.0), [1.0, 0.5], t_eval=ts,
+                        **TIGHT)
+        return np.sum(sol.y[0] ** 2) + np.sum(sol.y[1])
+
+    global a_, b_
+    np.testing.assert_allclose(g, d.grad(lambda p: (globals().update(a_=p[0], b_=p[1]),
+                                                    via_ivp(p))[1])(p), rtol=1e-7)
+
+
+def test_odeint_refusals_and_plain_calls_are_scipys():
+    with pytest.raises(NotImplementedError, match=r"scipy\.integrate\.odeint with t holding duals"):
+        d.grad(lambda t1: odeint(lambda y, t: -y, 1.0, [0.0, t1])[-1, 0])(1.0)
+    with pytest.raises(ValueError, match="monotonically"):  # scipy's own check, first
+        d.grad(lambda k: odeint(lambda y, t: -k * y, 1.0, [0.0, 1.0, 0.5])[-1, 0])(0.5)
+    assert d.grad(lambda y0: odeint(lambda y, t: -y, y0, [0.0])[-1, 0])(2.0) == 1.0
+    assert d.grad(lambda y0: odeint(lambda y, t: -y, y0, [1.0, 1.0])[-1, 0])(2.0) == 1.0
+    # repeated output times, as scipy allows
+    jac = d.jacrev(lambda k: odeint(lambda y, t: -k * y, 1.0, [0.0, 1.0, 1.0, 2.0], **TIGHT)[:, 0])(0.5)
+    np.testing.assert_allclose(jac, [-t * math.exp(-0.5 * t) for t in (0.0, 1.0, 1.0, 2.0)],
+                               rtol=1e-8, atol=1e-12)
     for f in (quad, solve_ivp, odeint):
         assert f.deltaad_original.__name__ == f.__name__
     assert quad(np.exp, 0, 1) == quad.deltaad_original(np.exp, 0, 1)
+    ref = odeint.deltaad_original(lambda y, t: -0.5 * y, 1.0, [0.0, 1.0])
+    assert np.array_equal(odeint(lambda y, t: -0.5 * y, 1.0, [0.0, 1.0]), ref)
+    # a differentiation that does not reach the ODE: scipy's own result
+    assert d.grad(lambda x: x + odeint(lambda y, t: -0.5 * y, 1.0, [0.0, 1.0])[-1, 0])(1.0) == 1.0
 
 
 def test_an_error_in_the_integrand_propagates_and_closes_the_trace():
@@ -161,6 +233,7 @@ def test_an_error_in_the_integrand_propagates_and_closes_the_trace():
         raise ValueError("no integrand here")
 
     for call in (lambda k: quad(lambda x: k * bad(x), 0, 1)[0],
-                 lambda k: solve_ivp(lambda t, y: k * bad(t), (0, 1), [1.0]).y[0, -1]):
+                 lambda k: solve_ivp(lambda t, y: k * bad(t), (0, 1), [1.0]).y[0, -1],
+                 lambda k: odeint(lambda y, t: k * bad(t), 1.0, [0.0, 1.0])[-1, 0]):
         with pytest.raises(ValueError, match="no integrand here"):
             d.grad(call)(0.5)

@@ -1,4 +1,4 @@
-"""``scipy.integrate``'s ``quad`` and ``solve_ivp`` on duals: the derivative of the
+"""``scipy.integrate``'s ``quad``, ``solve_ivp`` and ``odeint`` on duals: the derivative of the
 discretisation scipy chose.
 
 A model that integrates (``quad(lambda x: exp(-k * x * x), 0, 1)``) or solves an ODE
@@ -20,8 +20,10 @@ The derivative is that of the discrete method with its partition held fixed
 every order for that method and as accurate as scipy's tolerances for the true integral or
 solution. Moving limits (``quad(f, 0, b)``, ``t_span=(0, T)``) move the partition with them,
 which gives the Leibniz terms. Where nothing held a dual scipy's result is returned unchanged;
-outside differentiation scipy's functions run as they are. What is refused (quad's ``weight=``,
-the implicit ODE methods, events, ``odeint``'s LSODA) raises an error naming it.
+outside differentiation scipy's functions run as they are. ``odeint``'s LSODA keeps its steps and
+orders inside its Fortran: its value is LSODA's, its derivative an explicit Runge-Kutta solve's
+(RK45 at odeint's tolerances) of the same problem. What is refused (quad's ``weight=``, the
+implicit ``solve_ivp`` methods, events) raises an error naming it.
 """
 
 import numpy as np
@@ -186,7 +188,8 @@ def _combine(coefs, ks, scale):
     return acc * scale
 
 
-def _solve_on_duals(sol, fun, t_span, y0, name, steps, t_eval, dense_output, vectorized):
+def _solve_on_duals(sol, fun, t_span, y0, name, steps, t_eval, dense_output, vectorized,
+                    who="scipy.integrate.solve_ivp"):
     rk = _rk_class(name)
     A, B, C = rk.A.tolist(), rk.B.tolist(), rk.C.tolist()
     n_stages = rk.n_stages
@@ -228,7 +231,7 @@ def _solve_on_duals(sol, fun, t_span, y0, name, steps, t_eval, dense_output, vec
     else:
         out = [_dense(rk, segments, steps, te) for te in np.asarray(t_eval, float).tolist()]
     stacked = np.stack([operand(v) for v in out], axis=-1)
-    sol.y = revalue(stacked, sol.y, "scipy.integrate.solve_ivp")
+    sol.y = revalue(stacked, sol.y, who)
     if dense_output:
         sol.sol = _DenseOnDuals(rk, segments, steps, sol.sol)
     return sol
@@ -280,7 +283,13 @@ class _DenseOnDuals:
 
 # odeint
 
+_ODEINT_TOL = 1.49012e-8  # odeint's default rtol and atol
+
+
 def _odeint(original):
+    import inspect
+    signature = inspect.signature(original)
+
     def odeint(func, y0, t, args=(), *rest, **kwargs):
         if not open_traces():
             return original(func, y0, t, args, *rest, **kwargs)
@@ -289,14 +298,60 @@ def _odeint(original):
         seen = [holds_dual([y0, t, args])]
         out = original(plain_of(lambda y, tt, *_: func(y, tt, *args), seen), plain(y0),
                        plain(t), (), *rest, **kwargs)
-        if seen[0]:
-            _refuse("odeint", "its LSODA method", "use scipy.integrate.solve_ivp with "
-                    "method='RK45', 'RK23' or 'DOP853' (explicit Runge-Kutta, which deltaad "
-                    "differentiates step by step), or give the solve a rule with "
-                    "deltaad.custom_vjp")
-        return out
+        if not seen[0]:
+            return out
+        opts = signature.bind(func, y0, t, args, *rest, **kwargs)
+        opts.apply_defaults()
+        return _odeint_on_duals(func, y0, t, args, out, opts.arguments)
 
     return odeint
+
+
+def _odeint_on_duals(func, y0, t, args, out, opts):
+    """odeint's result with LSODA's value, bit for bit, and the derivative of an explicit
+    Runge-Kutta solve (RK45 at odeint's tolerances) of the same problem through the same output
+    times: LSODA's own steps and orders are internal to its Fortran, so its discretisation
+    cannot be evaluated again on duals. Both are the solution to the tolerance asked."""
+    if holds_dual(t):
+        _refuse("odeint", "t holding duals", "give plain output times")
+    ts = np.asarray(t, dtype=float)  # monotonic: scipy's odeint has checked
+    full = opts["full_output"]
+    ref = out[0] if full else out
+    tfirst = opts["tfirst"]
+    if ts[0] == ts[-1]:  # the initial state only
+        row = operand(np.atleast_1d(operand(y0)))
+        y = revalue(np.stack([row] * len(ts)), ref, "scipy.integrate.odeint")
+        return (y, out[1]) if full else y
+
+    def fun(tt, y):
+        return func(tt, y, *args) if tfirst else func(y, tt, *args)
+
+    if np.ndim(plain(y0)) == 0:
+        y0 = [y0]
+    rtol = opts["rtol"] if opts["rtol"] is not None else _ODEINT_TOL
+    atol = opts["atol"] if opts["atol"] is not None else _ODEINT_TOL
+    ivp = _solve_ivp_original()
+    span = (float(ts[0]), float(ts[-1]))
+    plain_fun = plain_of(fun, [True])
+    steps = ivp(plain_fun, span, plain(y0), "RK45", None, False, None, False, None,
+                rtol=plain(rtol), atol=plain(atol))
+    if not steps.success:
+        _refuse("odeint", "a problem the Runge-Kutta solve for its derivative failed on (%s)"
+                % steps.message, "give the solve a rule with deltaad.custom_vjp")
+
+    class Solution:
+        y = np.asarray(ref).T
+
+    sol = _solve_on_duals(Solution(), fun, span, y0, "RK45", steps.t, ts, False, False,
+                          who="scipy.integrate.odeint")
+    y = sol.y.T
+    return (y, out[1]) if full else y
+
+
+def _solve_ivp_original():
+    from scipy.integrate._ivp import ivp
+    f = ivp.solve_ivp
+    return getattr(f, "deltaad_original", f)
 
 
 def install(module):
