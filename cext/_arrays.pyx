@@ -649,6 +649,24 @@ cdef enum:
     CT_SHORT = 256   # a row of at most this many entries is short
 
 
+cdef extern from *:
+    """
+    /* rows t < cnt of n entries in q, row t all the value at cp + t * s0 */
+    static void da_spread_rows(double *restrict q, const char *cp, Py_ssize_t s0,
+                               Py_ssize_t cnt, Py_ssize_t n)
+    {
+        for (Py_ssize_t t = 0; t < cnt; t++) {
+            double v;
+            memcpy(&v, cp + t * s0, sizeof v);
+            double *restrict row = q + t * n;
+            for (Py_ssize_t j = 0; j < n; j++)
+                row[j] = v;
+        }
+    }
+    """
+    void da_spread_rows(double* q, const char* cp, intp s0, intp cnt, intp n) nogil
+
+
 cdef inline bint _ct_next(Ct* c, intp* idx, char** cp) noexcept:
     """Step ``cp`` to the next row of ``c`` (the innermost dimension over rows first); False
     after the last."""
@@ -712,13 +730,11 @@ cdef cnp.ndarray _ct_loop(int code, Ct* c, Opnd* b, cnp.ndarray like):
             if cnt > rows - r:
                 cnt = rows - r
             s0 = c.strides[0]
-            for t in range(cnt):
-                q = buf + (r + t) * n
-                if c.step == 0:
-                    v = (<double*>(cp + t * s0))[0]
-                    for j in range(n):
-                        q[j] = v
-                else:
+            if c.step == 0:
+                da_spread_rows(buf + r * n, cp, s0, cnt, n)
+            else:
+                for t in range(cnt):
+                    q = buf + (r + t) * n
                     for j in range(n):
                         q[j] = (<double*>(cp + t * s0 + j * c.step))[0]
             r += cnt
