@@ -21,8 +21,9 @@ the Python path is taken instead, from the start, and does exactly that). Everyt
 forward levels, nesting, float32, broadcasting, a user's rule registered over numpy's, a
 cotangent that is not such an array -- goes the Python way (the rule then builds the Python
 closure lazily from the same operands: the partials are recomputed, bit for bit the same).
-A cotangent that is a strided float64 array (a reduction's ``np.broadcast_to``) is copied to
-C order first (elementwise loops give the same bits on either).
+A cotangent that is a broadcast float64 array (a reduction's ``np.broadcast_to``) is read
+where it lies, row by row, short rows gathered a block at a time into a cache-sized buffer,
+never copied whole (elementwise loops give the same bits on either; see ``_ct_loop``).
 
 Besides the loops: a 1-D array dual times a constant float64 matrix (``x @ M``, ``M @ x``)
 calls numpy's ``matmul`` on the values, and its rule the same numpy calls the Python rule
