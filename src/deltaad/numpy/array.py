@@ -1017,6 +1017,11 @@ def unbroadcast(g, shape):
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
+# The compiled backend's twin of einsum's sum over one axis (``deltaad._arrays.sum_axis``, the
+# same bits; installed by ``fast``), or None.
+SUM_AXIS = None
+
+
 def _sum_axes(g, axes):
     """``np.sum(g, axis=axes)``, by ``einsum`` where that is much faster and adds in the same
     order: a float array summed over leading axes only, its short last axis kept (numpy's sum
@@ -1026,6 +1031,10 @@ def _sum_axes(g, axes):
     nd = g.ndim if type(g) is np.ndarray or type(g) in _trace.recorded_arrays else 0
     if (1 <= nd <= len(_LETTERS) and nd - 1 not in axes and g.dtype.kind == "f"
             and 0 < g.shape[-1] <= 32):
+        if SUM_AXIS is not None and len(axes) == 1:
+            r = SUM_AXIS(g, axes[0])
+            if r is not None:
+                return r
         idx = _LETTERS[:nd]
         return np.einsum(idx + "->" + "".join(c for i, c in enumerate(idx) if i not in axes), g)
     return np.sum(g, axis=axes)

@@ -68,6 +68,7 @@ def _install():
     B.set_array_add(_arrays.add_capsule())  # the sweep's sum of array adjoints
     # the sweep's pullback of the fast bindings; release_memory empties its kept arrays
     B.set_array_hooks(_arrays.pull_capsule(), _arrays.release)
+    array.SUM_AXIS = _arrays.sum_axis  # unbroadcast's sum over one axis, einsum's bits
 
 
 if _arrays is not None:
