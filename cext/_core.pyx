@@ -45,11 +45,16 @@ cdef extern from *:
         double t; memcpy(&t, p, sizeof(double)); return t; }
     static inline void deltaad_store_t(Py_ssize_t* p, double t) {
         memcpy(p, &t, sizeof(double)); }
+    /* a dual's trace field as a plain pointer, for stores whose references are counted in
+       bulk (free_inputs); a macro: the struct is declared further down */
+    #define deltaad_tr_slot(o) \
+        ((PyObject **)&((struct __pyx_obj_7deltaad_5_core_Dual *)(o))->tr)
     """
     double _load_t "deltaad_load_t"(const Py_ssize_t* p) noexcept nogil
     void _store_t "deltaad_store_t"(Py_ssize_t* p, double t) noexcept nogil
     # a new reference held in a C pointer, handed to Cython as the object it owns (no count)
     object _steal "deltaad_steal"(PyObject* p)
+    PyObject** _tr_slot "deltaad_tr_slot"(PyObject* o) noexcept nogil
 
 cdef extern from "Python.h":
     void _list_steal "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject* o)  # steals o
@@ -232,6 +237,47 @@ def read_tangents(list leaves, Trace level):
         _list_steal(vals, k, _kept_float((<Dual>x).v))
         _list_steal(tans, k, _kept_float(_load_t(&(<Dual>x).i)))
     return vals, tans
+
+
+def free_inputs(list holder, Py_ssize_t k, Trace trace):
+    """Drop ``holder[k]``, the list of input duals of ``trace`` (``float_inputs``'), freeing
+    its duals in one C loop: each float dual that only the list holds goes straight to the
+    kept duals, without a deallocation call per dual (the last pass over an input list's
+    duals, so its cost per input shows in a gradient of a long list). Only when nothing but
+    ``holder`` refers to the list (else the user kept it, and it stays as it is); duals that
+    something else holds are left to the list's own deallocation."""
+    global _dfree_n
+    if not 0 <= k < len(holder):
+        return
+    cdef PyObject* lp = (<PyListObject*>holder).ob_item[k]
+    if lp.ob_type != <PyTypeObject*>list or lp.ob_refcnt != 1 or not _dfree_on:
+        holder[k] = None
+        return
+    cdef PyObject** items = (<PyListObject*>lp).ob_item
+    cdef Py_ssize_t j, m = len(<list>lp)
+    cdef Py_ssize_t top = _dfree_n, start = _dfree_n
+    cdef PyObject* d
+    cdef PyObject* h = <PyObject*>trace.h
+    cdef PyObject* none = <PyObject*>None
+    cdef PyTypeObject* td = <PyTypeObject*>Dual
+    if m > DFREE_MAX - top:
+        m = DFREE_MAX - top
+    for j in range(m):  # no Python code runs: the list is ours, the handle stays alive
+        d = items[j]
+        if (d.ob_type != td or d.ob_refcnt != 1 or _tr_slot(d)[0] != h
+                or <PyObject*>(<Dual>d).ov != none):
+            continue
+        # what _dual_dealloc does (a zombie, see _dfree: tr None, reference count 0), with the
+        # references to the handle and to None counted once below
+        _tr_slot(d)[0] = none
+        d.ob_refcnt = 0
+        _dfree[top] = d
+        top += 1
+        items[j] = NULL  # the list's deallocation skips it
+    _dfree_n = top
+    none.ob_refcnt += top - start
+    h.ob_refcnt -= top - start  # trace.h holds one more: it never reaches zero here
+    holder[k] = None  # the list goes, with the duals left in it
 
 
 # --------------------------------------------------------------------------------------------
