@@ -802,11 +802,19 @@ cdef class Tape(Trace):
         cdef PyObject* h = <PyObject*>self.h
         cdef Binding* b = self.b + start  # below cap (grown above)
         cdef PyTypeObject* tf = <PyTypeObject*>float
+        cdef Py_ssize_t nz = _zombies_for(m)  # the first nz duals: kept ones, counted at once
         for k in range(m):  # no Python code runs: the item array and ``b`` stay put
             xp = it[k]
             if xp.ob_type != tf:
+                if k <= nz:
+                    _taken(k, h)
                 return None  # ``out`` and the duals made so far go; n was never advanced
-            o = _alloc_raw(h)
+            if k < nz:
+                o = _zombie_at(k, h)
+            else:
+                if k == nz:
+                    _taken(nz, h)
+                o = _alloc_raw(h)
             (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
             (<Dual>o).i = start + k
             b[k].p1 = -1
@@ -814,6 +822,8 @@ cdef class Tape(Trace):
             b[k].p2 = -1
             b[k].c2 = 0.0
             _list_steal(out, k, o)
+        if nz == m:
+            _taken(nz, h)
         self.n = start + m
         if self.lead == start:
             self.lead = start + m
@@ -2225,15 +2235,25 @@ cdef class ForwardLevel(Trace):
         cdef PyObject* tp
         cdef PyObject* h = <PyObject*>self.h
         cdef PyTypeObject* tf = <PyTypeObject*>float
+        cdef Py_ssize_t nz = _zombies_for(m)  # as in Tape.float_inputs
         for k in range(m):  # no Python code runs: the item arrays stay put
             xp = it[k]
             tp = tt[k]
             if xp.ob_type != tf or tp.ob_type != tf:
+                if k <= nz:
+                    _taken(k, h)
                 return None
-            o = _alloc_raw(h)
+            if k < nz:
+                o = _zombie_at(k, h)
+            else:
+                if k == nz:
+                    _taken(nz, h)
+                o = _alloc_raw(h)
             (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
             _store_t(&(<Dual>o).i, (<PyFloatObject*>tp).ob_fval)
             _list_steal(out, k, o)
+        if nz == m:
+            _taken(nz, h)
         return out
 
     def emit(self, value, operands, coefs):
@@ -2674,6 +2694,32 @@ cdef inline PyObject* _alloc_raw(PyObject* tr) except NULL:
         o = _fresh_raw()
     (<Dual>o).tr = <TraceHandle>tr  # in place of None: no Python code runs
     return o
+
+
+cdef inline Py_ssize_t _zombies_for(Py_ssize_t m) noexcept:
+    """How many of ``m`` duals to be made in one C loop the kept duals give (``_zombie_at``)."""
+    if not _dfree_on:
+        return 0
+    return _dfree_n if _dfree_n < m else m
+
+
+cdef inline PyObject* _zombie_at(Py_ssize_t k, PyObject* h) noexcept:
+    """``_alloc_raw(h)`` for the ``k``-th kept dual from the top, in a loop that takes several
+    and runs no Python code: its reference to ``h`` (and the one to None it drops) are counted
+    by ``_taken`` once for all."""
+    cdef PyObject* o = _dfree[_dfree_n - 1 - k]
+    o.ob_refcnt = 1
+    _tr_slot(o)[0] = h
+    return o
+
+
+cdef inline void _taken(Py_ssize_t t, PyObject* h) noexcept:
+    """Settle ``_zombie_at(0 .. t-1)``: off the kept list, ``t`` more references to ``h`` and
+    ``t`` fewer to None (which the module holds: never zero here)."""
+    global _dfree_n
+    _dfree_n -= t
+    h.ob_refcnt += t
+    (<PyObject*>None).ob_refcnt -= t
 
 
 cdef PyObject* _fresh_raw() except NULL:
