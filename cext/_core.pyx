@@ -45,16 +45,20 @@ cdef extern from *:
         double t; memcpy(&t, p, sizeof(double)); return t; }
     static inline void deltaad_store_t(Py_ssize_t* p, double t) {
         memcpy(p, &t, sizeof(double)); }
-    /* a dual's trace field as a plain pointer, for stores whose references are counted in
-       bulk (free_inputs); a macro: the struct is declared further down */
-    #define deltaad_tr_slot(o) \
-        ((PyObject **)&((struct __pyx_obj_7deltaad_5_core_Dual *)(o))->tr)
+    /* a dual's trace field read and written as a plain pointer, for stores whose references
+       are counted apart (in bulk, or the handle's and None's once each); macros: the struct
+       is declared further down */
+    #define deltaad_get_tr(o) \
+        ((PyObject *)((struct __pyx_obj_7deltaad_5_core_Dual *)(o))->tr)
+    #define deltaad_set_tr(o, h) (((struct __pyx_obj_7deltaad_5_core_Dual *)(o))->tr = \
+        (struct __pyx_obj_7deltaad_5_core_TraceHandle *)(h))
     """
     double _load_t "deltaad_load_t"(const Py_ssize_t* p) noexcept nogil
     void _store_t "deltaad_store_t"(Py_ssize_t* p, double t) noexcept nogil
     # a new reference held in a C pointer, handed to Cython as the object it owns (no count)
     object _steal "deltaad_steal"(PyObject* p)
-    PyObject** _tr_slot "deltaad_tr_slot"(PyObject* o) noexcept nogil
+    PyObject* _get_tr "deltaad_get_tr"(PyObject* o) noexcept nogil
+    void _set_tr "deltaad_set_tr"(PyObject* o, PyObject* h) noexcept nogil
 
 cdef extern from "Python.h":
     void _list_steal "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject* o)  # steals o
@@ -264,12 +268,12 @@ def free_inputs(list holder, Py_ssize_t k, Trace trace):
         m = DFREE_MAX - top
     for j in range(m):  # no Python code runs: the list is ours, the handle stays alive
         d = items[j]
-        if (d.ob_type != td or d.ob_refcnt != 1 or _tr_slot(d)[0] != h
+        if (d.ob_type != td or d.ob_refcnt != 1 or _get_tr(d) != h
                 or <PyObject*>(<Dual>d).ov != none):
             continue
         # what _dual_dealloc does (a zombie, see _dfree: tr None, reference count 0), with the
         # references to the handle and to None counted once below
-        _tr_slot(d)[0] = none
+        _set_tr(d, none)
         d.ob_refcnt = 0
         _dfree[top] = d
         top += 1
@@ -2709,7 +2713,20 @@ cdef inline PyObject* _zombie_at(Py_ssize_t k, PyObject* h) noexcept:
     by ``_taken`` once for all."""
     cdef PyObject* o = _dfree[_dfree_n - 1 - k]
     o.ob_refcnt = 1
-    _tr_slot(o)[0] = h
+    _set_tr(o, h)
+    return o
+
+
+cdef inline PyObject* _pop_zombie(PyObject* h) noexcept:
+    """``_alloc_raw(h)`` when a kept dual is there (``_dfree_n > 0`` and ``_dfree_on``,
+    checked by the caller): no call, no test that may not be needed."""
+    global _dfree_n
+    _dfree_n -= 1
+    cdef PyObject* o = _dfree[_dfree_n]
+    o.ob_refcnt = 1
+    h.ob_refcnt += 1
+    (<PyObject*>None).ob_refcnt -= 1  # the zombie's reference (the module holds None too)
+    _set_tr(o, h)
     return o
 
 
@@ -2777,6 +2794,70 @@ cdef inline object _fast2(Dual a, Dual b, double v, double ca, double cb):
 # is alive (its opener holds it) and no Python code runs between the test and the push: the
 # tape pointer is valid there.
 cdef inline PyObject* _rec1(PyObject* a, double v, double ca) except NULL:
+    """``_fast1``'s step over C pointers. The common case -- a kept dual to reuse, an open
+    trace, room on the tape or a float tangent -- calls nothing, so it needs no saved registers
+    (a fifth of a step's instructions); the rest is ``_rec1_slow``'s, the same bits."""
+    global _dfree_n
+    cdef PyObject* h = <PyObject*>(<Dual>a).tr
+    cdef PyObject* r
+    cdef PyObject* tp
+    cdef Py_ssize_t i
+    cdef double t
+    if _dfree_n > 0 and _dfree_on and not (<TraceHandle>h).closed:
+        if not (<TraceHandle>h).is_forward:
+            tp = (<TraceHandle>h).trace
+            i = (<Tape>tp).n
+            if i < (<Tape>tp).cap:
+                r = _pop_zombie(h)
+                (<Dual>r).v = v
+                (<Tape>tp).b[i].p1 = <int32_t>(<Dual>a).i
+                (<Tape>tp).b[i].c1 = ca
+                (<Tape>tp).b[i].p2 = -1
+                (<Tape>tp).b[i].c2 = 0.0
+                (<Tape>tp).n = i + 1
+                (<Dual>r).i = i
+                return r
+        elif (<Dual>a).ov is None:  # a float tangent (see Dual)
+            t = _load_t(&(<Dual>a).i)
+            r = _pop_zombie(h)
+            (<Dual>r).v = v
+            _store_t(&(<Dual>r).i, ca * t if t != 0.0 else 0.0)
+            return r
+    return _rec1_slow(a, v, ca)
+
+
+cdef inline PyObject* _rec2(PyObject* a, PyObject* b, double v, double ca, double cb) except NULL:
+    """``_fast2``'s step over C pointers; the common case calls nothing (see ``_rec1``)."""
+    cdef PyObject* h = <PyObject*>(<Dual>a).tr
+    cdef PyObject* r
+    cdef PyObject* tp
+    cdef Py_ssize_t i
+    cdef double t, u
+    if _dfree_n > 0 and _dfree_on and not (<TraceHandle>h).closed:
+        if not (<TraceHandle>h).is_forward:
+            tp = (<TraceHandle>h).trace
+            i = (<Tape>tp).n
+            if i < (<Tape>tp).cap:
+                r = _pop_zombie(h)
+                (<Dual>r).v = v
+                (<Tape>tp).b[i].p1 = <int32_t>(<Dual>a).i
+                (<Tape>tp).b[i].c1 = ca
+                (<Tape>tp).b[i].p2 = <int32_t>(<Dual>b).i
+                (<Tape>tp).b[i].c2 = cb
+                (<Tape>tp).n = i + 1
+                (<Dual>r).i = i
+                return r
+        elif (<Dual>a).ov is None and (<Dual>b).ov is None:  # float tangents (see Dual)
+            t = _load_t(&(<Dual>a).i)
+            u = _load_t(&(<Dual>b).i)
+            r = _pop_zombie(h)
+            (<Dual>r).v = v
+            _store_t(&(<Dual>r).i, ((ca * t) if t != 0.0 else 0.0) + ((cb * u) if u != 0.0 else 0.0))
+            return r
+    return _rec2_slow(a, b, v, ca, cb)
+
+
+cdef PyObject* _rec1_slow(PyObject* a, double v, double ca) except NULL:
     cdef PyObject* h = <PyObject*>(<Dual>a).tr
     cdef PyObject* r = _alloc_raw(h)
     cdef PyObject* tp
@@ -2805,7 +2886,7 @@ cdef inline PyObject* _rec1(PyObject* a, double v, double ca) except NULL:
     return r
 
 
-cdef inline PyObject* _rec2(PyObject* a, PyObject* b, double v, double ca, double cb) except NULL:
+cdef PyObject* _rec2_slow(PyObject* a, PyObject* b, double v, double ca, double cb) except NULL:
     cdef PyObject* h = <PyObject*>(<Dual>a).tr
     cdef PyObject* r = _alloc_raw(h)
     cdef PyObject* tp
