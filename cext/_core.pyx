@@ -603,6 +603,29 @@ cdef inline PyObject* _kept_float(double x) except NULL:
     return f
 
 
+cdef Py_ssize_t _kept_floats_into(list out, const double* src, Py_ssize_t r0, Py_ssize_t step,
+                                  Py_ssize_t nw) noexcept:
+    """``_kept_float(src[r0 + m * step])`` into ``out[m]`` for ``m`` from 0 while kept floats
+    that nothing else holds come in turn (a gradient list, the second time round: one loop
+    with no test that need not be made per item); returns how many were filled."""
+    global _fkeep_at
+    cdef Py_ssize_t m = 0, k = _fkeep_at, kn = _fkeep_n
+    cdef PyObject* f
+    if not _dfree_on:
+        return 0
+    while m < nw and k < kn:
+        f = _fkeep[k]
+        if f.ob_refcnt != 1:  # the caller kept it: _kept_float gives its slot a fresh one
+            break
+        (<PyFloatObject*>f).ob_fval = src[r0 + m * step]
+        f.ob_refcnt = 2
+        _list_steal(out, m, f)
+        m += 1
+        k += 1
+    _fkeep_at = k
+    return m
+
+
 cdef void _release_floats() noexcept:
     global _fkeep_n, _fkeep_at
     cdef PyObject* f
@@ -1139,8 +1162,9 @@ cdef class Tape(Trace):
                 _sweep_floats_to(b, adj, n - 1, lead)
             out = PyList_New(nw)  # slots NULL until set: safe to free on an error
             _kept_floats_from(_kept_mark)
-            for m in range(nw):
-                # a range's ids all lie between its checked ends; a list's were checked above
+            # a range's ids all lie between its checked ends; a list's were checked above
+            m = _kept_floats_into(out, adj, r0, rstep, nw) if wl is None else 0
+            for m in range(m, nw):
                 j = r0 + m * rstep if wl is None else <Py_ssize_t>wl[m]
                 _list_steal(out, m, _kept_float(adj[j]))
             return out
