@@ -45,11 +45,20 @@ cdef extern from *:
         double t; memcpy(&t, p, sizeof(double)); return t; }
     static inline void deltaad_store_t(Py_ssize_t* p, double t) {
         memcpy(p, &t, sizeof(double)); }
+    /* a dual's trace field read and written as a plain pointer, for stores whose references
+       are counted apart (in bulk, or the handle's and None's once each); macros: the struct
+       is declared further down */
+    #define deltaad_get_tr(o) \
+        ((PyObject *)((struct __pyx_obj_7deltaad_5_core_Dual *)(o))->tr)
+    #define deltaad_set_tr(o, h) (((struct __pyx_obj_7deltaad_5_core_Dual *)(o))->tr = \
+        (struct __pyx_obj_7deltaad_5_core_TraceHandle *)(h))
     """
     double _load_t "deltaad_load_t"(const Py_ssize_t* p) noexcept nogil
     void _store_t "deltaad_store_t"(Py_ssize_t* p, double t) noexcept nogil
     # a new reference held in a C pointer, handed to Cython as the object it owns (no count)
     object _steal "deltaad_steal"(PyObject* p)
+    PyObject* _get_tr "deltaad_get_tr"(PyObject* o) noexcept nogil
+    void _set_tr "deltaad_set_tr"(PyObject* o, PyObject* h) noexcept nogil
 
 cdef extern from "Python.h":
     void _list_steal "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject* o)  # steals o
@@ -232,6 +241,47 @@ def read_tangents(list leaves, Trace level):
         _list_steal(vals, k, _kept_float((<Dual>x).v))
         _list_steal(tans, k, _kept_float(_load_t(&(<Dual>x).i)))
     return vals, tans
+
+
+def free_inputs(list holder, Py_ssize_t k, Trace trace):
+    """Drop ``holder[k]``, the list of input duals of ``trace`` (``float_inputs``'), freeing
+    its duals in one C loop: each float dual that only the list holds goes straight to the
+    kept duals, without a deallocation call per dual (the last pass over an input list's
+    duals, so its cost per input shows in a gradient of a long list). Only when nothing but
+    ``holder`` refers to the list (else the user kept it, and it stays as it is); duals that
+    something else holds are left to the list's own deallocation."""
+    global _dfree_n
+    if not 0 <= k < len(holder):
+        return
+    cdef PyObject* lp = (<PyListObject*>holder).ob_item[k]
+    if lp.ob_type != <PyTypeObject*>list or lp.ob_refcnt != 1 or not _dfree_on:
+        holder[k] = None
+        return
+    cdef PyObject** items = (<PyListObject*>lp).ob_item
+    cdef Py_ssize_t j, m = len(<list>lp)
+    cdef Py_ssize_t top = _dfree_n, start = _dfree_n
+    cdef PyObject* d
+    cdef PyObject* h = <PyObject*>trace.h
+    cdef PyObject* none = <PyObject*>None
+    cdef PyTypeObject* td = <PyTypeObject*>Dual
+    if m > DFREE_MAX - top:
+        m = DFREE_MAX - top
+    for j in range(m):  # no Python code runs: the list is ours, the handle stays alive
+        d = items[j]
+        if (d.ob_type != td or d.ob_refcnt != 1 or _get_tr(d) != h
+                or <PyObject*>(<Dual>d).ov != none):
+            continue
+        # what _dual_dealloc does (a zombie, see _dfree: tr None, reference count 0), with the
+        # references to the handle and to None counted once below
+        _set_tr(d, none)
+        d.ob_refcnt = 0
+        _dfree[top] = d
+        top += 1
+        items[j] = NULL  # the list's deallocation skips it
+    _dfree_n = top
+    none.ob_refcnt += top - start
+    h.ob_refcnt -= top - start  # trace.h holds one more: it never reaches zero here
+    holder[k] = None  # the list goes, with the duals left in it
 
 
 # --------------------------------------------------------------------------------------------
@@ -511,8 +561,10 @@ cdef void _offer_spare_adj(double* adj, Py_ssize_t n) noexcept:
 # is also held here; once nothing else holds it (reference count 1: no code but this module
 # can see it) it is reused for a later result, its value overwritten. A float the caller kept
 # is never touched: its slot gets a fresh float. Off while tracemalloc traces (see _dfree).
+# Room for 4 * 2^20 (96 MB of floats at most): an elementwise map of 10^6 inputs hands out
+# 10^6 output values and 10^6 gradients, and past the room each call allocates them afresh.
 cdef enum:
-    FKEEP_MAX = 1048576
+    FKEEP_MAX = 4194304
 cdef PyObject* _fkeep[FKEEP_MAX]
 cdef Py_ssize_t _fkeep_n = 0     # slots filled
 cdef Py_ssize_t _fkeep_at = 0    # the next slot to hand out
@@ -555,6 +607,29 @@ cdef inline PyObject* _kept_float(double x) except NULL:
         _fkeep_n = k + 1
         _fkeep_at = k + 1
     return f
+
+
+cdef Py_ssize_t _kept_floats_into(list out, const double* src, Py_ssize_t r0, Py_ssize_t step,
+                                  Py_ssize_t nw) noexcept:
+    """``_kept_float(src[r0 + m * step])`` into ``out[m]`` for ``m`` from 0 while kept floats
+    that nothing else holds come in turn (a gradient list, the second time round: one loop
+    with no test that need not be made per item); returns how many were filled."""
+    global _fkeep_at
+    cdef Py_ssize_t m = 0, k = _fkeep_at, kn = _fkeep_n
+    cdef PyObject* f
+    if not _dfree_on:
+        return 0
+    while m < nw and k < kn:
+        f = _fkeep[k]
+        if f.ob_refcnt != 1:  # the caller kept it: _kept_float gives its slot a fresh one
+            break
+        (<PyFloatObject*>f).ob_fval = src[r0 + m * step]
+        f.ob_refcnt = 2
+        _list_steal(out, m, f)
+        m += 1
+        k += 1
+    _fkeep_at = k
+    return m
 
 
 cdef void _release_floats() noexcept:
@@ -760,11 +835,19 @@ cdef class Tape(Trace):
         cdef PyObject* h = <PyObject*>self.h
         cdef Binding* b = self.b + start  # below cap (grown above)
         cdef PyTypeObject* tf = <PyTypeObject*>float
+        cdef Py_ssize_t nz = _zombies_for(m)  # the first nz duals: kept ones, counted at once
         for k in range(m):  # no Python code runs: the item array and ``b`` stay put
             xp = it[k]
             if xp.ob_type != tf:
+                if k <= nz:
+                    _taken(k, h)
                 return None  # ``out`` and the duals made so far go; n was never advanced
-            o = _alloc_raw(h)
+            if k < nz:
+                o = _zombie_at(k, h)
+            else:
+                if k == nz:
+                    _taken(nz, h)
+                o = _alloc_raw(h)
             (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
             (<Dual>o).i = start + k
             b[k].p1 = -1
@@ -772,6 +855,8 @@ cdef class Tape(Trace):
             b[k].p2 = -1
             b[k].c2 = 0.0
             _list_steal(out, k, o)
+        if nz == m:
+            _taken(nz, h)
         self.n = start + m
         if self.lead == start:
             self.lead = start + m
@@ -1083,8 +1168,9 @@ cdef class Tape(Trace):
                 _sweep_floats_to(b, adj, n - 1, lead)
             out = PyList_New(nw)  # slots NULL until set: safe to free on an error
             _kept_floats_from(_kept_mark)
-            for m in range(nw):
-                # a range's ids all lie between its checked ends; a list's were checked above
+            # a range's ids all lie between its checked ends; a list's were checked above
+            m = _kept_floats_into(out, adj, r0, rstep, nw) if wl is None else 0
+            for m in range(m, nw):
                 j = r0 + m * rstep if wl is None else <Py_ssize_t>wl[m]
                 _list_steal(out, m, _kept_float(adj[j]))
             return out
@@ -2183,15 +2269,25 @@ cdef class ForwardLevel(Trace):
         cdef PyObject* tp
         cdef PyObject* h = <PyObject*>self.h
         cdef PyTypeObject* tf = <PyTypeObject*>float
+        cdef Py_ssize_t nz = _zombies_for(m)  # as in Tape.float_inputs
         for k in range(m):  # no Python code runs: the item arrays stay put
             xp = it[k]
             tp = tt[k]
             if xp.ob_type != tf or tp.ob_type != tf:
+                if k <= nz:
+                    _taken(k, h)
                 return None
-            o = _alloc_raw(h)
+            if k < nz:
+                o = _zombie_at(k, h)
+            else:
+                if k == nz:
+                    _taken(nz, h)
+                o = _alloc_raw(h)
             (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
             _store_t(&(<Dual>o).i, (<PyFloatObject*>tp).ob_fval)
             _list_steal(out, k, o)
+        if nz == m:
+            _taken(nz, h)
         return out
 
     def emit(self, value, operands, coefs):
@@ -2605,7 +2701,8 @@ cdef class _Objects:
 
 
 # Freed duals are kept for reuse ("zombies": reference count 0, type Dual, ov and tr None), up
-# to DFREE_MAX of them (48 MB): making a dual then costs a pop and three stores, where
+# to DFREE_MAX of them (192 MB; an elementwise map of 10^6 inputs frees 3 * 10^6 duals at
+# once, and those past the room cost pymalloc arenas given back and faulted in again): making a dual then costs a pop and three stores, where
 # CPython's allocator costs ~150 instructions per dual made and freed, and memory that
 # CPython's allocator gave back to the system costs page faults again. An input list of 10^6
 # floats gets its 10^6 duals back from here on the next call. ``_dual_dealloc`` replaces the
@@ -2613,7 +2710,7 @@ cdef class _Objects:
 # While tracemalloc traces, no dual is kept or reused (see _spare): ``_dfree_on`` is refreshed
 # whenever a trace is made.
 cdef enum:
-    DFREE_MAX = 1048576
+    DFREE_MAX = 4194304
 cdef PyObject* _dfree[DFREE_MAX]
 cdef Py_ssize_t _dfree_n = 0
 cdef bint _dfree_on = True
@@ -2636,6 +2733,45 @@ cdef inline PyObject* _alloc_raw(PyObject* tr) except NULL:
         o = _fresh_raw()
     (<Dual>o).tr = <TraceHandle>tr  # in place of None: no Python code runs
     return o
+
+
+cdef inline Py_ssize_t _zombies_for(Py_ssize_t m) noexcept:
+    """How many of ``m`` duals to be made in one C loop the kept duals give (``_zombie_at``)."""
+    if not _dfree_on:
+        return 0
+    return _dfree_n if _dfree_n < m else m
+
+
+cdef inline PyObject* _zombie_at(Py_ssize_t k, PyObject* h) noexcept:
+    """``_alloc_raw(h)`` for the ``k``-th kept dual from the top, in a loop that takes several
+    and runs no Python code: its reference to ``h`` (and the one to None it drops) are counted
+    by ``_taken`` once for all."""
+    cdef PyObject* o = _dfree[_dfree_n - 1 - k]
+    o.ob_refcnt = 1
+    _set_tr(o, h)
+    return o
+
+
+cdef inline PyObject* _pop_zombie(PyObject* h) noexcept:
+    """``_alloc_raw(h)`` when a kept dual is there (``_dfree_n > 0`` and ``_dfree_on``,
+    checked by the caller): no call, no test that may not be needed."""
+    global _dfree_n
+    _dfree_n -= 1
+    cdef PyObject* o = _dfree[_dfree_n]
+    o.ob_refcnt = 1
+    h.ob_refcnt += 1
+    (<PyObject*>None).ob_refcnt -= 1  # the zombie's reference (the module holds None too)
+    _set_tr(o, h)
+    return o
+
+
+cdef inline void _taken(Py_ssize_t t, PyObject* h) noexcept:
+    """Settle ``_zombie_at(0 .. t-1)``: off the kept list, ``t`` more references to ``h`` and
+    ``t`` fewer to None (which the module holds: never zero here)."""
+    global _dfree_n
+    _dfree_n -= t
+    h.ob_refcnt += t
+    (<PyObject*>None).ob_refcnt -= t
 
 
 cdef PyObject* _fresh_raw() except NULL:
@@ -2693,6 +2829,70 @@ cdef inline object _fast2(Dual a, Dual b, double v, double ca, double cb):
 # is alive (its opener holds it) and no Python code runs between the test and the push: the
 # tape pointer is valid there.
 cdef inline PyObject* _rec1(PyObject* a, double v, double ca) except NULL:
+    """``_fast1``'s step over C pointers. The common case -- a kept dual to reuse, an open
+    trace, room on the tape or a float tangent -- calls nothing, so it needs no saved registers
+    (a fifth of a step's instructions); the rest is ``_rec1_slow``'s, the same bits."""
+    global _dfree_n
+    cdef PyObject* h = <PyObject*>(<Dual>a).tr
+    cdef PyObject* r
+    cdef PyObject* tp
+    cdef Py_ssize_t i
+    cdef double t
+    if _dfree_n > 0 and _dfree_on and not (<TraceHandle>h).closed:
+        if not (<TraceHandle>h).is_forward:
+            tp = (<TraceHandle>h).trace
+            i = (<Tape>tp).n
+            if i < (<Tape>tp).cap:
+                r = _pop_zombie(h)
+                (<Dual>r).v = v
+                (<Tape>tp).b[i].p1 = <int32_t>(<Dual>a).i
+                (<Tape>tp).b[i].c1 = ca
+                (<Tape>tp).b[i].p2 = -1
+                (<Tape>tp).b[i].c2 = 0.0
+                (<Tape>tp).n = i + 1
+                (<Dual>r).i = i
+                return r
+        elif (<Dual>a).ov is None:  # a float tangent (see Dual)
+            t = _load_t(&(<Dual>a).i)
+            r = _pop_zombie(h)
+            (<Dual>r).v = v
+            _store_t(&(<Dual>r).i, ca * t if t != 0.0 else 0.0)
+            return r
+    return _rec1_slow(a, v, ca)
+
+
+cdef inline PyObject* _rec2(PyObject* a, PyObject* b, double v, double ca, double cb) except NULL:
+    """``_fast2``'s step over C pointers; the common case calls nothing (see ``_rec1``)."""
+    cdef PyObject* h = <PyObject*>(<Dual>a).tr
+    cdef PyObject* r
+    cdef PyObject* tp
+    cdef Py_ssize_t i
+    cdef double t, u
+    if _dfree_n > 0 and _dfree_on and not (<TraceHandle>h).closed:
+        if not (<TraceHandle>h).is_forward:
+            tp = (<TraceHandle>h).trace
+            i = (<Tape>tp).n
+            if i < (<Tape>tp).cap:
+                r = _pop_zombie(h)
+                (<Dual>r).v = v
+                (<Tape>tp).b[i].p1 = <int32_t>(<Dual>a).i
+                (<Tape>tp).b[i].c1 = ca
+                (<Tape>tp).b[i].p2 = <int32_t>(<Dual>b).i
+                (<Tape>tp).b[i].c2 = cb
+                (<Tape>tp).n = i + 1
+                (<Dual>r).i = i
+                return r
+        elif (<Dual>a).ov is None and (<Dual>b).ov is None:  # float tangents (see Dual)
+            t = _load_t(&(<Dual>a).i)
+            u = _load_t(&(<Dual>b).i)
+            r = _pop_zombie(h)
+            (<Dual>r).v = v
+            _store_t(&(<Dual>r).i, ((ca * t) if t != 0.0 else 0.0) + ((cb * u) if u != 0.0 else 0.0))
+            return r
+    return _rec2_slow(a, b, v, ca, cb)
+
+
+cdef PyObject* _rec1_slow(PyObject* a, double v, double ca) except NULL:
     cdef PyObject* h = <PyObject*>(<Dual>a).tr
     cdef PyObject* r = _alloc_raw(h)
     cdef PyObject* tp
@@ -2721,7 +2921,7 @@ cdef inline PyObject* _rec1(PyObject* a, double v, double ca) except NULL:
     return r
 
 
-cdef inline PyObject* _rec2(PyObject* a, PyObject* b, double v, double ca, double cb) except NULL:
+cdef PyObject* _rec2_slow(PyObject* a, PyObject* b, double v, double ca, double cb) except NULL:
     cdef PyObject* h = <PyObject*>(<Dual>a).tr
     cdef PyObject* r = _alloc_raw(h)
     cdef PyObject* tp

@@ -642,6 +642,62 @@ def test_the_caller_may_change_the_argument_list_during_the_call(B):
     assert deltaad.jvp(f, (xs,), ([0.0, 1.0, 0.0],))[1] == 2.0
 
 
+@each_backend
+def test_free_inputs_drops_the_list_and_spares_what_is_held(B):
+    """``free_inputs`` drops the input list from its holder; the core frees the duals only the
+    list holds and leaves alone a list the caller kept, a dual held elsewhere and a dual of
+    another trace (each still reads as before)."""
+    T = B.Tape(1)
+    ds = T.float_inputs([0.5, 1.5, 2.5, 3.5])
+    held = ds[1]
+    other = B.Tape(2).input(7.0)
+    ds[3] = other
+    box = [1, ds]
+    ds = None
+    B.free_inputs(box, 1, T)
+    assert box == [1, None]
+    assert held.value == 1.5 and held.id == 1 and held.trace is T
+    assert other.value == 7.0 and other.id == 0
+    kept = T.float_inputs([4.0, 5.0])
+    box = [kept]
+    B.free_inputs(box, 0, T)  # the caller still holds the list: it stays as it is
+    assert box == [None]
+    assert [d.value for d in kept] == [4.0, 5.0] and [d.id for d in kept] == [4, 5]
+    assert all(d.trace is T for d in kept)
+    L = B.ForwardLevel(3)
+    fs = L.float_inputs([1.0, 2.0], [3.0, 4.0])
+    held = fs[0]
+    box = [fs]
+    fs = None
+    B.free_inputs(box, 0, L)
+    assert box == [None] and held.value == 1.0 and held.tangent == 3.0
+
+
+@pytest.mark.parametrize("mode", ["grad", "jvp"])
+def test_inputs_the_function_keeps_survive_the_call(mode):
+    """The input list and input duals a function keeps (in a closure) are the ones it was
+    given after the gradient or jvp returns: freeing the input duals in bulk after the call
+    spares everything the function holds."""
+    kept = []
+
+    def f(l):
+        kept.append(l)
+        kept.append(l[2])
+        return l[0] * l[1] + l[2]
+
+    xs = [2.0, 3.0, 5.0, 7.0]
+    if mode == "grad":
+        assert deltaad.grad(f)(xs) == [3.0, 2.0, 1.0, 0.0]
+    else:
+        assert deltaad.jvp(f, (xs,), ([1.0, 0.0, 0.0, 0.0],)) == (11.0, 3.0)
+    lst, d = kept
+    assert type(lst) is list and [v.value for v in lst] == xs and lst[2] is d
+    assert all(type(v) is deltaad.Dual and v.trace.closed for v in lst)
+    # the duals the transformation made since are others: the kept ones are not reused
+    deltaad.grad(lambda l: l[0] * l[1])([1.0] * 100)
+    assert [v.value for v in lst] == xs and d.value == 5.0
+
+
 def test_core_dual_is_48_bytes():
     """The core's dual fits CPython's 48-byte size class (a forward dual's tangent shares the
     id's slot): every input's dual is made, read and freed once per gradient."""

@@ -139,6 +139,12 @@ def read_tangents(leaves, level):
     return [x.value for x in leaves], [x.tangent for x in leaves]
 
 
+def free_inputs(holder, k, trace):
+    """Drop ``holder[k]``, a list of input duals of ``trace`` (the core frees its duals in one
+    loop; here Python frees them as usual)."""
+    holder[k] = None
+
+
 # --------------------------------------------------------------------------------------------
 # Traces
 

@@ -537,8 +537,10 @@ def _run_reverse(tape, fun, args, kwargs, argnums, has_aux, who, leaves, in_def,
     # read above)
     for n, a in zip(argnums, unflatten_owned(in_def, duals)):
         new_args[n] = a
-    duals = None
+    duals = a = None
     out, aux = _split_aux(fun(*new_args, **kwargs), has_aux, who)
+    if floats == "flat":  # the input duals go in one loop (unless the function kept them)
+        B.free_inputs(new_args, argnums[0], tape)
     if type(out) is not Dual:
         out = _pack_outputs(out, tape)
     return in_ids, wanted, out, aux
@@ -838,6 +840,12 @@ def _run_forward(level, fun, leaves, in_def, t_leaves, floats=None, has_aux=Fals
     else:
         duals, kinds = _dualise(level, leaves, t_leaves)
         _check_has_float(kinds, "jvp")
+    if floats == "flat":  # the input duals go in one loop (unless the function kept them)
+        args = [unflatten_owned(in_def, duals)[0]]
+        duals = None
+        out, aux = _split_aux(fun(*args), has_aux, "jvp")
+        B.free_inputs(args, 0, level)
+        return (out if type(out) is Dual else _pack_outputs(out, level)), aux
     out, aux = _split_aux(fun(*unflatten_owned(in_def, duals)), has_aux, "jvp")
     return (out if type(out) is Dual else _pack_outputs(out, level)), aux
 
