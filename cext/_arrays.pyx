@@ -46,7 +46,7 @@ from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer
 from cpython.long cimport PyLong_AsSsize_t
 from cpython.list cimport PyList_GET_ITEM
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 from libc.math cimport isfinite, fabs
 
 cdef extern from "<fenv.h>" nogil:
@@ -94,9 +94,48 @@ cdef enum:
     RECIP
     SIGN
     MATMUL  # not a loop of ours: numpy's matmul called on the values (see _matmul)
+    MAXIMUM  # with a float bound (see _choice)
+    MINIMUM
     NCODES
 
 cdef int _FPE = 0  # set in setup: the floating-point exceptions that send us the Python way
+
+# numpy's error state (``np.errstate``): a context variable holding a capsule; an underflow
+# alone sends us the Python way only when that state does not ignore it (numpy's default
+# ignores it: a long chain of partials below 1 underflows in its cotangents' tails)
+cdef object _extobj_var = None      # numpy's context variable
+cdef object _get_extobj_dict = None
+cdef object _extobj_seen = None     # the state last read (held: its identity stays unique)
+cdef bint _under_ignored = True     # whether it ignores an underflow
+
+
+try:  # numpy >= 2: its error state is a context variable
+    from numpy._core._multiarray_umath import (_extobj_contextvar as _extobj_var,
+                                               _get_extobj_dict)
+except ImportError:  # (an underflow then always sends us the Python way)
+    pass
+
+
+cdef bint _underflow_ignored() except -1:
+    global _extobj_seen, _under_ignored
+    if _extobj_var is None:
+        return False
+    e = _extobj_var.get()
+    if e is not _extobj_seen:
+        _under_ignored = _get_extobj_dict()["under"] == "ignore"
+        _extobj_seen = e
+    return _under_ignored
+
+
+cdef inline bint _raised() except -1:
+    """Whether the loops since ``feclearexcept(_FPE)`` signalled an exception numpy would
+    warn of or raise (an underflow only where its error state does not ignore it)."""
+    cdef int f = fetestexcept(_FPE)
+    if f == 0:
+        return False
+    if f == FE_UNDERFLOW:
+        return not _underflow_ignored()
+    return True
 
 cdef struct Loop:
     cnp.PyUFuncGenericFunction f
@@ -423,6 +462,8 @@ cdef enum:
     R_SIN         # (ct * cos(a),): the partial made when the sweep needs it
     R_COS         # (ct * -(sin(a)),)
     R_MATVEC      # a 1-D dual times a constant matrix (either side): (ct @ the matrix^T,)
+    R_GETITEM     # x[idx], basic indices: (zeros of x's shape with ct at idx,)
+    R_CONCAT      # np.concatenate: (ct[cut] for the dual operands' cuts)
 
 
 @cython.final
@@ -448,6 +489,8 @@ cdef class ArrayRule:
         cdef cnp.ndarray c
         cdef intp n
         cdef object r
+        if self.kind >= R_GETITEM:
+            return _shape_cotangents(self, ct)
         p = _cotangent(ct, self.out)
         if p is not None and self.kind == R_MATVEC:
             if p is ct:  # (a strided one: numpy's matmul may add in another order)
@@ -457,7 +500,7 @@ cdef class ArrayRule:
             n = cnp.PyArray_SIZE(c)
             feclearexcept(_FPE)
             r = self._run(c, n, ct)
-            if not fetestexcept(_FPE):
+            if not _raised():
                 return r
         if self.py is None:
             if self.vb is not None:
@@ -708,7 +751,7 @@ cdef object _unary(int code, object x):
         d = _u(NEG, _aa(MUL, y, y, n), n)
     else:
         return _NOTHING
-    if fetestexcept(_FPE):
+    if _raised():
         return _NOTHING
     if rule.kind == R_SCALE:
         rule.d = d
@@ -836,7 +879,7 @@ cdef object _binary(int code, object a, object b):
             rule.d = _sa(MUL, sb, _as(POW, <cnp.ndarray>va, sb - 1.0, n), n)
     else:
         return _NOTHING
-    if fetestexcept(_FPE):
+    if _raised():
         return _NOTHING
     if oa and ob:
         return _dual(y, trace, PyLong_AsSsize_t(<object>ia), PyLong_AsSsize_t(<object>ib), rule)
@@ -892,7 +935,7 @@ cdef object _add_arrays(object a, object b):
         return None
     feclearexcept(_FPE)
     r = _aa(ADD, <cnp.ndarray>a, <cnp.ndarray>b, cnp.PyArray_SIZE(<cnp.ndarray>a))
-    if fetestexcept(_FPE):
+    if _raised():
         return None
     return r
 
@@ -907,6 +950,8 @@ cdef int _pull(object rule, Py_ssize_t p1, Py_ssize_t p2, list adj, object ct) e
     if type(rule) is not ArrayRule:
         return 0
     cdef ArrayRule r = <ArrayRule>rule
+    if r.kind >= R_GETITEM:
+        return _pull_shape(r, p1, p2, adj, ct)
     cp = _cotangent(ct, r.out)
     if cp is None:
         return 0
@@ -919,7 +964,7 @@ cdef int _pull(object rule, Py_ssize_t p1, Py_ssize_t p2, list adj, object ct) e
     else:
         feclearexcept(_FPE)
         cts = r._run(c, cnp.PyArray_SIZE(c), ct)
-        if fetestexcept(_FPE):
+        if _raised():
             return 0
     cdef Py_ssize_t k, p
     cdef Py_ssize_t m = len(cts)
@@ -968,7 +1013,7 @@ cdef bint _add_into(object old, object x) except -1:
     steps[0] = steps[1] = steps[2] = 8
     feclearexcept(_FPE)
     LOOPS[ADD].f(args, &n, steps, LOOPS[ADD].data)
-    if fetestexcept(_FPE):
+    if _raised():
         memcpy(cnp.PyArray_BYTES(a), save, n * sizeof(double))
         return False
     return True
@@ -982,6 +1027,269 @@ def pull_capsule():
 def add_capsule():
     """The adjoint sum of float64 arrays for the core's sweep (``_core.set_array_add``)."""
     return PyCapsule_New(<void*>_add_arrays, "deltaad._arrays.add", NULL)
+
+
+# --------------------------------------------------------------------------------------------
+# Indexing, concatenate, maximum/minimum with a float bound: the short paths of stencil code
+#
+# What the Python short paths record (``array._getitem_reverse``, ``shape._concat_reverse``,
+# ``np.maximum(x, 0.0)`` by ``apply``), recorded here without a Python rule per call: the value
+# is numpy's (the same indexing, concatenation or loop), the binding's rule an ArrayRule whose
+# cotangents are those the Python rules give, made by the same numpy calls (a zero array with
+# ``ct`` set at the index; ``ct``'s slices; ``ct`` times the 0/1 weights). A cotangent that is
+# not an ndarray (a dual, under higher-order differentiation) goes to the Python functions the
+# Python rules call (``scatter``, ``getitem``).
+
+cdef object _scatter = None         # array.scatter(ct, shape, dtype, idx, unique)
+cdef object _getitem_py = None      # array.getitem(x, idx, unique)
+cdef object _NP_CONCATENATE = None  # np.concatenate
+cdef object _CONCATENATE = None     # the registry's rule of np.concatenate (ours while it is)
+cdef dict _FUNCTIONS = None         # registry.FUNCTIONS
+cdef Py_ssize_t OFF_SLICED = 0      # the array dual's ``_sliced`` slot
+cdef object _FULL = slice(None)
+
+
+def setup_shape(scatter, getitem, np_concatenate, functions):
+    """Bind the indexing and concatenation paths to the Python side: the Python rules'
+    ``scatter`` and ``getitem``, ``np.concatenate`` and the registry's function table (the fast
+    path only while its rule of ``np.concatenate`` is the one it stands for)."""
+    global _scatter, _getitem_py, _NP_CONCATENATE, _CONCATENATE, _FUNCTIONS, OFF_SLICED
+    if not _ready:
+        raise RuntimeError("setup_shape: call setup first")
+    descr = ArrayDual.__dict__["_sliced"]
+    if type(descr).__name__ != "member_descriptor":
+        raise TypeError("setup_shape: %s._sliced is not a slot" % ArrayDual.__name__)
+    OFF_SLICED = (<PyMemberDescrObject*><PyObject*>descr).d_member.offset
+    _scatter = scatter
+    _getitem_py = getitem
+    _NP_CONCATENATE = np_concatenate
+    _FUNCTIONS = functions
+    _CONCATENATE = functions[np_concatenate]
+
+
+cdef inline bint _float64(object v):
+    """An exact ndarray of native float64 (any layout)."""
+    if type(v) is not cnp.ndarray:
+        return False
+    return (cnp.PyArray_TYPE(<cnp.ndarray>v) == cnp.NPY_DOUBLE
+            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>v))
+
+
+cdef inline bint _basic_index(object idx):
+    """ints, slices, None and ... (the Python types themselves), alone or in a tuple: numpy's
+    basic indexing, a view, what ``normalize_index`` leaves as it is."""
+    cdef object t = type(idx)
+    if t is int or t is slice:
+        return True
+    if t is not tuple:
+        return False
+    for k in <tuple>idx:
+        t = type(k)
+        if t is not int and t is not slice and k is not None and k is not Ellipsis:
+            return False
+    return True
+
+
+cdef object _getitem(object x, object idx):
+    """``x[idx]`` for basic indices of an array dual of a tape with a float64 value, or
+    _NOTHING (also for a 0-d result: the Python path makes it a scalar dual)."""
+    if not _basic_index(idx):
+        return _NOTHING
+    cdef PyObject* pt = _get(x, OFF_TRACE)
+    cdef PyObject* pv = _get(x, OFF_VALUE)
+    cdef PyObject* pi = _get(x, OFF_ID)
+    if pt == NULL or pv == NULL or pi == NULL:
+        return _NOTHING
+    trace = <object>pt
+    v = <object>pv
+    if type(trace) is not Tape or not _float64(v):
+        return _NOTHING
+    _pool_check(trace)
+    y = v[idx]
+    if type(y) is not cnp.ndarray:
+        return _NOTHING
+    cdef ArrayRule rule = _rule(R_GETITEM, ADD, True, False, <cnp.ndarray>y, v, None)
+    rule.e = idx
+    r = _dual(<cnp.ndarray>y, trace, PyLong_AsSsize_t(<object>pi), -1, rule)
+    _put(<PyObject*>r, OFF_SLICED, True)  # numpy's is a view (an in-place operator refuses)
+    return r
+
+
+cdef object _concat_call(tuple args, dict kwargs):
+    """``np.concatenate(*args, **kwargs)`` when it is ``np.concatenate(arrays[, axis])``."""
+    cdef Py_ssize_t na = len(args)
+    if na == 0 or na > 2:
+        return _NOTHING
+    axis = args[1] if na == 2 else 0
+    if kwargs:
+        if na == 2 or len(kwargs) != 1 or "axis" not in kwargs:
+            return _NOTHING
+        axis = kwargs["axis"]
+    return _concat(args[0], axis)
+
+
+cdef object _concat(object arrays, object axis_obj):
+    """``np.concatenate(arrays, axis)`` for a list or tuple of float64 arrays and array duals
+    (one or two) of one tape holding float64 values, all of one number of dimensions (at least
+    1), or _NOTHING."""
+    if type(arrays) is not list and type(arrays) is not tuple:
+        return _NOTHING
+    if type(axis_obj) is not int:
+        return _NOTHING
+    cdef Py_ssize_t m = len(arrays)
+    if m == 0:
+        return _NOTHING
+    cdef object trace = None
+    cdef list vals = [None] * m
+    cdef Py_ssize_t ids[2]
+    cdef Py_ssize_t ncut = 0
+    cdef Py_ssize_t k, nd = -1, axis = 0, o = 0
+    cdef PyObject* pt
+    cdef PyObject* pv
+    cdef PyObject* pi = NULL
+    cdef cnp.ndarray a
+    cdef list cuts = []
+    for k in range(m):
+        x = arrays[k]
+        if type(x) is ArrayDual:
+            pt = _get(x, OFF_TRACE)
+            pv = _get(x, OFF_VALUE)
+            pi = _get(x, OFF_ID)
+            if pt == NULL or pv == NULL or pi == NULL or ncut == 2:
+                return _NOTHING
+            if trace is None:
+                trace = <object>pt
+            elif <object>pt is not trace:
+                return _NOTHING
+            v = <object>pv
+        else:
+            v = x
+        if not _float64(v):
+            return _NOTHING
+        a = <cnp.ndarray>v
+        if nd < 0:
+            nd = cnp.PyArray_NDIM(a)
+            axis = axis_obj
+            if nd == 0 or not -nd <= axis < nd:
+                return _NOTHING
+            if axis < 0:
+                axis += nd
+        elif cnp.PyArray_NDIM(a) != nd:
+            return _NOTHING
+        n = cnp.PyArray_DIMS(a)[axis]
+        if type(x) is ArrayDual:
+            ids[ncut] = PyLong_AsSsize_t(<object>pi)
+            cuts.append((_FULL,) * axis + (slice(o, o + n),))
+            ncut += 1
+        vals[k] = v
+        o += n
+    if trace is None or type(trace) is not Tape:
+        return _NOTHING
+    _pool_check(trace)
+    y = cnp.PyArray_Concatenate(vals, <int>axis)
+    if not _plain(y):
+        return _NOTHING
+    cdef ArrayRule rule = _rule(R_CONCAT, ADD, True, False, <cnp.ndarray>y, None, None)
+    rule.e = tuple(cuts)
+    return _dual(<cnp.ndarray>y, trace, ids[0], ids[1] if ncut == 2 else -1, rule)
+
+
+cdef object _choice(int code, object a, object b):
+    """``np.maximum``/``np.minimum`` of an array dual of a tape and a float bound (either
+    side) when every entry is strictly either side of the bound (no tie, no nan: the Python
+    rule's weights are then the comparison itself, 1.0 or 0.0), or _NOTHING."""
+    cdef bint oa = type(a) is ArrayDual
+    cdef bint ob = type(b) is ArrayDual
+    if oa == ob:
+        return _NOTHING
+    x = a if oa else b
+    s = b if oa else a
+    if type(s) is not float:
+        return _NOTHING
+    cdef double sv = <double>s
+    if sv != sv:
+        return _NOTHING
+    cdef PyObject* pt = _get(x, OFF_TRACE)
+    cdef PyObject* pv = _get(x, OFF_VALUE)
+    cdef PyObject* pi = _get(x, OFF_ID)
+    if pt == NULL or pv == NULL or pi == NULL:
+        return _NOTHING
+    trace = <object>pt
+    v = <object>pv
+    if type(trace) is not Tape or not _plain(v):
+        return _NOTHING
+    _pool_check(trace)
+    cdef cnp.ndarray av = <cnp.ndarray>v
+    cdef intp n = cnp.PyArray_SIZE(av)
+    cdef double* p = <double*>cnp.PyArray_BYTES(av)
+    cdef intp k
+    for k in range(n):  # no tie, no nan
+        if not (p[k] > sv or p[k] < sv):
+            return _NOTHING
+    cdef cnp.ndarray w = _empty_like(av)
+    cdef double* q = <double*>cnp.PyArray_BYTES(w)
+    if code == MAXIMUM:
+        for k in range(n):
+            q[k] = 1.0 if p[k] > sv else 0.0
+    else:
+        for k in range(n):
+            q[k] = 1.0 if p[k] < sv else 0.0
+    feclearexcept(_FPE)
+    cdef cnp.ndarray y = _as(code, av, sv, n) if oa else _sa(code, sv, av, n)
+    if _raised():
+        return _NOTHING
+    cdef ArrayRule rule = _rule(R_SCALE, code, oa, ob, y, a, b)
+    if oa:
+        rule.va = v
+    else:
+        rule.vb = v
+    rule.d = w
+    return _dual(y, trace, PyLong_AsSsize_t(<object>pi), -1, rule)
+
+
+cdef tuple _shape_cotangents(ArrayRule r, object ct):
+    """The cotangents of an indexing or concatenate binding (the Python rules' values)."""
+    cdef cnp.ndarray v, z
+    cdef tuple cuts
+    if r.kind == R_GETITEM:
+        v = <cnp.ndarray>r.va
+        if type(ct) is not cnp.ndarray:
+            return (_scatter(ct, (<object>v).shape, (<object>v).dtype, r.e, True),)
+        z = _empty_like(v)  # np.zeros(shape, dtype=float64)
+        memset(cnp.PyArray_BYTES(z), 0, cnp.PyArray_SIZE(z) * sizeof(double))
+        z[r.e] = ct
+        return (z,)
+    cuts = <tuple>r.e
+    if type(ct) is not cnp.ndarray:
+        return tuple([_getitem_py(ct, c, True) for c in cuts])
+    if len(cuts) == 1:
+        return (ct[cuts[0]],)
+    return (ct[cuts[0]], ct[cuts[1]])
+
+
+cdef int _pull_shape(ArrayRule r, Py_ssize_t p1, Py_ssize_t p2, list adj, object ct) except -1:
+    """``_pull`` of an indexing or concatenate binding: its cotangents summed into the
+    parents' adjoints as the sweep sums them."""
+    cdef tuple cts = _shape_cotangents(r, ct)
+    cdef Py_ssize_t k, p
+    cdef Py_ssize_t m = len(cts)
+    if m != (1 if p2 < 0 else 2):
+        raise RuntimeError("deltaad array fast path: %d cotangents for %d parents"
+                           % (m, 1 if p2 < 0 else 2))
+    cdef PyObject* po
+    for k in range(m):
+        p = p1 if k == 0 else p2
+        x = cts[k]
+        po = PyList_GET_ITEM(adj, p)  # borrowed: p < this binding's id < len(adj)
+        if po == <PyObject*>None:
+            adj[p] = x
+            continue
+        if Py_REFCNT(<object>po) == 1 and _add_into(<object>po, x):
+            continue  # the sweep's own sum, seen by no one else: summed in place
+        old = adj[p]
+        s = _add_arrays(old, x)
+        adj[p] = old + x if s is None else s
+    return 1
 
 
 # --------------------------------------------------------------------------------------------
@@ -999,6 +1307,8 @@ cdef inline object _call(object ufunc, tuple inputs):
         return _NOTHING
     if c == MATMUL:
         return _matmul(inputs[0], inputs[1]) if len(inputs) == 2 else _NOTHING
+    if c >= MAXIMUM:
+        return _choice(c, inputs[0], inputs[1]) if len(inputs) == 2 else _NOTHING
     if len(inputs) == 1:
         if c >= NEG:
             return _unary(c, inputs[0])
@@ -1100,8 +1410,23 @@ def bind_methods(cls, python_methods, ufuncs):
             r = _unary(NEG, self)
         return neg(self) if r is _NOTHING else r
 
+    getitem = py["__getitem__"]
+    array_function = py["__array_function__"]
+
+    def __getitem__(self, idx):
+        r = _getitem(self, idx) if enabled else _NOTHING
+        return getitem(self, idx) if r is _NOTHING else r
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func is _NP_CONCATENATE and enabled and _FUNCTIONS.get(func) is _CONCATENATE:
+            r = _concat_call(args, kwargs)
+            if r is not _NOTHING:
+                return r
+        return array_function(self, func, types, args, kwargs)
+
     for f in (__array_ufunc__, __add__, __radd__, __sub__, __rsub__, __mul__, __rmul__,
-              __truediv__, __rtruediv__, __pow__, __matmul__, __rmatmul__, __neg__):
+              __truediv__, __rtruediv__, __pow__, __matmul__, __rmatmul__, __neg__,
+              __getitem__, __array_function__):
         f.__doc__ = py[f.__name__].__doc__
         setattr(cls, f.__name__, f)
 
