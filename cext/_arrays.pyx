@@ -44,6 +44,7 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.ref cimport Py_INCREF, Py_DECREF, Py_REFCNT
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer
 from cpython.long cimport PyLong_AsSsize_t
+from cpython.slice cimport PySlice_Unpack, PySlice_AdjustIndices
 from cpython.list cimport PyList_GET_ITEM
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from libc.string cimport memcpy, memset
@@ -273,31 +274,48 @@ import _tracemalloc
 cdef object _tm_is_tracing = _tracemalloc.is_tracing
 
 
-cdef inline bint _reusable(PyObject* o, cnp.ndarray like) noexcept:
-    """Whether the kept array ``o`` is held by nothing else and fits ``like``'s shape."""
+cdef inline bint _reusable(PyObject* o, int nd, intp* dims) noexcept:
+    """Whether the kept array ``o`` is held by nothing else and has the shape ``dims``."""
     if o.ob_refcnt != 1 or o.ob_type != <PyTypeObject*>cnp.ndarray:
         return False
     cdef cnp.ndarray a = <cnp.ndarray>o
     return ((<PyArrayObject_fields*>o).weakreflist == NULL and cnp.PyArray_BASE(a) == NULL
             and cnp.PyArray_CHKFLAGS(a, cnp.NPY_ARRAY_CARRAY | cnp.NPY_ARRAY_OWNDATA)
             and cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_ISNOTSWAPPED(a)
-            and _same_shape(a, like))
+            and _has_shape(a, nd, dims))
 
 
-cdef cnp.ndarray _empty_like(cnp.ndarray a):
+cdef inline bint _has_shape(cnp.ndarray a, int nd, intp* dims) noexcept:
+    cdef int k
+    if cnp.PyArray_NDIM(a) != nd:
+        return False
+    cdef intp* da = cnp.PyArray_DIMS(a)
+    for k in range(nd):
+        if da[k] != dims[k]:
+            return False
+    return True
+
+
+cdef inline cnp.ndarray _empty_like(cnp.ndarray a):
     """A C-ordered float64 array of ``a``'s shape whose entries the caller overwrites all."""
+    return _empty_shape(cnp.PyArray_NDIM(a), cnp.PyArray_DIMS(a))
+
+
+cdef cnp.ndarray _empty_shape(int nd, intp* dims):
+    """A C-ordered float64 array of shape ``dims`` whose entries the caller overwrites all."""
     global _pool_at, _pool_n
     cdef Py_ssize_t k
     cdef PyObject* o
-    if not _pool_on or cnp.PyArray_SIZE(a) > POOL_N:
-        return <cnp.ndarray>cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(a), cnp.PyArray_DIMS(a),
-                                                  cnp.NPY_DOUBLE)
+    cdef intp size = 1
+    for k in range(nd):
+        size *= dims[k]
+    if not _pool_on or size > POOL_N:
+        return <cnp.ndarray>cnp.PyArray_SimpleNew(nd, dims, cnp.NPY_DOUBLE)
     k = _pool_at if _pool_at < POOL_MAX else 0
     _pool_at = k + 1
-    if k < _pool_n and _reusable(_pool[k], a):
+    if k < _pool_n and _reusable(_pool[k], nd, dims):
         return <cnp.ndarray>_pool[k]
-    cdef cnp.ndarray r = <cnp.ndarray>cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(a),
-                                                            cnp.PyArray_DIMS(a), cnp.NPY_DOUBLE)
+    cdef cnp.ndarray r = <cnp.ndarray>cnp.PyArray_SimpleNew(nd, dims, cnp.NPY_DOUBLE)
     Py_INCREF(r)
     if k < _pool_n:
         o = _pool[k]
@@ -484,6 +502,8 @@ cdef class ArrayRule:
     cdef cnp.ndarray out
     cdef object va, vb  # the operands (vb None for a unary operation; R_SIN, R_COS: a is va)
     cdef object py      # the Python rule, once made
+    cdef intp at[4]     # R_GETITEM of a 1-D slice: start, step, 1 (else at[2] 0); R_CONCAT of
+                        # 1-D parts: each dual part's offset and length (else at[1] -1)
 
     def __call__(self, ct):
         cdef cnp.ndarray c
@@ -1075,6 +1095,54 @@ cdef inline bint _float64(object v):
             and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>v))
 
 
+cdef extern from "numpy/arrayobject.h":
+    object _NewFromDescr "PyArray_NewFromDescr" (
+        PyTypeObject* subtype, cnp.PyArray_Descr* descr, int nd, intp* dims, intp* strides,
+        void* data, int flags, PyObject* obj)
+
+
+cdef cnp.ndarray _view1(cnp.ndarray a, intp start, intp step, intp n):
+    """``a[start:start + n * step:step]`` of a 1-D array (a slice numpy's rules bound to
+    ``a``'s length): the view numpy's slicing makes (its data, strides, writeability and base),
+    without numpy's index machinery."""
+    cdef intp st = cnp.PyArray_STRIDES(a)[0]
+    cdef intp stride = st * step
+    cdef cnp.PyArray_Descr* descr = cnp.PyArray_DESCR(a)
+    Py_INCREF(<object>descr)  # (stolen)
+    r = _NewFromDescr(<PyTypeObject*>cnp.ndarray, descr, 1, &n, &stride,
+                      cnp.PyArray_BYTES(a) + start * st,
+                      cnp.PyArray_FLAGS(a) & cnp.NPY_ARRAY_WRITEABLE, NULL)
+    cnp.set_array_base(<cnp.ndarray>r, a)
+    return <cnp.ndarray>r
+
+
+cdef inline int _slice1(object idx, intp length, intp* at) except -1:
+    """1 with ``at`` = (start, step, count) when ``idx`` is a slice or a 1-tuple of one (of
+    an axis of ``length``), else 0."""
+    if type(idx) is tuple and len(<tuple>idx) == 1:
+        idx = (<tuple>idx)[0]
+    if type(idx) is not slice:
+        return 0
+    cdef Py_ssize_t start, stop, step
+    if PySlice_Unpack(idx, &start, &stop, &step) < 0:
+        return -1
+    at[2] = PySlice_AdjustIndices(length, &start, &stop, step)
+    if at[2] <= 0:  # numpy's empty slice: at the start, step 1
+        at[2] = 0
+        start = 0
+        step = 1
+    at[0] = start
+    at[1] = step
+    return 1
+
+
+cdef inline void _copy1(char* dst, intp dstep, char* src, intp sstep, intp n) noexcept:
+    """n float64 entries copied bit for bit (as numpy's assignment copies them)."""
+    cdef intp k
+    for k in range(n):
+        memcpy(dst + k * dstep, src + k * sstep, 8)
+
+
 cdef inline bint _basic_index(object idx):
     """ints, slices, None and ... (the Python types themselves), alone or in a tuple: numpy's
     basic indexing, a view, what ``normalize_index`` leaves as it is."""
@@ -1105,11 +1173,22 @@ cdef object _getitem(object x, object idx):
     if type(trace) is not Tape or not _float64(v):
         return _NOTHING
     _pool_check(trace)
-    y = v[idx]
-    if type(y) is not cnp.ndarray:
-        return _NOTHING
+    cdef intp at[3]
+    cdef int one = 0
+    if cnp.PyArray_NDIM(<cnp.ndarray>v) == 1:
+        one = _slice1(idx, cnp.PyArray_DIMS(<cnp.ndarray>v)[0], at)
+    if one:
+        y = _view1(<cnp.ndarray>v, at[0], at[1], at[2])
+    else:
+        y = v[idx]
+        if type(y) is not cnp.ndarray:
+            return _NOTHING
     cdef ArrayRule rule = _rule(R_GETITEM, ADD, True, False, <cnp.ndarray>y, v, None)
     rule.e = idx
+    if one:
+        rule.at[0] = at[0]
+        rule.at[1] = at[1]
+        rule.at[2] = 1
     r = _dual(<cnp.ndarray>y, trace, PyLong_AsSsize_t(<object>pi), -1, rule)
     _put(<PyObject*>r, OFF_SLICED, True)  # numpy's is a view (an in-place operator refuses)
     return r
@@ -1149,6 +1228,7 @@ cdef object _concat(object arrays, object axis_obj):
     cdef PyObject* pi = NULL
     cdef cnp.ndarray a
     cdef list cuts = []
+    cdef intp at[4]
     for k in range(m):
         x = arrays[k]
         if type(x) is ArrayDual:
@@ -1180,17 +1260,37 @@ cdef object _concat(object arrays, object axis_obj):
         if type(x) is ArrayDual:
             ids[ncut] = PyLong_AsSsize_t(<object>pi)
             cuts.append((_FULL,) * axis + (slice(o, o + n),))
+            at[2 * ncut] = o
+            at[2 * ncut + 1] = n
             ncut += 1
         vals[k] = v
         o += n
     if trace is None or type(trace) is not Tape:
         return _NOTHING
     _pool_check(trace)
-    y = cnp.PyArray_Concatenate(vals, <int>axis)
+    cdef intp total = o
+    if nd == 1:  # numpy's concatenation of 1-D float64 arrays: their entries copied in turn
+        y = _empty_shape(1, &total)
+        o = 0
+        for k in range(m):
+            a = <cnp.ndarray>vals[k]
+            n = cnp.PyArray_DIMS(a)[0]
+            _copy1(cnp.PyArray_BYTES(<cnp.ndarray>y) + 8 * o, 8, cnp.PyArray_BYTES(a),
+                   cnp.PyArray_STRIDES(a)[0], n)
+            o += n
+    else:
+        y = cnp.PyArray_Concatenate(vals, <int>axis)
     if not _plain(y):
         return _NOTHING
     cdef ArrayRule rule = _rule(R_CONCAT, ADD, True, False, <cnp.ndarray>y, None, None)
     rule.e = tuple(cuts)
+    if nd == 1:
+        rule.at[0] = at[0]
+        rule.at[1] = at[1]
+        rule.at[2] = at[2]
+        rule.at[3] = at[3]
+    else:
+        rule.at[1] = -1
     return _dual(<cnp.ndarray>y, trace, ids[0], ids[1] if ncut == 2 else -1, rule)
 
 
@@ -1257,11 +1357,22 @@ cdef tuple _shape_cotangents(ArrayRule r, object ct):
             return (_scatter(ct, (<object>v).shape, (<object>v).dtype, r.e, True),)
         z = _empty_like(v)  # np.zeros(shape, dtype=float64)
         memset(cnp.PyArray_BYTES(z), 0, cnp.PyArray_SIZE(z) * sizeof(double))
-        z[r.e] = ct
+        if r.at[2] and _float64(ct) and _has_shape(<cnp.ndarray>ct, 1, cnp.PyArray_DIMS(r.out)):
+            # z[start::step] = ct, the slice's entries copied as numpy's assignment copies them
+            _copy1(cnp.PyArray_BYTES(z) + 8 * r.at[0], 8 * r.at[1],
+                   cnp.PyArray_BYTES(<cnp.ndarray>ct), cnp.PyArray_STRIDES(<cnp.ndarray>ct)[0],
+                   cnp.PyArray_DIMS(r.out)[0])
+        else:
+            z[r.e] = ct
         return (z,)
     cuts = <tuple>r.e
     if type(ct) is not cnp.ndarray:
         return tuple([_getitem_py(ct, c, True) for c in cuts])
+    if r.at[1] >= 0 and _has_shape(<cnp.ndarray>ct, 1, cnp.PyArray_DIMS(r.out)):
+        if len(cuts) == 1:  # ct[o:o + n], numpy's view
+            return (_view1(<cnp.ndarray>ct, r.at[0], 1, r.at[1]),)
+        return (_view1(<cnp.ndarray>ct, r.at[0], 1, r.at[1]),
+                _view1(<cnp.ndarray>ct, r.at[2], 1, r.at[3]))
     if len(cuts) == 1:
         return (ct[cuts[0]],)
     return (ct[cuts[0]], ct[cuts[1]])
