@@ -298,17 +298,15 @@ cdef inline bint _has_shape(cnp.ndarray a, int nd, intp* dims) noexcept:
 
 cdef inline cnp.ndarray _empty_like(cnp.ndarray a):
     """A C-ordered float64 array of ``a``'s shape whose entries the caller overwrites all."""
-    return _empty_shape(cnp.PyArray_NDIM(a), cnp.PyArray_DIMS(a))
+    return _empty_shape(cnp.PyArray_NDIM(a), cnp.PyArray_DIMS(a), cnp.PyArray_SIZE(a))
 
 
-cdef cnp.ndarray _empty_shape(int nd, intp* dims):
-    """A C-ordered float64 array of shape ``dims`` whose entries the caller overwrites all."""
+cdef cnp.ndarray _empty_shape(int nd, intp* dims, intp size):
+    """A C-ordered float64 array of shape ``dims`` (``size`` entries) whose entries the caller
+    overwrites all."""
     global _pool_at, _pool_n
     cdef Py_ssize_t k
     cdef PyObject* o
-    cdef intp size = 1
-    for k in range(nd):
-        size *= dims[k]
     if not _pool_on or size > POOL_N:
         return <cnp.ndarray>cnp.PyArray_SimpleNew(nd, dims, cnp.NPY_DOUBLE)
     k = _pool_at if _pool_at < POOL_MAX else 0
@@ -502,8 +500,6 @@ cdef class ArrayRule:
     cdef cnp.ndarray out
     cdef object va, vb  # the operands (vb None for a unary operation; R_SIN, R_COS: a is va)
     cdef object py      # the Python rule, once made
-    cdef intp at[4]     # R_GETITEM of a 1-D slice: start, step, 1 (else at[2] 0); R_CONCAT of
-                        # 1-D parts: each dual part's offset and length (else at[1] -1)
 
     def __call__(self, ct):
         cdef cnp.ndarray c
@@ -1183,12 +1179,9 @@ cdef object _getitem(object x, object idx):
         y = v[idx]
         if type(y) is not cnp.ndarray:
             return _NOTHING
-    cdef ArrayRule rule = _rule(R_GETITEM, ADD, True, False, <cnp.ndarray>y, v, None)
+    # code 1: a 1-D slice, its start and step read back from the view and its base
+    cdef ArrayRule rule = _rule(R_GETITEM, one, True, False, <cnp.ndarray>y, v, None)
     rule.e = idx
-    if one:
-        rule.at[0] = at[0]
-        rule.at[1] = at[1]
-        rule.at[2] = 1
     r = _dual(<cnp.ndarray>y, trace, PyLong_AsSsize_t(<object>pi), -1, rule)
     _put(<PyObject*>r, OFF_SLICED, True)  # numpy's is a view (an in-place operator refuses)
     return r
@@ -1228,7 +1221,6 @@ cdef object _concat(object arrays, object axis_obj):
     cdef PyObject* pi = NULL
     cdef cnp.ndarray a
     cdef list cuts = []
-    cdef intp at[4]
     for k in range(m):
         x = arrays[k]
         if type(x) is ArrayDual:
@@ -1260,8 +1252,6 @@ cdef object _concat(object arrays, object axis_obj):
         if type(x) is ArrayDual:
             ids[ncut] = PyLong_AsSsize_t(<object>pi)
             cuts.append((_FULL,) * axis + (slice(o, o + n),))
-            at[2 * ncut] = o
-            at[2 * ncut + 1] = n
             ncut += 1
         vals[k] = v
         o += n
@@ -1270,7 +1260,7 @@ cdef object _concat(object arrays, object axis_obj):
     _pool_check(trace)
     cdef intp total = o
     if nd == 1:  # numpy's concatenation of 1-D float64 arrays: their entries copied in turn
-        y = _empty_shape(1, &total)
+        y = _empty_shape(1, &total, total)
         o = 0
         for k in range(m):
             a = <cnp.ndarray>vals[k]
@@ -1282,15 +1272,9 @@ cdef object _concat(object arrays, object axis_obj):
         y = cnp.PyArray_Concatenate(vals, <int>axis)
     if not _plain(y):
         return _NOTHING
-    cdef ArrayRule rule = _rule(R_CONCAT, ADD, True, False, <cnp.ndarray>y, None, None)
+    # code 1: 1-D parts, whose cuts are (slice(o, o + n),)
+    cdef ArrayRule rule = _rule(R_CONCAT, nd == 1, True, False, <cnp.ndarray>y, None, None)
     rule.e = tuple(cuts)
-    if nd == 1:
-        rule.at[0] = at[0]
-        rule.at[1] = at[1]
-        rule.at[2] = at[2]
-        rule.at[3] = at[3]
-    else:
-        rule.at[1] = -1
     return _dual(<cnp.ndarray>y, trace, ids[0], ids[1] if ncut == 2 else -1, rule)
 
 
@@ -1347,32 +1331,51 @@ cdef object _choice(int code, object a, object b):
     return _dual(y, trace, PyLong_AsSsize_t(<object>pi), -1, rule)
 
 
+cdef extern from "Python.h":
+    ctypedef struct PySliceObject:
+        PyObject* start
+        PyObject* stop
+
+
+cdef inline cnp.ndarray _cut1(cnp.ndarray ct, tuple cut):
+    """``ct[cut]`` for the cut ``(slice(o, o + n),)`` of a 1-D concatenation's part."""
+    cdef PySliceObject* s = <PySliceObject*>(<PyObject*>cut[0])
+    cdef intp o = PyLong_AsSsize_t(<object>s.start)
+    return _view1(ct, o, 1, PyLong_AsSsize_t(<object>s.stop) - o)
+
+
 cdef tuple _shape_cotangents(ArrayRule r, object ct):
     """The cotangents of an indexing or concatenate binding (the Python rules' values)."""
     cdef cnp.ndarray v, z
     cdef tuple cuts
+    cdef intp st, n
     if r.kind == R_GETITEM:
         v = <cnp.ndarray>r.va
         if type(ct) is not cnp.ndarray:
             return (_scatter(ct, (<object>v).shape, (<object>v).dtype, r.e, True),)
         z = _empty_like(v)  # np.zeros(shape, dtype=float64)
         memset(cnp.PyArray_BYTES(z), 0, cnp.PyArray_SIZE(z) * sizeof(double))
-        if r.at[2] and _float64(ct) and _has_shape(<cnp.ndarray>ct, 1, cnp.PyArray_DIMS(r.out)):
+        st = cnp.PyArray_STRIDES(v)[0] if r.code == 1 else 0
+        if st != 0 and _float64(ct) and _has_shape(<cnp.ndarray>ct, 1, cnp.PyArray_DIMS(r.out)):
             # z[start::step] = ct, the slice's entries copied as numpy's assignment copies them
-            _copy1(cnp.PyArray_BYTES(z) + 8 * r.at[0], 8 * r.at[1],
-                   cnp.PyArray_BYTES(<cnp.ndarray>ct), cnp.PyArray_STRIDES(<cnp.ndarray>ct)[0],
-                   cnp.PyArray_DIMS(r.out)[0])
+            # (start and step: where the view of v starts, its stride in v's)
+            n = cnp.PyArray_DIMS(r.out)[0]
+            if n:
+                _copy1(cnp.PyArray_BYTES(z)
+                       + 8 * ((cnp.PyArray_BYTES(r.out) - cnp.PyArray_BYTES(v)) // st),
+                       8 * (cnp.PyArray_STRIDES(r.out)[0] // st),
+                       cnp.PyArray_BYTES(<cnp.ndarray>ct),
+                       cnp.PyArray_STRIDES(<cnp.ndarray>ct)[0], n)
         else:
             z[r.e] = ct
         return (z,)
     cuts = <tuple>r.e
     if type(ct) is not cnp.ndarray:
         return tuple([_getitem_py(ct, c, True) for c in cuts])
-    if r.at[1] >= 0 and _has_shape(<cnp.ndarray>ct, 1, cnp.PyArray_DIMS(r.out)):
+    if r.code == 1 and _has_shape(<cnp.ndarray>ct, 1, cnp.PyArray_DIMS(r.out)):
         if len(cuts) == 1:  # ct[o:o + n], numpy's view
-            return (_view1(<cnp.ndarray>ct, r.at[0], 1, r.at[1]),)
-        return (_view1(<cnp.ndarray>ct, r.at[0], 1, r.at[1]),
-                _view1(<cnp.ndarray>ct, r.at[2], 1, r.at[3]))
+            return (_cut1(<cnp.ndarray>ct, cuts[0]),)
+        return (_cut1(<cnp.ndarray>ct, cuts[0]), _cut1(<cnp.ndarray>ct, cuts[1]))
     if len(cuts) == 1:
         return (ct[cuts[0]],)
     return (ct[cuts[0]], ct[cuts[1]])
