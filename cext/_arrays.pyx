@@ -28,6 +28,11 @@ Besides the loops: a 1-D array dual times a constant float64 matrix (``x @ M``, 
 calls numpy's ``matmul`` on the values, and its rule the same numpy calls the Python rule
 makes (reshape, matmul by the swapped matrix, reshape), so BLAS or not, the bits are those.
 
+Besides: basic indexing, ``np.concatenate`` and ``np.maximum``/``np.minimum`` with a float
+bound, the short paths of stencil code (see their section). An underflow alone does not send
+an operation the Python way where numpy's error state ignores it (its default), as numpy then
+says nothing either.
+
 Per operation the binding is pushed through the core's C entry (``_core.array_push_capsule``),
 which keeps the parents' ids and the rule in the C binding itself (no tuple, no dict entry, no
 Python int per parent), and pulled back by the general sweep through ours (``pull_capsule``):

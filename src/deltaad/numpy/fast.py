@@ -2,8 +2,9 @@
 
 The commonest elementwise operations on small float64 arrays (``+ - * /``, ``**`` by a constant,
 ``negative`` and the table's ``sin``, ``cos``, ``tan``, ``tanh``, ``exp``, ``log``, ``sqrt``,
-``square``, ``absolute``, ``arctan``, ``sinh``, ``cosh``, ``expm1``, ``log1p``, ``reciprocal``)
-cost one numpy call each in the Python mechanism (:func:`.array.apply`) several times over: the
+``square``, ``absolute``, ``arctan``, ``sinh``, ``cosh``, ``expm1``, ``log1p``, ``reciprocal``;
+``@`` by a constant matrix; basic indexing, ``np.concatenate``, ``np.maximum``/``np.minimum`` with
+a float bound) cost one numpy call each in the Python mechanism (:func:`.array.apply`) several times over: the
 dispatch, the partials, the closure, the backward rule. The extension does what ``apply`` does
 for them in C, with numpy's own inner loops, and falls back to ``apply`` for everything else
 (see its docstring). The pure backend never installs it: it *is* the Python path, whose bits
