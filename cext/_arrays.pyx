@@ -309,25 +309,59 @@ cdef inline cnp.ndarray _empty_like(cnp.ndarray a):
 cdef cnp.ndarray _empty_shape(int nd, intp* dims, intp size):
     """A C-ordered float64 array of shape ``dims`` (``size`` entries) whose entries the caller
     overwrites all."""
-    global _pool_at, _pool_n
-    cdef Py_ssize_t k
-    cdef PyObject* o
     if not _pool_on or size > POOL_N:
         return <cnp.ndarray>cnp.PyArray_SimpleNew(nd, dims, cnp.NPY_DOUBLE)
-    k = _pool_at if _pool_at < POOL_MAX else 0
-    _pool_at = k + 1
-    if k < _pool_n and _reusable(_pool[k], nd, dims):
-        return <cnp.ndarray>_pool[k]
+    if _sweeping:
+        return _ring_take(_spool, &_spool_n, &_spool_at, SWEEP_MAX, nd, dims)
+    return _ring_take(_pool, &_pool_n, &_pool_at, POOL_MAX, nd, dims)
+
+
+cdef cnp.ndarray _ring_take(PyObject** ring, Py_ssize_t* filled, Py_ssize_t* at,
+                            Py_ssize_t cap, int nd, intp* dims):
+    """The next slot's array of a ring of kept arrays, or a new one in its place."""
+    cdef Py_ssize_t k = at[0] if at[0] < cap else 0
+    cdef PyObject* o
+    at[0] = k + 1
+    if k < filled[0] and _reusable(ring[k], nd, dims):
+        return <cnp.ndarray>ring[k]
     cdef cnp.ndarray r = <cnp.ndarray>cnp.PyArray_SimpleNew(nd, dims, cnp.NPY_DOUBLE)
     Py_INCREF(r)
-    if k < _pool_n:
-        o = _pool[k]
-        _pool[k] = <PyObject*>r
+    if k < filled[0]:
+        o = ring[k]
+        ring[k] = <PyObject*>r
         Py_DECREF(<object>o)  # the ring is consistent should freeing it run Python code
     else:
-        _pool[k] = <PyObject*>r
-        _pool_n = k + 1
+        ring[k] = <PyObject*>r
+        filled[0] = k + 1
     return r
+
+
+# The sweep's own ring: the cotangents and adjoint sums the fast rules make die a few bindings
+# later, while the main ring's slots the sweep would meet hold the values recorded (a tape of
+# more arrays than the main ring's slots laps it within one gradient). It starts again at its
+# first slot on a new sweep (another adjoint list), so a gradient finds the arrays of the last
+# one's sweep in the order it makes them (their shapes line up)
+cdef enum:
+    SWEEP_MAX = 4096
+cdef PyObject* _spool[SWEEP_MAX]
+cdef Py_ssize_t _spool_n = 0
+cdef Py_ssize_t _spool_at = 0
+cdef bint _sweeping = False
+cdef PyObject* _spool_adj = NULL  # the sweep's adjoint list (compared, never dereferenced)
+
+
+cdef int _pull_sweeping(object rule, Py_ssize_t p1, Py_ssize_t p2, list adj,
+                        object ct) except -1:
+    """``_pull`` taking its new arrays from the sweep's ring."""
+    global _sweeping, _spool_adj, _spool_at
+    if <PyObject*>adj != _spool_adj:
+        _spool_adj = <PyObject*>adj
+        _spool_at = 0
+    _sweeping = True
+    try:
+        return _pull(rule, p1, p2, adj, ct)
+    finally:
+        _sweeping = False
 
 
 cdef inline int _pool_check(object trace) except -1:
@@ -354,12 +388,19 @@ def release():
     """Let go of the kept arrays (see ``_empty_like``)."""
     global _pool_n, _pool_at
     cdef PyObject* o
+    global _spool_n, _spool_at
     while _pool_n > 0:
         _pool_n -= 1
         o = _pool[_pool_n]
         _pool[_pool_n] = NULL
         Py_DECREF(<object>o)
     _pool_at = 0
+    while _spool_n > 0:
+        _spool_n -= 1
+        o = _spool[_spool_n]
+        _spool[_spool_n] = NULL
+        Py_DECREF(<object>o)
+    _spool_at = 0
 
 
 # An operand of a loop: an array's buffer (step 8) or a scalar (step 0), as numpy passes a
@@ -1042,7 +1083,7 @@ cdef bint _add_into(object old, object x) except -1:
 
 def pull_capsule():
     """The general sweep's pullback of the fast path's rules (``_core.set_array_hooks``)."""
-    return PyCapsule_New(<void*>_pull, "deltaad._arrays.pull", NULL)
+    return PyCapsule_New(<void*>_pull_sweeping, "deltaad._arrays.pull", NULL)
 
 
 def add_capsule():
