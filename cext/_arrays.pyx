@@ -29,6 +29,11 @@ Besides the loops: a 1-D array dual times a constant float64 matrix (``x @ M``, 
 calls numpy's ``matmul`` on the values, and its rule the same numpy calls the Python rule
 makes (reshape, matmul by the swapped matrix, reshape), so BLAS or not, the bits are those.
 
+Besides: basic indexing, ``np.concatenate`` and ``np.maximum``/``np.minimum`` with a float
+bound, the short paths of stencil code (see their section). An underflow alone does not send
+an operation the Python way where numpy's error state ignores it (its default), as numpy then
+says nothing either.
+
 Per operation the binding is pushed through the core's C entry (``_core.array_push_capsule``),
 which keeps the parents' ids and the rule in the C binding itself (no tuple, no dict entry, no
 Python int per parent), and pulled back by the general sweep through ours (``pull_capsule``):
@@ -45,9 +50,10 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.ref cimport Py_INCREF, Py_DECREF, Py_REFCNT
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer
 from cpython.long cimport PyLong_AsSsize_t
+from cpython.slice cimport PySlice_Unpack, PySlice_AdjustIndices
 from cpython.list cimport PyList_GET_ITEM
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 from libc.math cimport isfinite, fabs
 
 cdef extern from "<fenv.h>" nogil:
@@ -95,9 +101,48 @@ cdef enum:
     RECIP
     SIGN
     MATMUL  # not a loop of ours: numpy's matmul called on the values (see _matmul)
+    MAXIMUM  # with a float bound (see _choice)
+    MINIMUM
     NCODES
 
 cdef int _FPE = 0  # set in setup: the floating-point exceptions that send us the Python way
+
+# numpy's error state (``np.errstate``): a context variable holding a capsule; an underflow
+# alone sends us the Python way only when that state does not ignore it (numpy's default
+# ignores it: a long chain of partials below 1 underflows in its cotangents' tails)
+cdef object _extobj_var = None      # numpy's context variable
+cdef object _get_extobj_dict = None
+cdef object _extobj_seen = None     # the state last read (held: its identity stays unique)
+cdef bint _under_ignored = True     # whether it ignores an underflow
+
+
+try:  # numpy >= 2: its error state is a context variable
+    from numpy._core._multiarray_umath import (_extobj_contextvar as _extobj_var,
+                                               _get_extobj_dict)
+except ImportError:  # (an underflow then always sends us the Python way)
+    pass
+
+
+cdef bint _underflow_ignored() except -1:
+    global _extobj_seen, _under_ignored
+    if _extobj_var is None:
+        return False
+    e = _extobj_var.get()
+    if e is not _extobj_seen:
+        _under_ignored = _get_extobj_dict()["under"] == "ignore"
+        _extobj_seen = e
+    return _under_ignored
+
+
+cdef inline bint _raised() except -1:
+    """Whether the loops since ``feclearexcept(_FPE)`` signalled an exception numpy would
+    warn of or raise (an underflow only where its error state does not ignore it)."""
+    cdef int f = fetestexcept(_FPE)
+    if f == 0:
+        return False
+    if f == FE_UNDERFLOW:
+        return not _underflow_ignored()
+    return True
 
 cdef struct Loop:
     cnp.PyUFuncGenericFunction f
@@ -235,40 +280,89 @@ import _tracemalloc
 cdef object _tm_is_tracing = _tracemalloc.is_tracing
 
 
-cdef inline bint _reusable(PyObject* o, cnp.ndarray like) noexcept:
-    """Whether the kept array ``o`` is held by nothing else and fits ``like``'s shape."""
+cdef inline bint _reusable(PyObject* o, int nd, intp* dims) noexcept:
+    """Whether the kept array ``o`` is held by nothing else and has the shape ``dims``."""
     if o.ob_refcnt != 1 or o.ob_type != <PyTypeObject*>cnp.ndarray:
         return False
     cdef cnp.ndarray a = <cnp.ndarray>o
     return ((<PyArrayObject_fields*>o).weakreflist == NULL and cnp.PyArray_BASE(a) == NULL
             and cnp.PyArray_CHKFLAGS(a, cnp.NPY_ARRAY_CARRAY | cnp.NPY_ARRAY_OWNDATA)
             and cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_ISNOTSWAPPED(a)
-            and _same_shape(a, like))
+            and _has_shape(a, nd, dims))
 
 
-cdef cnp.ndarray _empty_like(cnp.ndarray a):
+cdef inline bint _has_shape(cnp.ndarray a, int nd, intp* dims) noexcept:
+    cdef int k
+    if cnp.PyArray_NDIM(a) != nd:
+        return False
+    cdef intp* da = cnp.PyArray_DIMS(a)
+    for k in range(nd):
+        if da[k] != dims[k]:
+            return False
+    return True
+
+
+cdef inline cnp.ndarray _empty_like(cnp.ndarray a):
     """A C-ordered float64 array of ``a``'s shape whose entries the caller overwrites all."""
-    global _pool_at, _pool_n
-    cdef Py_ssize_t k
+    return _empty_shape(cnp.PyArray_NDIM(a), cnp.PyArray_DIMS(a), cnp.PyArray_SIZE(a))
+
+
+cdef cnp.ndarray _empty_shape(int nd, intp* dims, intp size):
+    """A C-ordered float64 array of shape ``dims`` (``size`` entries) whose entries the caller
+    overwrites all."""
+    if not _pool_on or size > POOL_N:
+        return <cnp.ndarray>cnp.PyArray_SimpleNew(nd, dims, cnp.NPY_DOUBLE)
+    if _sweeping:
+        return _ring_take(_spool, &_spool_n, &_spool_at, SWEEP_MAX, nd, dims)
+    return _ring_take(_pool, &_pool_n, &_pool_at, POOL_MAX, nd, dims)
+
+
+cdef cnp.ndarray _ring_take(PyObject** ring, Py_ssize_t* filled, Py_ssize_t* at,
+                            Py_ssize_t cap, int nd, intp* dims):
+    """The next slot's array of a ring of kept arrays, or a new one in its place."""
+    cdef Py_ssize_t k = at[0] if at[0] < cap else 0
     cdef PyObject* o
-    if not _pool_on or cnp.PyArray_SIZE(a) > POOL_N:
-        return <cnp.ndarray>cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(a), cnp.PyArray_DIMS(a),
-                                                  cnp.NPY_DOUBLE)
-    k = _pool_at if _pool_at < POOL_MAX else 0
-    _pool_at = k + 1
-    if k < _pool_n and _reusable(_pool[k], a):
-        return <cnp.ndarray>_pool[k]
-    cdef cnp.ndarray r = <cnp.ndarray>cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(a),
-                                                            cnp.PyArray_DIMS(a), cnp.NPY_DOUBLE)
+    at[0] = k + 1
+    if k < filled[0] and _reusable(ring[k], nd, dims):
+        return <cnp.ndarray>ring[k]
+    cdef cnp.ndarray r = <cnp.ndarray>cnp.PyArray_SimpleNew(nd, dims, cnp.NPY_DOUBLE)
     Py_INCREF(r)
-    if k < _pool_n:
-        o = _pool[k]
-        _pool[k] = <PyObject*>r
+    if k < filled[0]:
+        o = ring[k]
+        ring[k] = <PyObject*>r
         Py_DECREF(<object>o)  # the ring is consistent should freeing it run Python code
     else:
-        _pool[k] = <PyObject*>r
-        _pool_n = k + 1
+        ring[k] = <PyObject*>r
+        filled[0] = k + 1
     return r
+
+
+# The sweep's own ring: the cotangents and adjoint sums the fast rules make die a few bindings
+# later, while the main ring's slots the sweep would meet hold the values recorded (a tape of
+# more arrays than the main ring's slots laps it within one gradient). It starts again at its
+# first slot on a new sweep (another adjoint list), so a gradient finds the arrays of the last
+# one's sweep in the order it makes them (their shapes line up)
+cdef enum:
+    SWEEP_MAX = 4096
+cdef PyObject* _spool[SWEEP_MAX]
+cdef Py_ssize_t _spool_n = 0
+cdef Py_ssize_t _spool_at = 0
+cdef bint _sweeping = False
+cdef PyObject* _spool_adj = NULL  # the sweep's adjoint list (compared, never dereferenced)
+
+
+cdef int _pull_sweeping(object rule, Py_ssize_t p1, Py_ssize_t p2, list adj,
+                        object ct) except -1:
+    """``_pull`` taking its new arrays from the sweep's ring."""
+    global _sweeping, _spool_adj, _spool_at
+    if <PyObject*>adj != _spool_adj:
+        _spool_adj = <PyObject*>adj
+        _spool_at = 0
+    _sweeping = True
+    try:
+        return _pull(rule, p1, p2, adj, ct)
+    finally:
+        _sweeping = False
 
 
 cdef inline int _pool_check(object trace) except -1:
@@ -295,12 +389,19 @@ def release():
     """Let go of the kept arrays (see ``_empty_like``)."""
     global _pool_n, _pool_at
     cdef PyObject* o
+    global _spool_n, _spool_at
     while _pool_n > 0:
         _pool_n -= 1
         o = _pool[_pool_n]
         _pool[_pool_n] = NULL
         Py_DECREF(<object>o)
     _pool_at = 0
+    while _spool_n > 0:
+        _spool_n -= 1
+        o = _spool[_spool_n]
+        _spool[_spool_n] = NULL
+        Py_DECREF(<object>o)
+    _spool_at = 0
 
 
 # An operand of a loop: an array's buffer (step 8) or a scalar (step 0), as numpy passes a
@@ -444,6 +545,8 @@ cdef enum:
     R_SIN         # (ct * cos(a),): the partial made when the sweep needs it
     R_COS         # (ct * -(sin(a)),)
     R_MATVEC      # a 1-D dual times a constant matrix (either side): (ct @ the matrix^T,)
+    R_GETITEM     # x[idx], basic indices: (zeros of x's shape with ct at idx,)
+    R_CONCAT      # np.concatenate: (ct[cut] for the dual operands' cuts)
 
 
 @cython.final
@@ -468,14 +571,17 @@ cdef class ArrayRule:
     def __call__(self, ct):
         cdef Ct c
         cdef object r
-        cdef int how = _cotangent(ct, self.out, &c)
+        cdef int how
+        if self.kind >= R_GETITEM:
+            return _shape_cotangents(self, ct)
+        how = _cotangent(ct, self.out, &c)
         if how and self.kind == R_MATVEC:
             if how == CT_PLAIN:  # (a broadcast one: numpy's matmul may add in another order)
                 return self._matvec(<cnp.ndarray>ct)
         elif how:
             feclearexcept(_FPE)
             r = self._run(&c, cnp.PyArray_SIZE(self.out), ct)
-            if not fetestexcept(_FPE):
+            if not _raised():
                 return r
         if self.py is None:
             if self.vb is not None:
@@ -882,7 +988,7 @@ cdef object _unary(int code, object x):
         d = _u(NEG, _aa(MUL, y, y, n), n)
     else:
         return _NOTHING
-    if fetestexcept(_FPE):
+    if _raised():
         return _NOTHING
     if rule.kind == R_SCALE:
         rule.d = d
@@ -1010,7 +1116,7 @@ cdef object _binary(int code, object a, object b):
             rule.d = _sa(MUL, sb, _as(POW, <cnp.ndarray>va, sb - 1.0, n), n)
     else:
         return _NOTHING
-    if fetestexcept(_FPE):
+    if _raised():
         return _NOTHING
     if oa and ob:
         return _dual(y, trace, PyLong_AsSsize_t(<object>ia), PyLong_AsSsize_t(<object>ib), rule)
@@ -1066,7 +1172,7 @@ cdef object _add_arrays(object a, object b):
         return None
     feclearexcept(_FPE)
     r = _aa(ADD, <cnp.ndarray>a, <cnp.ndarray>b, cnp.PyArray_SIZE(<cnp.ndarray>a))
-    if fetestexcept(_FPE):
+    if _raised():
         return None
     return r
 
@@ -1082,7 +1188,10 @@ cdef int _pull(object rule, Py_ssize_t p1, Py_ssize_t p2, list adj, object ct) e
         return 0
     cdef ArrayRule r = <ArrayRule>rule
     cdef Ct c
-    cdef int how = _cotangent(ct, r.out, &c)
+    cdef int how
+    if r.kind >= R_GETITEM:
+        return _pull_shape(r, p1, p2, adj, ct)
+    how = _cotangent(ct, r.out, &c)
     if not how:
         return 0
     cdef tuple cts
@@ -1093,7 +1202,7 @@ cdef int _pull(object rule, Py_ssize_t p1, Py_ssize_t p2, list adj, object ct) e
     else:
         feclearexcept(_FPE)
         cts = r._run(&c, cnp.PyArray_SIZE(r.out), ct)
-        if fetestexcept(_FPE):
+        if _raised():
             return 0
     cdef Py_ssize_t k, p
     cdef Py_ssize_t m = len(cts)
@@ -1142,7 +1251,7 @@ cdef bint _add_into(object old, object x) except -1:
     steps[0] = steps[1] = steps[2] = 8
     feclearexcept(_FPE)
     LOOPS[ADD].f(args, &n, steps, LOOPS[ADD].data)
-    if fetestexcept(_FPE):
+    if _raised():
         memcpy(cnp.PyArray_BYTES(a), save, n * sizeof(double))
         return False
     return True
@@ -1207,12 +1316,373 @@ def sum_axis(g, Py_ssize_t axis):
 
 def pull_capsule():
     """The general sweep's pullback of the fast path's rules (``_core.set_array_hooks``)."""
-    return PyCapsule_New(<void*>_pull, "deltaad._arrays.pull", NULL)
+    return PyCapsule_New(<void*>_pull_sweeping, "deltaad._arrays.pull", NULL)
 
 
 def add_capsule():
     """The adjoint sum of float64 arrays for the core's sweep (``_core.set_array_add``)."""
     return PyCapsule_New(<void*>_add_arrays, "deltaad._arrays.add", NULL)
+
+
+# --------------------------------------------------------------------------------------------
+# Indexing, concatenate, maximum/minimum with a float bound: the short paths of stencil code
+#
+# What the Python short paths record (``array._getitem_reverse``, ``shape._concat_reverse``,
+# ``np.maximum(x, 0.0)`` by ``apply``), recorded here without a Python rule per call: the value
+# is numpy's (the same indexing, concatenation or loop), the binding's rule an ArrayRule whose
+# cotangents are those the Python rules give, made by the same numpy calls (a zero array with
+# ``ct`` set at the index; ``ct``'s slices; ``ct`` times the 0/1 weights). A cotangent that is
+# not an ndarray (a dual, under higher-order differentiation) goes to the Python functions the
+# Python rules call (``scatter``, ``getitem``).
+
+cdef object _scatter = None         # array.scatter(ct, shape, dtype, idx, unique)
+cdef object _getitem_py = None      # array.getitem(x, idx, unique)
+cdef object _NP_CONCATENATE = None  # np.concatenate
+cdef object _CONCATENATE = None     # the registry's rule of np.concatenate (ours while it is)
+cdef dict _FUNCTIONS = None         # registry.FUNCTIONS
+cdef Py_ssize_t OFF_SLICED = 0      # the array dual's ``_sliced`` slot
+cdef object _FULL = slice(None)
+
+
+def setup_shape(scatter, getitem, np_concatenate, functions):
+    """Bind the indexing and concatenation paths to the Python side: the Python rules'
+    ``scatter`` and ``getitem``, ``np.concatenate`` and the registry's function table (the fast
+    path only while its rule of ``np.concatenate`` is the one it stands for)."""
+    global _scatter, _getitem_py, _NP_CONCATENATE, _CONCATENATE, _FUNCTIONS, OFF_SLICED
+    if not _ready:
+        raise RuntimeError("setup_shape: call setup first")
+    descr = ArrayDual.__dict__["_sliced"]
+    if type(descr).__name__ != "member_descriptor":
+        raise TypeError("setup_shape: %s._sliced is not a slot" % ArrayDual.__name__)
+    OFF_SLICED = (<PyMemberDescrObject*><PyObject*>descr).d_member.offset
+    _scatter = scatter
+    _getitem_py = getitem
+    _NP_CONCATENATE = np_concatenate
+    _FUNCTIONS = functions
+    _CONCATENATE = functions[np_concatenate]
+
+
+cdef inline bint _float64(object v):
+    """An exact ndarray of native float64 (any layout)."""
+    if type(v) is not cnp.ndarray:
+        return False
+    return (cnp.PyArray_TYPE(<cnp.ndarray>v) == cnp.NPY_DOUBLE
+            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>v))
+
+
+cdef extern from "numpy/arrayobject.h":
+    object _NewFromDescr "PyArray_NewFromDescr" (
+        PyTypeObject* subtype, cnp.PyArray_Descr* descr, int nd, intp* dims, intp* strides,
+        void* data, int flags, PyObject* obj)
+
+
+cdef cnp.ndarray _view1(cnp.ndarray a, intp start, intp step, intp n):
+    """``a[start:start + n * step:step]`` of a 1-D array (a slice numpy's rules bound to
+    ``a``'s length): the view numpy's slicing makes (its data, strides, writeability and base),
+    without numpy's index machinery."""
+    cdef intp st = cnp.PyArray_STRIDES(a)[0]
+    cdef intp stride = st * step
+    cdef cnp.PyArray_Descr* descr = cnp.PyArray_DESCR(a)
+    Py_INCREF(<object>descr)  # (stolen)
+    r = _NewFromDescr(<PyTypeObject*>cnp.ndarray, descr, 1, &n, &stride,
+                      cnp.PyArray_BYTES(a) + start * st,
+                      cnp.PyArray_FLAGS(a) & cnp.NPY_ARRAY_WRITEABLE, NULL)
+    cnp.set_array_base(<cnp.ndarray>r, a)
+    return <cnp.ndarray>r
+
+
+cdef inline int _slice1(object idx, intp length, intp* at) except -1:
+    """1 with ``at`` = (start, step, count) when ``idx`` is a slice or a 1-tuple of one (of
+    an axis of ``length``), else 0."""
+    if type(idx) is tuple and len(<tuple>idx) == 1:
+        idx = (<tuple>idx)[0]
+    if type(idx) is not slice:
+        return 0
+    cdef Py_ssize_t start, stop, step
+    if PySlice_Unpack(idx, &start, &stop, &step) < 0:
+        return -1
+    at[2] = PySlice_AdjustIndices(length, &start, &stop, step)
+    if at[2] <= 0:  # numpy's empty slice: at the start, step 1
+        at[2] = 0
+        start = 0
+        step = 1
+    at[0] = start
+    at[1] = step
+    return 1
+
+
+cdef inline void _copy1(char* dst, intp dstep, char* src, intp sstep, intp n) noexcept:
+    """n float64 entries copied bit for bit (as numpy's assignment copies them)."""
+    cdef intp k
+    for k in range(n):
+        memcpy(dst + k * dstep, src + k * sstep, 8)
+
+
+cdef inline bint _basic_index(object idx):
+    """ints, slices, None and ... (the Python types themselves), alone or in a tuple: numpy's
+    basic indexing, a view, what ``normalize_index`` leaves as it is."""
+    cdef object t = type(idx)
+    if t is int or t is slice:
+        return True
+    if t is not tuple:
+        return False
+    for k in <tuple>idx:
+        t = type(k)
+        if t is not int and t is not slice and k is not None and k is not Ellipsis:
+            return False
+    return True
+
+
+cdef object _getitem(object x, object idx):
+    """``x[idx]`` for basic indices of an array dual of a tape with a float64 value, or
+    _NOTHING (also for a 0-d result: the Python path makes it a scalar dual)."""
+    if not _basic_index(idx):
+        return _NOTHING
+    cdef PyObject* pt = _get(x, OFF_TRACE)
+    cdef PyObject* pv = _get(x, OFF_VALUE)
+    cdef PyObject* pi = _get(x, OFF_ID)
+    if pt == NULL or pv == NULL or pi == NULL:
+        return _NOTHING
+    trace = <object>pt
+    v = <object>pv
+    if type(trace) is not Tape or not _float64(v):
+        return _NOTHING
+    _pool_check(trace)
+    cdef intp at[3]
+    cdef int one = 0
+    if cnp.PyArray_NDIM(<cnp.ndarray>v) == 1:
+        one = _slice1(idx, cnp.PyArray_DIMS(<cnp.ndarray>v)[0], at)
+    if one:
+        y = _view1(<cnp.ndarray>v, at[0], at[1], at[2])
+    else:
+        y = v[idx]
+        if type(y) is not cnp.ndarray:
+            return _NOTHING
+    # code 1: a 1-D slice, its start and step read back from the view and its base
+    cdef ArrayRule rule = _rule(R_GETITEM, one, True, False, <cnp.ndarray>y, v, None)
+    rule.e = idx
+    r = _dual(<cnp.ndarray>y, trace, PyLong_AsSsize_t(<object>pi), -1, rule)
+    _put(<PyObject*>r, OFF_SLICED, True)  # numpy's is a view (an in-place operator refuses)
+    return r
+
+
+cdef object _concat_call(tuple args, dict kwargs):
+    """``np.concatenate(*args, **kwargs)`` when it is ``np.concatenate(arrays[, axis])``."""
+    cdef Py_ssize_t na = len(args)
+    if na == 0 or na > 2:
+        return _NOTHING
+    axis = args[1] if na == 2 else 0
+    if kwargs:
+        if na == 2 or len(kwargs) != 1 or "axis" not in kwargs:
+            return _NOTHING
+        axis = kwargs["axis"]
+    return _concat(args[0], axis)
+
+
+cdef object _concat(object arrays, object axis_obj):
+    """``np.concatenate(arrays, axis)`` for a list or tuple of float64 arrays and array duals
+    (one or two) of one tape holding float64 values, all of one number of dimensions (at least
+    1), or _NOTHING."""
+    if type(arrays) is not list and type(arrays) is not tuple:
+        return _NOTHING
+    if type(axis_obj) is not int:
+        return _NOTHING
+    cdef Py_ssize_t m = len(arrays)
+    if m == 0:
+        return _NOTHING
+    cdef object trace = None
+    cdef list vals = [None] * m
+    cdef Py_ssize_t ids[2]
+    cdef Py_ssize_t ncut = 0
+    cdef Py_ssize_t k, nd = -1, axis = 0, o = 0
+    cdef PyObject* pt
+    cdef PyObject* pv
+    cdef PyObject* pi = NULL
+    cdef cnp.ndarray a
+    cdef list cuts = []
+    for k in range(m):
+        x = arrays[k]
+        if type(x) is ArrayDual:
+            pt = _get(x, OFF_TRACE)
+            pv = _get(x, OFF_VALUE)
+            pi = _get(x, OFF_ID)
+            if pt == NULL or pv == NULL or pi == NULL or ncut == 2:
+                return _NOTHING
+            if trace is None:
+                trace = <object>pt
+            elif <object>pt is not trace:
+                return _NOTHING
+            v = <object>pv
+        else:
+            v = x
+        if not _float64(v):
+            return _NOTHING
+        a = <cnp.ndarray>v
+        if nd < 0:
+            nd = cnp.PyArray_NDIM(a)
+            axis = axis_obj
+            if nd == 0 or not -nd <= axis < nd:
+                return _NOTHING
+            if axis < 0:
+                axis += nd
+        elif cnp.PyArray_NDIM(a) != nd:
+            return _NOTHING
+        n = cnp.PyArray_DIMS(a)[axis]
+        if type(x) is ArrayDual:
+            ids[ncut] = PyLong_AsSsize_t(<object>pi)
+            cuts.append((_FULL,) * axis + (slice(o, o + n),))
+            ncut += 1
+        vals[k] = v
+        o += n
+    if trace is None or type(trace) is not Tape:
+        return _NOTHING
+    _pool_check(trace)
+    cdef intp total = o
+    if nd == 1:  # numpy's concatenation of 1-D float64 arrays: their entries copied in turn
+        y = _empty_shape(1, &total, total)
+        o = 0
+        for k in range(m):
+            a = <cnp.ndarray>vals[k]
+            n = cnp.PyArray_DIMS(a)[0]
+            _copy1(cnp.PyArray_BYTES(<cnp.ndarray>y) + 8 * o, 8, cnp.PyArray_BYTES(a),
+                   cnp.PyArray_STRIDES(a)[0], n)
+            o += n
+    else:
+        y = cnp.PyArray_Concatenate(vals, <int>axis)
+    if not _plain(y):
+        return _NOTHING
+    # code 1: 1-D parts, whose cuts are (slice(o, o + n),)
+    cdef ArrayRule rule = _rule(R_CONCAT, nd == 1, True, False, <cnp.ndarray>y, None, None)
+    rule.e = tuple(cuts)
+    return _dual(<cnp.ndarray>y, trace, ids[0], ids[1] if ncut == 2 else -1, rule)
+
+
+cdef object _choice(int code, object a, object b):
+    """``np.maximum``/``np.minimum`` of an array dual of a tape and a float bound (either
+    side) when every entry is strictly either side of the bound (no tie, no nan: the Python
+    rule's weights are then the comparison itself, 1.0 or 0.0), or _NOTHING."""
+    cdef bint oa = type(a) is ArrayDual
+    cdef bint ob = type(b) is ArrayDual
+    if oa == ob:
+        return _NOTHING
+    x = a if oa else b
+    s = b if oa else a
+    if type(s) is not float:
+        return _NOTHING
+    cdef double sv = <double>s
+    if sv != sv:
+        return _NOTHING
+    cdef PyObject* pt = _get(x, OFF_TRACE)
+    cdef PyObject* pv = _get(x, OFF_VALUE)
+    cdef PyObject* pi = _get(x, OFF_ID)
+    if pt == NULL or pv == NULL or pi == NULL:
+        return _NOTHING
+    trace = <object>pt
+    v = <object>pv
+    if type(trace) is not Tape or not _plain(v):
+        return _NOTHING
+    _pool_check(trace)
+    cdef cnp.ndarray av = <cnp.ndarray>v
+    cdef intp n = cnp.PyArray_SIZE(av)
+    cdef double* p = <double*>cnp.PyArray_BYTES(av)
+    cdef intp k
+    for k in range(n):  # no tie, no nan
+        if not (p[k] > sv or p[k] < sv):
+            return _NOTHING
+    cdef cnp.ndarray w = _empty_like(av)
+    cdef double* q = <double*>cnp.PyArray_BYTES(w)
+    if code == MAXIMUM:
+        for k in range(n):
+            q[k] = 1.0 if p[k] > sv else 0.0
+    else:
+        for k in range(n):
+            q[k] = 1.0 if p[k] < sv else 0.0
+    feclearexcept(_FPE)
+    cdef cnp.ndarray y = _as(code, av, sv, n) if oa else _sa(code, sv, av, n)
+    if _raised():
+        return _NOTHING
+    cdef ArrayRule rule = _rule(R_SCALE, code, oa, ob, y, a, b)
+    if oa:
+        rule.va = v
+    else:
+        rule.vb = v
+    rule.d = w
+    return _dual(y, trace, PyLong_AsSsize_t(<object>pi), -1, rule)
+
+
+cdef extern from "Python.h":
+    ctypedef struct PySliceObject:
+        PyObject* start
+        PyObject* stop
+
+
+cdef inline cnp.ndarray _cut1(cnp.ndarray ct, tuple cut):
+    """``ct[cut]`` for the cut ``(slice(o, o + n),)`` of a 1-D concatenation's part."""
+    cdef PySliceObject* s = <PySliceObject*>(<PyObject*>cut[0])
+    cdef intp o = PyLong_AsSsize_t(<object>s.start)
+    return _view1(ct, o, 1, PyLong_AsSsize_t(<object>s.stop) - o)
+
+
+cdef tuple _shape_cotangents(ArrayRule r, object ct):
+    """The cotangents of an indexing or concatenate binding (the Python rules' values)."""
+    cdef cnp.ndarray v, z
+    cdef tuple cuts
+    cdef intp st, n
+    if r.kind == R_GETITEM:
+        v = <cnp.ndarray>r.va
+        if type(ct) is not cnp.ndarray:
+            return (_scatter(ct, (<object>v).shape, (<object>v).dtype, r.e, True),)
+        z = _empty_like(v)  # np.zeros(shape, dtype=float64)
+        memset(cnp.PyArray_BYTES(z), 0, cnp.PyArray_SIZE(z) * sizeof(double))
+        st = cnp.PyArray_STRIDES(v)[0] if r.code == 1 else 0
+        if st != 0 and _float64(ct) and _has_shape(<cnp.ndarray>ct, 1, cnp.PyArray_DIMS(r.out)):
+            # z[start::step] = ct, the slice's entries copied as numpy's assignment copies them
+            # (start and step: where the view of v starts, its stride in v's)
+            n = cnp.PyArray_DIMS(r.out)[0]
+            if n:
+                _copy1(cnp.PyArray_BYTES(z)
+                       + 8 * ((cnp.PyArray_BYTES(r.out) - cnp.PyArray_BYTES(v)) // st),
+                       8 * (cnp.PyArray_STRIDES(r.out)[0] // st),
+                       cnp.PyArray_BYTES(<cnp.ndarray>ct),
+                       cnp.PyArray_STRIDES(<cnp.ndarray>ct)[0], n)
+        else:
+            z[r.e] = ct
+        return (z,)
+    cuts = <tuple>r.e
+    if type(ct) is not cnp.ndarray:
+        return tuple([_getitem_py(ct, c, True) for c in cuts])
+    if r.code == 1 and _has_shape(<cnp.ndarray>ct, 1, cnp.PyArray_DIMS(r.out)):
+        if len(cuts) == 1:  # ct[o:o + n], numpy's view
+            return (_cut1(<cnp.ndarray>ct, cuts[0]),)
+        return (_cut1(<cnp.ndarray>ct, cuts[0]), _cut1(<cnp.ndarray>ct, cuts[1]))
+    if len(cuts) == 1:
+        return (ct[cuts[0]],)
+    return (ct[cuts[0]], ct[cuts[1]])
+
+
+cdef int _pull_shape(ArrayRule r, Py_ssize_t p1, Py_ssize_t p2, list adj, object ct) except -1:
+    """``_pull`` of an indexing or concatenate binding: its cotangents summed into the
+    parents' adjoints as the sweep sums them."""
+    cdef tuple cts = _shape_cotangents(r, ct)
+    cdef Py_ssize_t k, p
+    cdef Py_ssize_t m = len(cts)
+    if m != (1 if p2 < 0 else 2):
+        raise RuntimeError("deltaad array fast path: %d cotangents for %d parents"
+                           % (m, 1 if p2 < 0 else 2))
+    cdef PyObject* po
+    for k in range(m):
+        p = p1 if k == 0 else p2
+        x = cts[k]
+        po = PyList_GET_ITEM(adj, p)  # borrowed: p < this binding's id < len(adj)
+        if po == <PyObject*>None:
+            adj[p] = x
+            continue
+        if Py_REFCNT(<object>po) == 1 and _add_into(<object>po, x):
+            continue  # the sweep's own sum, seen by no one else: summed in place
+        old = adj[p]
+        s = _add_arrays(old, x)
+        adj[p] = old + x if s is None else s
+    return 1
 
 
 # --------------------------------------------------------------------------------------------
@@ -1230,6 +1700,8 @@ cdef inline object _call(object ufunc, tuple inputs):
         return _NOTHING
     if c == MATMUL:
         return _matmul(inputs[0], inputs[1]) if len(inputs) == 2 else _NOTHING
+    if c >= MAXIMUM:
+        return _choice(c, inputs[0], inputs[1]) if len(inputs) == 2 else _NOTHING
     if len(inputs) == 1:
         if c >= NEG:
             return _unary(c, inputs[0])
@@ -1331,8 +1803,23 @@ def bind_methods(cls, python_methods, ufuncs):
             r = _unary(NEG, self)
         return neg(self) if r is _NOTHING else r
 
+    getitem = py["__getitem__"]
+    array_function = py["__array_function__"]
+
+    def __getitem__(self, idx):
+        r = _getitem(self, idx) if enabled else _NOTHING
+        return getitem(self, idx) if r is _NOTHING else r
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func is _NP_CONCATENATE and enabled and _FUNCTIONS.get(func) is _CONCATENATE:
+            r = _concat_call(args, kwargs)
+            if r is not _NOTHING:
+                return r
+        return array_function(self, func, types, args, kwargs)
+
     for f in (__array_ufunc__, __add__, __radd__, __sub__, __rsub__, __mul__, __rmul__,
-              __truediv__, __rtruediv__, __pow__, __matmul__, __rmatmul__, __neg__):
+              __truediv__, __rtruediv__, __pow__, __matmul__, __rmatmul__, __neg__,
+              __getitem__, __array_function__):
         f.__doc__ = py[f.__name__].__doc__
         setattr(cls, f.__name__, f)
 

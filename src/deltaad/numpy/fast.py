@@ -2,8 +2,9 @@
 
 The commonest elementwise operations on small float64 arrays (``+ - * /``, ``**`` by a constant,
 ``negative`` and the table's ``sin``, ``cos``, ``tan``, ``tanh``, ``exp``, ``log``, ``sqrt``,
-``square``, ``absolute``, ``arctan``, ``sinh``, ``cosh``, ``expm1``, ``log1p``, ``reciprocal``)
-cost one numpy call each in the Python mechanism (:func:`.array.apply`) several times over: the
+``square``, ``absolute``, ``arctan``, ``sinh``, ``cosh``, ``expm1``, ``log1p``, ``reciprocal``;
+``@`` by a constant matrix; basic indexing, ``np.concatenate``, ``np.maximum``/``np.minimum`` with
+a float bound) cost one numpy call each in the Python mechanism (:func:`.array.apply`) several times over: the
 dispatch, the partials, the closure, the backward rule. The extension does what ``apply`` does
 for them in C, with numpy's own inner loops, and falls back to ``apply`` for everything else
 (see its docstring). The pure backend never installs it: it *is* the Python path, whose bits
@@ -33,12 +34,12 @@ else:
 # The extension's operation codes, in its order: the ufuncs taken, then the helper loops.
 UFUNCS = (np.add, np.subtract, np.multiply, np.true_divide, np.power, np.negative, np.sin, np.cos,
           np.tan, np.tanh, np.exp, np.log, np.sqrt, np.square, np.absolute, np.arctan, np.sinh,
-          np.cosh, np.expm1, np.log1p, np.reciprocal, np.sign, np.matmul)
+          np.cosh, np.expm1, np.log1p, np.reciprocal, np.sign, np.matmul, np.maximum, np.minimum)
 HELPERS = (np.sign,)
 
 _METHODS = ("__array_ufunc__", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
             "__rmul__", "__truediv__", "__rtruediv__", "__pow__", "__matmul__", "__rmatmul__",
-            "__neg__")
+            "__neg__", "__getitem__", "__array_function__")
 
 
 def python_rule(prim, out, vals, on, keep):
@@ -65,6 +66,7 @@ def _install():
     _arrays.setup(array.ArrayDual, B.Tape, B.array_push_capsule(), UFUNCS, registry.UFUNCS, fns, prims, python_rule)
     _arrays.bind_methods(array.ArrayDual, {m: getattr(array.ArrayDual, m) for m in _METHODS},
                          UFUNCS)
+    _arrays.setup_shape(array.scatter, array.getitem, np.concatenate, registry.FUNCTIONS)
     B.set_array_add(_arrays.add_capsule())  # the sweep's sum of array adjoints
     # the sweep's pullback of the fast bindings; release_memory empties its kept arrays
     B.set_array_hooks(_arrays.pull_capsule(), _arrays.release)
