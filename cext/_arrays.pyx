@@ -1204,6 +1204,12 @@ cdef int _pull(object rule, Py_ssize_t p1, Py_ssize_t p2, list adj, object ct) e
         cts = r._run(&c, cnp.PyArray_SIZE(r.out), ct)
         if _raised():
             return 0
+    return _sum_into(cts, p1, p2, adj)
+
+
+cdef int _sum_into(tuple cts, Py_ssize_t p1, Py_ssize_t p2, list adj) except -1:
+    """The cotangents ``cts`` of a binding's parents ``p1`` (and ``p2``, or -1) summed into
+    their adjoints as the sweep sums them: the first one taken as it is, later ones added."""
     cdef Py_ssize_t k, p
     cdef Py_ssize_t m = len(cts)
     if m != (1 if p2 < 0 else 2):
@@ -1664,25 +1670,7 @@ cdef int _pull_shape(ArrayRule r, Py_ssize_t p1, Py_ssize_t p2, list adj, object
     """``_pull`` of an indexing or concatenate binding: its cotangents summed into the
     parents' adjoints as the sweep sums them."""
     cdef tuple cts = _shape_cotangents(r, ct)
-    cdef Py_ssize_t k, p
-    cdef Py_ssize_t m = len(cts)
-    if m != (1 if p2 < 0 else 2):
-        raise RuntimeError("deltaad array fast path: %d cotangents for %d parents"
-                           % (m, 1 if p2 < 0 else 2))
-    cdef PyObject* po
-    for k in range(m):
-        p = p1 if k == 0 else p2
-        x = cts[k]
-        po = PyList_GET_ITEM(adj, p)  # borrowed: p < this binding's id < len(adj)
-        if po == <PyObject*>None:
-            adj[p] = x
-            continue
-        if Py_REFCNT(<object>po) == 1 and _add_into(<object>po, x):
-            continue  # the sweep's own sum, seen by no one else: summed in place
-        old = adj[p]
-        s = _add_arrays(old, x)
-        adj[p] = old + x if s is None else s
-    return 1
+    return _sum_into(cts, p1, p2, adj)
 
 
 # --------------------------------------------------------------------------------------------
