@@ -12,7 +12,7 @@ from .args import (
     as_array, cast, float_dtype, ndim, no_out, np_fn, normalize_axis_index, swap,
 )
 from .array import Primitive, apply, getitem, operand_or_raise, reshape, shape_of, unbroadcast
-from .define import register
+from .define import numpy_valued, register
 from .elementwise import MUL
 from .reductions import sum_
 from .shape import ravel, transpose
@@ -146,9 +146,12 @@ def _vecdot(x1, x2, axis=-1):
 
 
 if hasattr(np, "vecdot"):
-    registry.register_ufunc(np.vecdot, _vecdot)
+    # the value numpy's: its dot kernel sums in another order than multiply-then-sum (on a
+    # machine with AVX-512 the two differ in the last bit)
+    registry.register_ufunc(np.vecdot, numpy_valued(np.vecdot, _vecdot))
     if hasattr(np.linalg, "vecdot"):
-        register(np.linalg.vecdot)(lambda x1, x2, /, *, axis=-1: _vecdot(x1, x2, axis))
+        register(np.linalg.vecdot, numpy_value=True)(
+            lambda x1, x2, /, *, axis=-1: _vecdot(x1, x2, axis))
 
 
 # ============================================================================================
