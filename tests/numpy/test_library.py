@@ -83,8 +83,11 @@ def test_geomspace_logspace(seed, num, endpoint):
     check(lambda a, b: np.geomspace(a, b, num, endpoint=endpoint), [a, b], seed)
     check(lambda a, b: np.logspace(a, b, num, endpoint=endpoint, base=2.0), [a, b], seed)
     check(lambda a, b: np.geomspace(-a, -b, num, endpoint=endpoint), [a, b], seed)
+    # lists of duals: numpy dispatches on arrays only, so its own code runs on an object array,
+    # whose log10 and ** are each dual's (libm's): numpy's value only where its SIMD kernels
+    # are libm's (not with AVX-512), to rounding elsewhere
     check(lambda a, b: np.geomspace([a, b], [b, 2 * a], num, endpoint=endpoint, axis=1),
-          [a, b], seed, second=False)
+          [a, b], seed, second=False, exact=False)
 
 
 @given(seed=seeds, k=st.integers(1, 3), n=st.integers(3, 6), rowvar=st.booleans(),

@@ -34,6 +34,7 @@ from .array import ArrayDual, Dual, apply, asarray, object_fallback
 from .complex_array import FUNCTIONS as COMPLEX_FUNCTIONS
 from .complex_array import NOTES as COMPLEX_NOTES
 from .complex_array import ComplexDual, pack
+from .complex_array import object_fallback as complex_object_fallback
 from .complex_array import asarray as complex_asarray
 from .define import _revalued
 from .elementwise import elementwise_primitive
@@ -87,13 +88,18 @@ def numpy_valued(func, impl):
 def _library(func, note="", impl=None):
     """Register ``impl`` for ``func`` with numpy's value, for real and complex values; without
     ``impl``, numpy's own code on the real duals, whose arithmetic stays in numpy's object
-    loops (complex values keep the complex family's fallback: the same code, numpy's value up
-    to rounding)."""
+    loops, and the complex family's fallback (the same code on scalar complex duals) for
+    complex ones: numpy's value either way (its SIMD complex products are not Python's to the
+    bit)."""
     if func is None:
         return
     if impl is None:
         registry.register(func, note=note)(numpy_valued(
             func, lambda *args, **kwargs: object_fallback(func, args, kwargs)))
+        COMPLEX_FUNCTIONS[func] = numpy_valued(
+            func, lambda *args, **kwargs: complex_object_fallback(func, args, kwargs))
+        if note:
+            COMPLEX_NOTES[func] = note
         return
     registry.register(func, note=note)(numpy_valued(func, impl))
     COMPLEX_FUNCTIONS[func] = numpy_valued(func, impl)
