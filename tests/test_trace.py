@@ -223,7 +223,12 @@ def test_async_interrupt_storm(fast):
                 with lock:
                     state["token"] = i
                 try:
-                    runs[i % len(runs)]()
+                    # each scenario repeated for 0.2 ms: a fast machine finishes one run before
+                    # the injector wakes (tens of microseconds), and no interrupt would land
+                    run, end = runs[i % len(runs)], time.perf_counter() + 2e-4
+                    run()
+                    while time.perf_counter() < end:
+                        run()
                 finally:
                     with lock:
                         state["token"] = None
