@@ -22,7 +22,7 @@ from deltaad._plainmath import math
 import operator
 import struct
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from . import elementwise as _table
 from ._errors import EscapedDualError

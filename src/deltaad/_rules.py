@@ -12,7 +12,7 @@ from deltaad._plainmath import math
 import sys
 from types import SimpleNamespace
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 INF = math.inf
 NAN = math.nan

@@ -8,7 +8,7 @@ with JAX's results; its cost is the loop's, one call per element, and it compose
 transformation (inside and outside it: the stacking is ``numpy.stack``, which differentiates).
 """
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from .pytrees import tree_flatten, tree_unflatten
 from .trace import is_dual

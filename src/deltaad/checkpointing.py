@@ -48,7 +48,7 @@ import functools
 from deltaad._plainmath import math
 import operator
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from . import schedules as S
 from ._backend import B

@@ -11,7 +11,7 @@ holomorphic table (``deltaad.numpy.complex_rules.HOLOMORPHIC``) that numpy's ufu
 
 from ._plainmath import cmath as _cmath
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from .numpy.complex_array import capply, cprimitive
 from .numpy.complex_rules import ABS_OP, HOLOMORPHIC, PHASE, holomorphic_primitive, times

@@ -24,7 +24,7 @@ import threading
 import time
 import warnings
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from . import _gradrecord, _replay_pure
 from . import compile_arrays as _arrays

@@ -31,7 +31,7 @@ import os as _os
 import struct
 import threading
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from . import _replay_pure as _P
 from . import trace as _trace

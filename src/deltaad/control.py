@@ -10,7 +10,7 @@ new leading axis of every leaf, as JAX does. For a long loop whose memory matter
 
 import operator
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from .numpy import asarray
 from .pytrees import tree_flatten, tree_unflatten

@@ -20,7 +20,7 @@ import functools
 import inspect
 import numbers
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from ._backend import B
 from ._errors import escaped_error

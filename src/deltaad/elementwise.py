@@ -37,7 +37,7 @@ raises an ``ImportError`` naming the function, never a wrong value.
 
 from deltaad._plainmath import math
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from . import incomplete
 

@@ -17,7 +17,7 @@ argument the value takes (Abadi and Plotkin's branch-taken semantics). Their cho
 
 from deltaad._plainmath import math
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from . import elementwise as _table
 from ._backend import B

@@ -27,7 +27,7 @@ raise (naming the function), never a silent zero.
 
 from deltaad._plainmath import math
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 EPS = 1e-16
 FPMIN = 1e-300

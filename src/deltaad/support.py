@@ -7,7 +7,7 @@ declared it (the elementwise table's ``chosen``, the registry's notes, ``functio
 ``support_table()`` is the one entry point.
 """
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from . import elementwise, functions
 from .numpy import complex_array, registry

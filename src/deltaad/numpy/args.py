@@ -2,7 +2,7 @@
 keywords deltaad cannot honour on duals (``out=`` would write a dual into an array in place,
 an integer ``dtype=`` would drop the derivative)."""
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from .array import ArrayDual, Dual, as_ndarray, operand_or_raise, reshape_scalar, shape_of
 

@@ -31,7 +31,7 @@ last bit: ``z * w`` on duals computes exactly what ``z * w`` computes on the pla
 import numbers
 import operator
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from .._errors import escaped_error, no_float_error
 from ..trace import dtype_of, register_dual_type

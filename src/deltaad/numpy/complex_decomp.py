@@ -20,7 +20,7 @@ derivative. Degenerate spectra behave as the real rules' (see :mod:`.linalg`): i
 ``1/(s_j^2 - s_i^2)`` or ``1/(w_j - w_i)`` at a tie, exact zeros kept zero.
 """
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from ..trace import value as strip
 from .complex_array import FUNCTIONS, NOTES, ComplexDual, CPrimitive, capply, pair

@@ -13,7 +13,7 @@ eigenvector derivatives are inf/nan there (as in JAX). Where numpy returns real 
 matrix whose eigenvalues are all real) so does deltaad.
 """
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from ..trace import value as strip
 from . import registry

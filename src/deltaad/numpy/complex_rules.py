@@ -23,7 +23,7 @@ import inspect
 from deltaad._plainmath import math
 import operator
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from .. import elementwise as table
 from ..trace import value as strip

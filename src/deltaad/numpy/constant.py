@@ -5,7 +5,7 @@ On duals they are computed on the plain values (the paper's ``Zero``): ``np.argm
 array dual is numpy's ``argmax`` of its value.
 """
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from .define import defconst
 

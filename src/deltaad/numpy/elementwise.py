@@ -17,7 +17,7 @@ from deltaad._plainmath import math
 import operator
 from types import SimpleNamespace
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from .. import elementwise as table
 from .. import functions as F

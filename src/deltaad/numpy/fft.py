@@ -16,7 +16,7 @@ frequency twice (with its mirror image) and only the real part of the first and 
 one: its adjoint is ``rfft`` with the interior frequencies doubled.
 """
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from ..trace import value as strip
 from . import registry

@@ -24,7 +24,7 @@ Choices:
 
 from deltaad._plainmath import math
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from ..trace import is_dual
 from ..trace import value as strip

@@ -34,7 +34,7 @@ Choices at non-differentiable points:
 - ``matrix_rank`` is piecewise constant: derivative 0.
 """
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from ..trace import dtype_of, is_dual
 from ..trace import value as strip

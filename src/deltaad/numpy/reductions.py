@@ -15,7 +15,7 @@ ties (as ``sort``), and its weights are constants. ``sum``, ``mean``, ``prod``, 
 constant; a ``max`` or ``min`` that is ``initial`` alone has derivative 0).
 """
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from ..trace import dtype_of, is_dual
 from ..trace import value as strip

@@ -33,7 +33,7 @@ import functools
 import importlib.abc
 import sys
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from ..trace import is_dual
 

@@ -22,7 +22,7 @@ not supported on duals; ``workers=`` and ``overwrite_x=`` are accepted and ignor
 
 import sys
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from .scipy_late import install, late, operand, refuse, refused
 

@@ -26,7 +26,7 @@ orders inside its Fortran: its value is LSODA's, its derivative an explicit Rung
 implicit ``solve_ivp`` methods, events) raises an error naming it.
 """
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from ..trace import is_dual, open_traces
 from ..trace import value as strip

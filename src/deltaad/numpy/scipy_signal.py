@@ -22,7 +22,7 @@ The others that convert with ``np.asarray`` into C raise an error naming them.
 
 import sys
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from .. import trace
 from ..trace import value as strip

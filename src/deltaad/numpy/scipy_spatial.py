@@ -14,7 +14,7 @@ metrics other than those named in ``METRICS`` (``'hamming'``, ``'jaccard'``...: 
 booleans, piecewise constant or rarely differentiated) raise, naming the metric.
 """
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from ..trace import value as strip
 from .scipy_late import install, late, operand, refuse

@@ -8,7 +8,7 @@ entry where numpy's partition put an equal value. ``gradient`` and ``linspace`` 
 own arithmetic, so their values are numpy's to the bit.
 """
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from ..trace import dtype_of, is_dual
 from ..trace import value as strip

@@ -18,7 +18,7 @@ which also places into float arrays) raises the usual error naming the call.
 
 import sys
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from ..trace import value as strip
 from . import registry
