@@ -125,7 +125,9 @@ def mlp_data():
         labels = g.integers(0, MLP_OUT, MLP_BATCH)
         y = np.zeros((MLP_BATCH, MLP_OUT))
         y[np.arange(MLP_BATCH), labels] = 1.0
-        _MLP_DATA.update(x=x, y=y)
+        # fixed data: a float array even when first made under differentiation (numpy's
+        # constructors give a fillable object array there)
+        _MLP_DATA.update(x=x, y=np.asarray(y, dtype=float))
     return _MLP_DATA["x"], _MLP_DATA["y"]
 
 
@@ -178,7 +180,7 @@ def _lower_scatter(d):
         for row in range(col + 1, d):
             P[idx, col * d + row] = 1.0  # Lᵀ[col, row] = L[row, col]
             idx += 1
-    return P
+    return np.asarray(P, dtype=float)  # (a float array even when first made under differentiation)
 
 
 def gmm_data(n):

@@ -191,6 +191,9 @@ def _module_of(func):
 
 
 NUMPY_CONVERTERS = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray")
+# numpy's float constructors, which give arrays duals can be stored in while differentiating
+NUMPY_CONSTRUCTORS = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
+                      "full_like")
 
 
 def conversion_message(what, array=False, dtype=None, site=None):
@@ -214,10 +217,11 @@ def _text(what, dual, plain, value, site):
         idx = idx[:-1] if idx.endswith("]") else "i"
         return (
             "storing %s into a float array (%s = ...) would silently drop its derivative: a "
-            "numpy float array holds plain numbers. Arrays are immutable under differentiation: "
-            "write %s = %s.at[%s].set(value) when %s is a deltaad array (deltaad.at(%s)[%s].set("
-            "value) for a plain numpy array), or collect the values in a list or an object array "
-            "(np.zeros(n, dtype=object)) and build the array with np.stack or deltaad.asarray."
+            "numpy float array holds plain numbers. Make the array inside the differentiated "
+            "function with np.zeros / np.empty / np.zeros_like... (called as np.<name>: those "
+            "take duals while deltaad differentiates), or write %s = %s.at[%s].set(value) when "
+            "%s is a deltaad array (deltaad.at(%s)[%s].set(value) for a plain numpy array), or "
+            "collect the values in a list and build the array with np.stack or deltaad.asarray."
             % (dual, target, base, base, idx, base, base, idx)
         )
     if site.kind == "format":

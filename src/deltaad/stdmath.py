@@ -11,7 +11,9 @@ costing about 0.1 µs more. Likewise ``np.linalg``'s functions pack an object ar
 (``np.array([[x, 1.0], [0.5, x]])``) into an array dual before numpy sees it (numpy's
 ``linalg`` refuses object arrays), and numpy's constructors given duals and a float dtype
 (``np.asarray(x, dtype=float)``, library code's usual first line) give the array dual instead
-of dropping the derivative. Outside differentiation nothing is changed: the modules' class is
+of dropping the derivative; its float constructors called from the user's code (``np.zeros``,
+``np.empty_like``...) give arrays duals can be stored in (``y[i] = x * k``: see
+:mod:`deltaad.numpy.fillable`). Outside differentiation nothing is changed: the modules' class is
 switched back when the last trace closes.
 
 A name bound before, ``from math import sin``, is ``math``'s own function and still raises on
@@ -28,7 +30,7 @@ from threading import get_ident as _ident
 import numpy as _np
 
 from . import trace as _trace
-from ._errors import NUMPY_CONVERTERS
+from ._errors import NUMPY_CONSTRUCTORS, NUMPY_CONVERTERS
 
 _plain = types.ModuleType.__getattribute__
 
@@ -110,6 +112,9 @@ def _converting(module):
 
     def converts(name, fn):
         def call(a, *args, **kwargs):
+            if type(a).__name__ == "Fillable":  # numpy's object view would hide its duals
+                from .numpy.fillable import settle
+                a = settle(a)
             try:
                 return fn(a, *args, **kwargs)
             except TypeError:
@@ -123,10 +128,48 @@ def _converting(module):
         call.__wrapped__ = fn
         return property(lambda self: call, doc="numpy's %s, taking duals with a float dtype" % name)
 
+    made = {}
+    originals = {name: getattr(module, name) for name in NUMPY_CONSTRUCTORS}
+
+    def constructs(name):
+        plain = originals[name]
+
+        def get(self, _frame=_sys._getframe, _ident=_ident, _open=_open, _held=_held):
+            # numpy's own where no fillable can be asked for: another thread, or library code
+            # looking the name up (deltaad's rules, scipy: the commonest look-ups, kept cheap)
+            me = _ident()
+            if me not in _open or me in _held:
+                return plain
+            file = _frame(1).f_code.co_filename
+            lib = _libraries.get(file)
+            if lib is None:
+                from .numpy.fillable import _in_library
+                lib = _libraries[file] = _in_library(file)
+            if lib:
+                return plain
+            fn = made.get(name)
+            if fn is None:
+                from .numpy.fillable import constructor
+                fn = made[name] = constructor(plain, _filling)
+            return fn
+
+        return property(get, doc="numpy's %s, giving an array duals can be stored in" % name)
+
     table = {name: converts(name, getattr(module, name)) for name in NUMPY_CONVERTERS}
+    table.update((name, constructs(name)) for name in NUMPY_CONSTRUCTORS)
     return type("Converting", (types.ModuleType,), dict(table, __slots__=(), __doc__=(
         "numpy while a differentiation is open: its constructors take duals with a float "
         "dtype")))
+
+
+_libraries = {}  # filename -> whether it is a library's (deltaad.numpy.fillable decides)
+
+
+def _filling():
+    """Whether numpy's float constructors give fillable arrays in this thread: a
+    differentiation is open here (not only a recording of ``deltaad.compile``)."""
+    me = _ident()
+    return me in _open and me not in _held
 
 
 def _as_dual(a, dtype, ndmin):
@@ -159,7 +202,6 @@ def _pack(a):
 _MATH = _switched(_math_module, "deltaad.math")
 _CMATH = _switched(_cmath_module, "deltaad.cmath")
 _LINALG = _packing(_np.linalg)
-_NUMPY = _converting(_np)
 _PLAIN = types.ModuleType
 
 # The threads with a trace open (True), and the depth of ``switched`` blocks per thread. No
@@ -170,6 +212,7 @@ _PLAIN = types.ModuleType
 # modules stay switched, which changes no result); the thread's next differentiation clears it.
 _open = {}
 _held = {}
+_NUMPY = _converting(_np)  # (its look-ups read _open and _held)
 _enabled = True
 
 

@@ -15,7 +15,7 @@ import itertools
 import numbers
 import threading
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from ._backend import B
 from ._errors import escaped_error
@@ -37,6 +37,11 @@ numbers.Real.register(Dual)
 
 
 _complex_types = set()
+
+
+# Array types that stand for a float array or an array dual (deltaad.numpy.fillable's object
+# arrays of floats and duals): type -> the function giving what they stand for
+settled_types = {}
 
 
 def register_dual_type(cls, complex_valued=False):
@@ -272,7 +277,7 @@ def leaf_kind(x):
     if tx is int or tx is bool or tx is str or x is None:
         return None
     if isinstance(x, np.ndarray):
-        if x.dtype.kind == "f":
+        if x.dtype.kind == "f" or tx in settled_types:
             return "array"
         if x.dtype.kind == "c":
             return "complex"

@@ -14,7 +14,7 @@ import operator
 import types
 import weakref
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from . import delta as _delta
 from ._backend import B
@@ -217,7 +217,8 @@ def _pack_outputs(out, trace):
     leaves, d = tree_flatten(out)
     changed = False
     for k, x in enumerate(leaves):
-        if type(x) is np.ndarray and x.dtype.kind == "O":
+        if isinstance(x, np.ndarray) and x.dtype.kind == "O":  # (a fillable array too)
+            x = x.view(np.ndarray)
             flat = x.ravel().tolist()
             if all(is_dual(e) or isinstance(e, numbers.Real) for e in flat):
                 top = _top(flat)

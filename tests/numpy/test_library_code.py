@@ -98,15 +98,18 @@ def test_nesting_and_modes():
 
 
 def test_float_cast_and_escaped_dual_raise():
+    made_before = np.zeros(3)  # numpy's float array (one made inside would take duals)
+
     def f(x):
         with pytest.raises(TypeError, match=r"bound_asarray\(\.\.\.\) converts a deltaad array dual"
                                             r".* call it as np\.asarray\(\.\.\.\)"):
             bound_asarray(x, dtype=float)
         with pytest.raises(TypeError, match=r"storing a deltaad array dual into a float array \(a\[:2\] = \.\.\.\)"):
-            a = np.zeros(3)
+            a = made_before
             a[:2] = x
-        with pytest.raises(TypeError, match=r"storing a deltaad Dual into a float array"):
-            a = np.zeros(3)
+        with pytest.raises(TypeError, match=r"storing a deltaad Dual into a float array.*"
+                                            r"inside the differentiated function with np\.zeros"):
+            a = made_before
             a[0] = x[0]
         with pytest.raises(TypeError, match="drop"):
             np.asarray(x).astype(float)
@@ -277,5 +280,6 @@ def test_ufuncs_without_rules_run_numpys_object_loop(shape, seed):
 
 
 def test_ufunc_methods_that_write_in_place_still_raise():
+    z = np.zeros(3)  # made before: numpy's float array
     with pytest.raises(NotImplementedError, match=r"numpy\.add\.at"):
-        d.grad(lambda x: np.sum(np.add.at(np.zeros(3), [0, 1, 1], x) or x))(np.ones(3))
+        d.grad(lambda x: np.sum(np.add.at(z, [0, 1, 1], x) or x))(np.ones(3))

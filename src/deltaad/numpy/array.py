@@ -23,7 +23,7 @@ scalars into arrays are primitives of their own here: the array dual itself need
 
 import numbers
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from .._backend import B
 from .._errors import EscapedDualError, complex_error, escaped_error, no_float_error
@@ -432,10 +432,21 @@ def wrap(out, trace, i, t):
     return ArrayDual(out, trace, i, t)
 
 
+# deltaad.numpy.fillable's array type, once imported: numpy may ask a dual's
+# ``__array_ufunc__`` before the fillable's, which then answers for both
+FILLABLE = set()
+
+
 def array_input(trace, value, tangent):
     """An array leaf as an input of ``trace`` (``value`` an ndarray or an outer array dual)."""
     if trace.closed:
         raise escaped_error(trace.level)
+    settle = _trace.settled_types.get(type(value))
+    if settle is not None:  # a fillable array: the float array or outer array dual it holds
+        value = settle(value)
+    settle = _trace.settled_types.get(type(tangent))
+    if settle is not None:
+        tangent = settle(tangent)
     if trace.is_forward:
         v = strip(value)
         if tangent is None:
@@ -527,6 +538,8 @@ def asarray(x):
         return x
     if tx is Dual:
         return reshape_scalar(x)
+    if tx is not np.ndarray and isinstance(x, np.ndarray) and x.dtype.kind == "O":
+        x, tx = x.view(np.ndarray), np.ndarray  # a fillable array (deltaad.numpy.fillable)
     if tx is np.ndarray:
         if x.dtype.kind != "O":
             return x
@@ -1567,6 +1580,10 @@ def ufunc_dispatch(ufunc, method, inputs, kwargs):
                 if (ta is ArrayDual and (tb is ArrayDual or tb is float)) or \
                         (tb is ArrayDual and ta is float):
                     return rule(a, b)
+    if FILLABLE:
+        for x in inputs + tuple(kwargs.get("out") or ()):
+            if type(x) in FILLABLE:  # numpy asked the dual first: the fillable's way
+                return x.__array_ufunc__(ufunc, method, *inputs, **kwargs)
     extra = {}
     if kwargs:
         if method == "__call__" and "axis" in kwargs and ufunc is getattr(np, "vecdot", None):
@@ -1683,8 +1700,25 @@ def asarray_plain(x):
     return np.asarray([strip(e) for e in x.ravel().tolist()]).reshape(x.shape)
 
 
+def _fillable_in(args):
+    for a in args:
+        if type(a) in FILLABLE:
+            return a
+        if type(a) is list or type(a) is tuple:
+            f = _fillable_in(a)
+            if f is not None:
+                return f
+    return None
+
+
 def function_dispatch(func, args, kwargs):
     """numpy's ``__array_function__`` for array duals (and scalar duals, where installed)."""
+    if FILLABLE:
+        f = _fillable_in(args)
+        if f is None:
+            f = _fillable_in(kwargs.values())
+        if f is not None:  # numpy asked the dual first: the fillable's way
+            return f.__array_function__(func, None, args, kwargs)
     c = registry.COMPLEX
     if c is not None:
         for x in args:  # (inline: real array duals, the common arguments, cost no call)
