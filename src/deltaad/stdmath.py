@@ -73,7 +73,7 @@ def _packing(module):
     def packs(name, fn):
         def call(*args, **kwargs):
             for a in args:
-                if type(a) is _np.ndarray and a.dtype.kind == "O":
+                if isinstance(a, _np.ndarray) and a.dtype.kind == "O":  # (a fillable array too)
                     args = [_pack(b) for b in args]
                     break
             return fn(*args, **kwargs)
@@ -192,7 +192,7 @@ def _as_dual(a, dtype, ndmin):
 
 def _pack(a):
     """An object array holding duals as an array dual; anything else as it is."""
-    if type(a) is _np.ndarray and a.dtype.kind == "O":
+    if isinstance(a, _np.ndarray) and a.dtype.kind == "O":  # (a fillable array too)
         from .numpy.array import asarray, has_dual
         if has_dual(a.ravel().tolist()):
             return asarray(a)

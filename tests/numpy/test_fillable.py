@@ -330,3 +330,31 @@ def test_compile_records_a_filling_function_or_says_why():
         got = f(x)
         assert got[0] == want[0]
         np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_a_filled_right_hand_side_in_solve_ivp():
+    """scipy's solver runs on the plain values of what the right-hand side returns: a fillable
+    holding duals (the parameter through the closure) gives its entries' values, and the
+    derivative is the Runge-Kutta solve's on duals."""
+    integrate = pytest.importorskip("scipy.integrate")
+
+    def end(p):
+        k = p[0]
+
+        def rhs(t, y):
+            dy = np.zeros_like(y)
+            dy[0] = y[1]
+            dy[1] = -k * np.sin(y[0])
+            return dy
+
+        sol = integrate.solve_ivp(rhs, (0.0, 2.0), [1.0, 0.0], rtol=1e-10, atol=1e-12)
+        return sol.y[0, -1]
+
+    def functional(p):
+        k = p[0]
+        sol = integrate.solve_ivp(lambda t, y: np.array([y[1], -k * np.sin(y[0])]), (0.0, 2.0),
+                                  [1.0, 0.0], rtol=1e-10, atol=1e-12)
+        return sol.y[0, -1]
+
+    g = check(end, [1.3], rtol=1e-4)
+    assert g.tobytes() == d.grad(functional)(np.array([1.3])).tobytes()

@@ -525,7 +525,7 @@ def has_dual(seq):
             return True
         if (te is list or te is tuple) and has_dual(e):
             return True
-        if te is np.ndarray and e.dtype.kind == "O" and has_dual(e.ravel()):
+        if isinstance(e, np.ndarray) and e.dtype.kind == "O" and has_dual(e.ravel()):
             return True
     return False
 

@@ -266,7 +266,7 @@ def plain(a):
         return strip(a)
     if t is list or t is tuple:
         return t(plain(e) for e in a)
-    if t is np.ndarray and a.dtype.kind == "O":
+    if isinstance(a, np.ndarray) and a.dtype.kind == "O":  # (a fillable array too)
         return np.asarray([strip(e) for e in a.ravel().tolist()]).reshape(a.shape)
     return a
 

@@ -43,7 +43,7 @@ from .elementwise import elementwise_primitive
 def _has_dual(x):
     if type(x) in (list, tuple):
         return any(_has_dual(e) for e in x)
-    if type(x) is np.ndarray and x.dtype.kind == "O":
+    if isinstance(x, np.ndarray) and x.dtype.kind == "O":
         return any(_has_dual(e) for e in x.ravel().tolist())
     return is_dual(x)
 
@@ -51,7 +51,7 @@ def _has_dual(x):
 def _plain(x):
     if type(x) in (list, tuple):
         return type(x)(_plain(e) for e in x)
-    if type(x) is np.ndarray and x.dtype.kind == "O":
+    if isinstance(x, np.ndarray) and x.dtype.kind == "O":
         return np.array([_plain(e) for e in x.ravel().tolist()]).reshape(x.shape)
     return strip(x)
 

@@ -142,7 +142,7 @@ def holds_dual(a):
     t = type(a)
     if t is list or t is tuple:
         return any(holds_dual(e) for e in a)
-    if t is np.ndarray and a.dtype.kind == "O":
+    if isinstance(a, np.ndarray) and a.dtype.kind == "O":  # (a fillable array too)
         return any(holds_dual(e) for e in a.ravel().tolist())
     return False
 

@@ -34,7 +34,7 @@ def plain(a):
     t = type(a)
     if t is list or t is tuple:
         return t(plain(e) for e in a)
-    if t is np.ndarray and a.dtype.kind == "O" and holds_dual(a):
+    if isinstance(a, np.ndarray) and a.dtype.kind == "O" and holds_dual(a):  # (fillable too)
         return np.asarray([strip(e) for e in a.ravel().tolist()]).reshape(a.shape)
     return a
 
