@@ -358,3 +358,27 @@ def test_a_filled_right_hand_side_in_solve_ivp():
 
     g = check(end, [1.3], rtol=1e-4)
     assert g.tobytes() == d.grad(functional)(np.array([1.3])).tobytes()
+
+
+def test_constructors_give_numpy_s_values_and_layout():
+    """Each constructor's fillable holds numpy's values (its -0.0 too) in numpy's shape and
+    memory order; np.full of an array of values is broadcast as numpy's."""
+    calls = [lambda: np.zeros((2, 3)), lambda: np.ones(4), lambda: np.full((2, 2), -0.0),
+             lambda: np.full((2, 3), [1.0, -0.0, 2.5]), lambda: np.zeros((3, 2), order="F"),
+             lambda: np.ones_like(np.eye(3)), lambda: np.full_like(np.ones((2, 2)), 7.5),
+             lambda: np.zeros_like(np.ones((2, 3), order="F"))]
+    seen = []
+
+    def f(x):
+        for c in calls:
+            y = c()
+            seen.append((type(y), y.shape, y.flags.f_contiguous and not y.flags.c_contiguous,
+                         np.array(y.tolist()).tobytes()))
+        return x * 1.0
+
+    d.grad(f)(1.0)
+    for c, (t, shape, fortran, data) in zip(calls, seen):
+        want = c()
+        assert t is Fillable and shape == want.shape
+        assert fortran == (want.flags.f_contiguous and not want.flags.c_contiguous)
+        assert data == np.array(want.tolist()).tobytes()
