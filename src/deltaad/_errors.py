@@ -329,11 +329,16 @@ def exact_ratio_error():
         elif not mod.startswith("deltaad") and called is not None:
             break
         f = f.f_back
+    fix = ("Compute it with arithmetic on the duals instead: sum(xs) / len(xs) for a mean, or "
+           "numpy (np.mean, np.var, np.std) on them.")
+    if called and called.startswith("statistics."):
+        name = called.partition(".")[2]
+        fix = ("deltaad.statistics.%s takes duals (and so does statistics.%s looked up on the "
+               "module while deltaad differentiates: a name bound before, as `from statistics "
+               "import %s` binds it, is statistics' own)." % (name, name, name))
     return TypeError(
         "%s converts a deltaad Dual to an exact fraction (as_integer_ratio), which would "
-        "silently drop its derivative. Compute it with arithmetic on the duals instead: "
-        "sum(xs) / len(xs) for a mean, or numpy (np.mean, np.var, np.std) on them."
-        % (called or "as_integer_ratio()"))
+        "silently drop its derivative. %s" % (called or "as_integer_ratio()", fix))
 
 
 def no_float_error(what, dtype=None, array=False):

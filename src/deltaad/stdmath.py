@@ -1,5 +1,5 @@
-"""``import math`` code differentiates unchanged, and so does ``np.linalg`` of a matrix built
-from numbers with ``np.array``.
+"""``import math`` (and ``statistics``) code differentiates unchanged, and so does
+``np.linalg`` of a matrix built from numbers with ``np.array``.
 
 Physics and statistics code calls ``math.exp``, ``math.sqrt``, ``math.atan2``... on its
 numbers; on a dual, ``math``'s C functions would convert to a plain float and drop the
@@ -216,11 +216,19 @@ _NUMPY = _converting(_np)  # (its look-ups read _open and _held)
 _enabled = True
 
 
+_STATISTICS = []  # statistics' class while switched, made when the module is first imported
+
+
 def _on():
     _math_module.__class__ = _MATH
     _cmath_module.__class__ = _CMATH
     _np.linalg.__class__ = _LINALG
     _np.__class__ = _NUMPY
+    stats = _sys.modules.get("statistics")  # (switched only once some code imported it)
+    if stats is not None:
+        if not _STATISTICS:
+            _STATISTICS.append(_switched(stats, "deltaad.statistics"))
+        stats.__class__ = _STATISTICS[0]
 
 
 def _off():
@@ -228,6 +236,9 @@ def _off():
     _cmath_module.__class__ = _PLAIN
     _np.linalg.__class__ = _PLAIN
     _np.__class__ = _PLAIN
+    stats = _sys.modules.get("statistics")
+    if stats is not None:
+        stats.__class__ = _PLAIN
 
 
 def _settle():
