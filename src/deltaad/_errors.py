@@ -190,7 +190,8 @@ def _module_of(func):
     return mod or ""
 
 
-NUMPY_CONVERTERS = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray")
+NUMPY_CONVERTERS = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray",
+                    "asarray_chkfinite")
 # numpy's float constructors, which give arrays duals can be stored in while differentiating
 NUMPY_CONSTRUCTORS = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
                       "full_like")

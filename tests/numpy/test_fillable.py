@@ -382,3 +382,23 @@ def test_constructors_give_numpy_s_values_and_layout():
         assert t is Fillable and shape == want.shape
         assert fortran == (want.flags.f_contiguous and not want.flags.c_contiguous)
         assert data == np.array(want.tolist()).tobytes()
+
+
+def test_fillables_handed_to_scipy():
+    """scipy validates its arrays with np.asarray_chkfinite, which numpy does not dispatch:
+    a fillable given to scipy (with or without duals) reaches it as floats or array duals, not
+    as the object array numpy's own conversion would give (scipy refuses those)."""
+    linalg = pytest.importorskip("scipy.linalg")
+
+    def f(p):
+        b = np.ones(2)  # a fillable of plain numbers
+        A = np.array([[2.0, 0.3], [0.3, 1.5]])
+        z = linalg.solve(A, b)
+        y = np.zeros(2)
+        y[0] = p[0]
+        y[1] = p[1] * p[0]
+        s = linalg.solve(A, y)  # a fillable holding duals
+        assert np.asarray_chkfinite(b).dtype == np.float64
+        return s.sum() * z.sum() + linalg.norm(y)
+
+    check(f, [0.4, 1.2])

@@ -34,8 +34,11 @@ def plain(a):
     t = type(a)
     if t is list or t is tuple:
         return t(plain(e) for e in a)
-    if isinstance(a, np.ndarray) and a.dtype.kind == "O" and holds_dual(a):  # (fillable too)
-        return np.asarray([strip(e) for e in a.ravel().tolist()]).reshape(a.shape)
+    if isinstance(a, np.ndarray) and a.dtype.kind == "O":  # (a fillable array too)
+        if holds_dual(a):
+            return np.asarray([strip(e) for e in a.ravel().tolist()]).reshape(a.shape)
+        if type(a) is not np.ndarray:  # a fillable of plain numbers: the float array
+            return np.asarray(a.view(np.ndarray).tolist(), dtype=float).reshape(a.shape)
     return a
 
 
