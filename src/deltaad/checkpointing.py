@@ -57,7 +57,7 @@ from .numpy.array import array_input
 from .pytrees import tree_flatten, tree_unflatten
 from .trace import innermost, is_dual, leaf_kind, open_traces, reopened
 from .trace import value as _plain
-from .transforms import _check_constant_output
+from .transforms import _check_constant_output, _pack_outputs
 
 Dual = B.Dual
 Tape = B.Tape
@@ -200,6 +200,7 @@ def _checkpoint_call(fun, args, kwargs):
     out = fun(*args, **kwargs)
     if tape.nbindings == m or tape.closed:
         return out
+    out = _pack_outputs(out, tape)  # object arrays of duals (a filled np.zeros) as array duals
     for t, k in outer:
         if t.nbindings != k:  # its values are an outer tape's duals: keep it (module docstring)
             return out
@@ -275,7 +276,7 @@ class _CheckpointNode:
         start = tape.nbindings
         try:
             with reopened(tape):
-                out = self.fun(*self.args, **self.kwargs)
+                out = _pack_outputs(self.fun(*self.args, **self.kwargs), tape)
             seeds = self._seeds(out, start, cts, who)
             extra = set(tape.region_parents(start)) - self.allowed
             if extra:
@@ -446,7 +447,13 @@ class _Loop:
     def __init__(self, who, tape, body, init_val, c):
         self.who = who
         self.tape = tape
-        self.body = body
+        # the states are leaves: where they hold arrays, object arrays of duals (a filled
+        # np.zeros) are packed into array duals, or the step's duals would be taken for
+        # constants (a state of scalars, the common small step, pays nothing for it)
+        if all(type(x) is float or type(x) is Dual for x in tree_flatten(init_val)[0]):
+            self.body = body
+        else:
+            self.body = lambda *a: _pack_outputs(body(*a), tape)
         self.c = c
         self.init_val = init_val
         self.init, self.treedef = tree_flatten(init_val)

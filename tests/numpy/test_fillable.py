@@ -402,3 +402,49 @@ def test_fillables_handed_to_scipy():
         return s.sum() * z.sum() + linalg.norm(y)
 
     check(f, [0.4, 1.2])
+
+
+def _filled_step(s, k):
+    y = np.zeros(2)
+    y[0] = s[0] + 0.1 * s[1]
+    y[1] = s[1] - 0.1 * k * s[0] * s[0]
+    return y
+
+
+@pytest.mark.parametrize("how", ["checkpoint", "fori_loop", "while_loop", "plain"])
+def test_checkpointed_steps_that_fill_an_array(how):
+    """A checkpointed function or loop body returning a filled array: its duals are the
+    state's (packed on the first run and on every re-run), so the gradient is the plain
+    loop's; before, checkpoint refused the object array and the loops took it for a constant."""
+    def sim(p):
+        k = p[0]
+        s0 = np.array([1.0, 0.0])
+        if how == "checkpoint":
+            f = d.checkpoint(lambda s: _filled_step(s, k))
+            s = s0
+            for _ in range(12):
+                s = f(s)
+            return s[0] + s[1]
+        if how == "fori_loop":
+            s = d.fori_loop(0, 12, lambda i, s: _filled_step(s, k), s0, checkpoints=3)
+            return s[0] + s[1]
+        if how == "while_loop":
+            s = d.while_loop(lambda s: s[0] > 0.6, lambda s: _filled_step(s, k), s0,
+                             checkpoints=2)
+            return s[0] + s[1]
+        s = s0
+        for _ in range(12):
+            s = _filled_step(s, k)
+        return s[0] + s[1]
+
+    g = check(sim, [0.7])
+    if how in ("checkpoint", "fori_loop"):
+        plain = np.array([0.7])
+
+        def unrolled(p):
+            s = np.array([1.0, 0.0])
+            for _ in range(12):
+                s = _filled_step(s, p[0])
+            return s[0] + s[1]
+
+        np.testing.assert_allclose(g, d.grad(unrolled)(plain), rtol=1e-13)
