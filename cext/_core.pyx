@@ -48,6 +48,17 @@ cdef extern from *:
     /* a dual's trace field read and written as a plain pointer, for stores whose references
        are counted apart (in bulk, or the handle's and None's once each); macros: the struct
        is declared further down */
+    /* The common step of _rec1/_rec2 calls nothing: their rare cases (_rec1_slow,
+       _rec2_slow) are never inlined into them, so the common one saves no register and is
+       itself small enough to inline into each arithmetic slot; and they are called as a
+       tail call (the aliases below: no check of the result, which the caller makes). */
+    static PyObject *__pyx_f_7deltaad_5_core__rec1_slow(PyObject *, double, double)
+        __attribute__((noinline));
+    static PyObject *__pyx_f_7deltaad_5_core__rec2_slow(PyObject *, PyObject *, double, double,
+                                                       double) __attribute__((noinline));
+    static void __pyx_f_7deltaad_5_core__dual_dealloc_slow(PyObject *) __attribute__((noinline));
+    #define deltaad_rec1_slow __pyx_f_7deltaad_5_core__rec1_slow
+    #define deltaad_rec2_slow __pyx_f_7deltaad_5_core__rec2_slow
     #define deltaad_get_tr(o) \
         ((PyObject *)((struct __pyx_obj_7deltaad_5_core_Dual *)(o))->tr)
     #define deltaad_set_tr(o, h) (((struct __pyx_obj_7deltaad_5_core_Dual *)(o))->tr = \
@@ -59,6 +70,10 @@ cdef extern from *:
     object _steal "deltaad_steal"(PyObject* p)
     PyObject* _get_tr "deltaad_get_tr"(PyObject* o) noexcept nogil
     void _set_tr "deltaad_set_tr"(PyObject* o, PyObject* h) noexcept nogil
+    # _rec1_slow/_rec2_slow, their NULL (an exception set) handed on as it is
+    PyObject* _rec1_slow_tail "deltaad_rec1_slow"(PyObject* a, double v, double ca) noexcept
+    PyObject* _rec2_slow_tail "deltaad_rec2_slow"(PyObject* a, PyObject* b, double v, double ca,
+                                                  double cb) noexcept
 
 cdef extern from "Python.h":
     void _list_steal "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject* o)  # steals o
@@ -2782,7 +2797,27 @@ cdef PyObject* _fresh_raw() except NULL:
 
 cdef void _dual_dealloc(PyObject* o) noexcept:
     """tp_dealloc of Dual: drop the references, then keep the object for reuse (or free it).
-    Only borrowed casts of ``o`` below: a counted reference would free it again."""
+    The common case -- a float dual (ov None) whose handle something else holds too, room
+    among the kept duals -- runs no Python code and calls nothing (no register to save): the
+    handle's reference becomes one to None, as ``_dual_dealloc_slow`` leaves it, the same
+    zombie. Only borrowed casts of ``o`` below: a counted reference would free it again."""
+    global _dfree_n
+    cdef PyObject* h = _get_tr(o)
+    cdef PyObject* none = <PyObject*>None
+    cdef Py_ssize_t k = _dfree_n
+    if <PyObject*>(<Dual>o).ov == none and h.ob_refcnt > 1 and k < DFREE_MAX and _dfree_on:
+        h.ob_refcnt -= 1  # never the last reference: nothing is freed
+        none.ob_refcnt += 1
+        _set_tr(o, none)
+        _dfree[k] = o
+        _dfree_n = k + 1
+        return
+    _dual_dealloc_slow(o)
+
+
+cdef void _dual_dealloc_slow(PyObject* o) noexcept:
+    """``_dual_dealloc``'s every case: the references go (freeing a handle, or a value that
+    is not a float, may run Python code), then the dual is kept or freed."""
     global _dfree_n
     if (<Dual>o).ov is not None:
         (<Dual>o).ov = None
@@ -2858,7 +2893,7 @@ cdef inline PyObject* _rec1(PyObject* a, double v, double ca) except NULL:
             (<Dual>r).v = v
             _store_t(&(<Dual>r).i, ca * t if t != 0.0 else 0.0)
             return r
-    return _rec1_slow(a, v, ca)
+    return _rec1_slow_tail(a, v, ca)
 
 
 cdef inline PyObject* _rec2(PyObject* a, PyObject* b, double v, double ca, double cb) except NULL:
@@ -2889,7 +2924,7 @@ cdef inline PyObject* _rec2(PyObject* a, PyObject* b, double v, double ca, doubl
             (<Dual>r).v = v
             _store_t(&(<Dual>r).i, ((ca * t) if t != 0.0 else 0.0) + ((cb * u) if u != 0.0 else 0.0))
             return r
-    return _rec2_slow(a, b, v, ca, cb)
+    return _rec2_slow_tail(a, b, v, ca, cb)
 
 
 cdef PyObject* _rec1_slow(PyObject* a, double v, double ca) except NULL:

@@ -9,8 +9,10 @@ time, the pairs form of the seeds), on both backends.
 
 import fractions
 import math
+import sys
 import threading
 import tracemalloc
+import weakref
 
 import numpy as np
 import pytest
@@ -121,6 +123,33 @@ def test_core_reuses_freed_duals_and_tracemalloc_still_sees_them():
     del ds
     _core.release_memory()
     assert deltaad.grad(lambda xs: xs[0] * xs[1])([2.0, 3.0]) == [3.0, 2.0]
+
+
+@each_backend
+def test_freeing_a_dual_frees_what_only_it_held(B):
+    """A freed dual is kept for reuse in one step only while its trace's handle stays alive
+    and its value is a float: the last dual of a finished trace frees the handle (a weak
+    reference to it calls back when that dual goes, not before), a dual whose value is a
+    dual of a lower trace lets go of that value, and the duals made next are right."""
+    called = []
+    T = B.Tape(1)
+    d = T.input(2.0)
+    e = d * 3.0
+    del T  # finished: its duals hold what they name of it, nothing holds them
+    w = weakref.ref(e.trace, lambda _: called.append(1))
+    del d
+    assert not called and w() is not None
+    del e
+    assert called == [1]
+    T1 = B.Tape(1)
+    x = T1.input(2.0)
+    held = sys.getrefcount(x)
+    T2 = B.Tape(2)
+    y = T2.input(x)
+    assert sys.getrefcount(x) > held
+    del y
+    assert sys.getrefcount(x) == held
+    assert deltaad.grad(lambda xs: xs[0] * xs[1] + xs[2])([2.0, 3.0, 5.0]) == [3.0, 2.0, 1.0]
 
 
 @pytest.mark.parametrize("how", ["grad", "vjp", "jvp"])
