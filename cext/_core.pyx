@@ -3151,77 +3151,86 @@ cdef binop_slot _cy_nb_sub = NULL
 cdef binop_slot _cy_nb_mul = NULL
 cdef binop_slot _cy_nb_div = NULL
 
-
-# (Casts, not typed locals, below: a typed local would count a reference up and down.)
-cdef object _nb_add(object x, object y):
-    cdef PyObject* px = <PyObject*>x
-    cdef PyObject* py = <PyObject*>y
-    if type(x) is Dual:
-        if (<Dual>x).ov is None:
-            if type(y) is Dual:
-                if (<Dual>y).tr is (<Dual>x).tr and (<Dual>y).ov is None:
-                    return _steal(_rec2(px, py, (<Dual>x).v + (<Dual>y).v, 1.0, 1.0))
-            elif type(y) is float:
-                return _steal(_rec1(px, (<Dual>x).v + PyFloat_AS_DOUBLE(y), 1.0))
-    elif type(x) is float and type(y) is Dual and (<Dual>y).ov is None:
-        return _steal(_rec1(py, PyFloat_AS_DOUBLE(x) + (<Dual>y).v, 1.0))
-    return _cy_nb_add(x, y)
+# The slots below are written over C pointers and return one (NULL with an exception set, as
+# a slot does): every call in them is their last step (a tail call: no register saved, no
+# result checked on the way out). ``_rec1_raw``/``_rec2_raw`` are _rec1/_rec2, their NULL
+# handed on as it is; ``binop_raw`` is the saved generic slot, called the same way.
+ctypedef PyObject* (*binop_raw)(PyObject*, PyObject*) noexcept
+cdef extern from *:
+    PyObject* _rec1_raw "__pyx_f_7deltaad_5_core__rec1"(PyObject* a, double v, double ca) noexcept
+    PyObject* _rec2_raw "__pyx_f_7deltaad_5_core__rec2"(PyObject* a, PyObject* b, double v,
+                                                        double ca, double cb) noexcept
 
 
-cdef object _nb_sub(object x, object y):
-    cdef PyObject* px = <PyObject*>x
-    cdef PyObject* py = <PyObject*>y
-    if type(x) is Dual:
-        if (<Dual>x).ov is None:
-            if type(y) is Dual:
-                if (<Dual>y).tr is (<Dual>x).tr and (<Dual>y).ov is None:
-                    return _steal(_rec2(px, py, (<Dual>x).v - (<Dual>y).v, 1.0, -1.0))
-            elif type(y) is float:
-                return _steal(_rec1(px, (<Dual>x).v - PyFloat_AS_DOUBLE(y), 1.0))
-    elif type(x) is float and type(y) is Dual and (<Dual>y).ov is None:
-        return _steal(_rec1(py, PyFloat_AS_DOUBLE(x) - (<Dual>y).v, -1.0))
-    return _cy_nb_sub(x, y)
+cdef inline bint _is_float_dual(PyObject* x) noexcept:
+    """``x`` is a Dual with a float value."""
+    return x.ob_type == <PyTypeObject*>Dual and <PyObject*>(<Dual>x).ov == <PyObject*>None
 
 
-cdef object _nb_mul(object x, object y):
-    cdef PyObject* px = <PyObject*>x
-    cdef PyObject* py = <PyObject*>y
+cdef inline bint _is_float(PyObject* x) noexcept:
+    return x.ob_type == <PyTypeObject*>float
+
+
+cdef inline bint _same_trace(PyObject* x, PyObject* y) noexcept:
+    return _get_tr(x) == _get_tr(y)
+
+
+cdef PyObject* _nb_add(PyObject* x, PyObject* y) noexcept:
+    if _is_float_dual(x):
+        if _is_float_dual(y):
+            if _same_trace(x, y):
+                return _rec2_raw(x, y, (<Dual>x).v + (<Dual>y).v, 1.0, 1.0)
+        elif _is_float(y):
+            return _rec1_raw(x, (<Dual>x).v + PyFloat_AS_DOUBLE(<object>y), 1.0)
+    elif _is_float(x) and _is_float_dual(y):
+        return _rec1_raw(y, PyFloat_AS_DOUBLE(<object>x) + (<Dual>y).v, 1.0)
+    return (<binop_raw>_cy_nb_add)(x, y)
+
+
+cdef PyObject* _nb_sub(PyObject* x, PyObject* y) noexcept:
+    if _is_float_dual(x):
+        if _is_float_dual(y):
+            if _same_trace(x, y):
+                return _rec2_raw(x, y, (<Dual>x).v - (<Dual>y).v, 1.0, -1.0)
+        elif _is_float(y):
+            return _rec1_raw(x, (<Dual>x).v - PyFloat_AS_DOUBLE(<object>y), 1.0)
+    elif _is_float(x) and _is_float_dual(y):
+        return _rec1_raw(y, PyFloat_AS_DOUBLE(<object>x) - (<Dual>y).v, -1.0)
+    return (<binop_raw>_cy_nb_sub)(x, y)
+
+
+cdef PyObject* _nb_mul(PyObject* x, PyObject* y) noexcept:
     cdef double c
-    if type(x) is Dual:
-        if (<Dual>x).ov is None:
-            if type(y) is Dual:
-                if (<Dual>y).tr is (<Dual>x).tr and (<Dual>y).ov is None:
-                    return _steal(_rec2(px, py, (<Dual>x).v * (<Dual>y).v, (<Dual>y).v,
-                                        (<Dual>x).v))
-            elif type(y) is float:
-                c = PyFloat_AS_DOUBLE(y)
-                return _steal(_rec1(px, (<Dual>x).v * c, c))
-    elif type(x) is float and type(y) is Dual and (<Dual>y).ov is None:
-        c = PyFloat_AS_DOUBLE(x)
-        return _steal(_rec1(py, c * (<Dual>y).v, c))
-    return _cy_nb_mul(x, y)
+    if _is_float_dual(x):
+        if _is_float_dual(y):
+            if _same_trace(x, y):
+                return _rec2_raw(x, y, (<Dual>x).v * (<Dual>y).v, (<Dual>y).v, (<Dual>x).v)
+        elif _is_float(y):
+            c = PyFloat_AS_DOUBLE(<object>y)
+            return _rec1_raw(x, (<Dual>x).v * c, c)
+    elif _is_float(x) and _is_float_dual(y):
+        c = PyFloat_AS_DOUBLE(<object>x)
+        return _rec1_raw(y, c * (<Dual>y).v, c)
+    return (<binop_raw>_cy_nb_mul)(x, y)
 
 
-cdef object _nb_div(object x, object y):
-    cdef PyObject* px = <PyObject*>x
-    cdef PyObject* py = <PyObject*>y
+cdef PyObject* _nb_div(PyObject* x, PyObject* y) noexcept:
     cdef double bv, v
-    if type(x) is Dual:
-        if (<Dual>x).ov is None:
-            if type(y) is Dual:
-                if (<Dual>y).tr is (<Dual>x).tr and (<Dual>y).ov is None:
-                    bv = (<Dual>y).v
-                    if bv != 0.0:
-                        v = (<Dual>x).v / bv
-                        return _steal(_rec2(px, py, v, 1.0 / bv, -v / bv))
-            elif type(y) is float:
-                bv = PyFloat_AS_DOUBLE(y)
+    if _is_float_dual(x):
+        if _is_float_dual(y):
+            if _same_trace(x, y):
+                bv = (<Dual>y).v
                 if bv != 0.0:
-                    return _steal(_rec1(px, (<Dual>x).v / bv, 1.0 / bv))
-    elif type(x) is float and type(y) is Dual and (<Dual>y).ov is None and (<Dual>y).v != 0.0:
-        v = PyFloat_AS_DOUBLE(x) / (<Dual>y).v
-        return _steal(_rec1(py, v, -v / (<Dual>y).v))
-    return _cy_nb_div(x, y)
+                    v = (<Dual>x).v / bv
+                    return _rec2_raw(x, y, v, 1.0 / bv, -v / bv)
+        elif _is_float(y):
+            bv = PyFloat_AS_DOUBLE(<object>y)
+            if bv != 0.0:
+                return _rec1_raw(x, (<Dual>x).v / bv, 1.0 / bv)
+    elif _is_float(x) and _is_float_dual(y) and (<Dual>y).v != 0.0:
+        v = PyFloat_AS_DOUBLE(<object>x) / (<Dual>y).v
+        return _rec1_raw(y, v, -v / (<Dual>y).v)
+    return (<binop_raw>_cy_nb_div)(x, y)
 
 
 # The comparison slot of Dual: __richcmp__'s fast path for two float values (a float dual
@@ -3892,10 +3901,10 @@ def _dual_new(*args, **kwargs):
 # dicts the same way.
 (<dict><object>(<PyTypeObject*>Dual).tp_dict)["__new__"] = staticmethod(_dual_new)
 (<PyTypeObject*>Dual).tp_dealloc = <destructor>_dual_dealloc  # keeps freed duals: see _dfree
-_cy_nb_add = _nb_add
-_cy_nb_sub = _nb_sub
-_cy_nb_mul = _nb_mul
-_cy_nb_div = _nb_div
+_cy_nb_add = <binop_slot>_nb_add
+_cy_nb_sub = <binop_slot>_nb_sub
+_cy_nb_mul = <binop_slot>_nb_mul
+_cy_nb_div = <binop_slot>_nb_div
 deltaad_swap_number_slots(<PyTypeObject*>Dual, &_cy_nb_add, &_cy_nb_sub, &_cy_nb_mul,
                           &_cy_nb_div)  # now Dual's slots are ours, _cy_nb_* Cython's
 _cy_richcmp = _tp_richcmp
