@@ -30,6 +30,7 @@ cdef extern from "Python.h":
     void PyObject_Free(void* p)
     ctypedef struct PyListObject:
         PyObject** ob_item
+    void Py_SET_SIZE(PyObject* o, Py_ssize_t n)
     ctypedef struct PyTupleObject:
         PyObject** ob_item
     ctypedef struct PyFloatObject:
@@ -273,7 +274,7 @@ def free_inputs(list holder, Py_ssize_t k, Trace trace):
         holder[k] = None
         return
     cdef PyObject** items = (<PyListObject*>lp).ob_item
-    cdef Py_ssize_t j, m = len(<list>lp)
+    cdef Py_ssize_t j, m = len(<list>lp), n = m
     cdef Py_ssize_t top = _dfree_n, start = _dfree_n
     cdef PyObject* d
     cdef PyObject* h = <PyObject*>trace.h
@@ -292,10 +293,18 @@ def free_inputs(list holder, Py_ssize_t k, Trace trace):
         d.ob_refcnt = 0
         _dfree[top] = d
         top += 1
-        items[j] = NULL  # the list's deallocation skips it
     _dfree_n = top
     none.ob_refcnt += top - start
     h.ob_refcnt -= top - start  # trace.h holds one more: it never reaches zero here
+    # the list's deallocation must not see the duals that went: when all went (the common
+    # case), the list is emptied in one step; else their slots are cleared (a zombie's count
+    # is 0, a dual the list holds has one at least)
+    if top - start == n:
+        Py_SET_SIZE(lp, 0)
+    else:
+        for j in range(m):
+            if items[j].ob_refcnt == 0:
+                items[j] = NULL  # the list's deallocation skips it
     holder[k] = None  # the list goes, with the duals left in it
 
 
