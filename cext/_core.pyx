@@ -860,18 +860,28 @@ cdef class Tape(Trace):
         cdef Binding* b = self.b + start  # below cap (grown above)
         cdef PyTypeObject* tf = <PyTypeObject*>float
         cdef Py_ssize_t nz = _zombies_for(m)  # the first nz duals: kept ones, counted at once
-        for k in range(m):  # no Python code runs: the item array and ``b`` stay put
+        # read once (no Python code runs in the first loop: nothing moves them)
+        cdef Py_ssize_t top = _dfree_n - 1
+        cdef PyObject** oi = (<PyListObject*>out).ob_item
+        for k in range(nz):  # no Python code runs: the item array and ``b`` stay put
             xp = it[k]
             if xp.ob_type != tf:
-                if k <= nz:
-                    _taken(k, h)
+                _taken(k, h)
                 return None  # ``out`` and the duals made so far go; n was never advanced
-            if k < nz:
-                o = _zombie_at(k, h)
-            else:
-                if k == nz:
-                    _taken(nz, h)
-                o = _alloc_raw(h)
+            o = _zombie_at(top - k, h)
+            (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
+            (<Dual>o).i = start + k
+            b[k].p1 = -1
+            b[k].c1 = 0.0
+            b[k].p2 = -1
+            b[k].c2 = 0.0
+            oi[k] = o
+        _taken(nz, h)
+        for k in range(nz, m):  # the rest, made afresh
+            xp = it[k]
+            if xp.ob_type != tf:
+                return None
+            o = _alloc_raw(h)
             (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
             (<Dual>o).i = start + k
             b[k].p1 = -1
@@ -879,8 +889,6 @@ cdef class Tape(Trace):
             b[k].p2 = -1
             b[k].c2 = 0.0
             _list_steal(out, k, o)
-        if nz == m:
-            _taken(nz, h)
         self.n = start + m
         if self.lead == start:
             self.lead = start + m
@@ -2294,24 +2302,28 @@ cdef class ForwardLevel(Trace):
         cdef PyObject* h = <PyObject*>self.h
         cdef PyTypeObject* tf = <PyTypeObject*>float
         cdef Py_ssize_t nz = _zombies_for(m)  # as in Tape.float_inputs
-        for k in range(m):  # no Python code runs: the item arrays stay put
+        cdef Py_ssize_t top = _dfree_n - 1
+        cdef PyObject** oi = (<PyListObject*>out).ob_item
+        for k in range(nz):  # no Python code runs: the item arrays stay put
             xp = it[k]
             tp = tt[k]
             if xp.ob_type != tf or tp.ob_type != tf:
-                if k <= nz:
-                    _taken(k, h)
+                _taken(k, h)
                 return None
-            if k < nz:
-                o = _zombie_at(k, h)
-            else:
-                if k == nz:
-                    _taken(nz, h)
-                o = _alloc_raw(h)
+            o = _zombie_at(top - k, h)
+            (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
+            _store_t(&(<Dual>o).i, (<PyFloatObject*>tp).ob_fval)
+            oi[k] = o
+        _taken(nz, h)
+        for k in range(nz, m):  # the rest, made afresh
+            xp = it[k]
+            tp = tt[k]
+            if xp.ob_type != tf or tp.ob_type != tf:
+                return None
+            o = _alloc_raw(h)
             (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
             _store_t(&(<Dual>o).i, (<PyFloatObject*>tp).ob_fval)
             _list_steal(out, k, o)
-        if nz == m:
-            _taken(nz, h)
         return out
 
     def emit(self, value, operands, coefs):
@@ -2766,11 +2778,12 @@ cdef inline Py_ssize_t _zombies_for(Py_ssize_t m) noexcept:
     return _dfree_n if _dfree_n < m else m
 
 
-cdef inline PyObject* _zombie_at(Py_ssize_t k, PyObject* h) noexcept:
-    """``_alloc_raw(h)`` for the ``k``-th kept dual from the top, in a loop that takes several
+cdef inline PyObject* _zombie_at(Py_ssize_t j, PyObject* h) noexcept:
+    """``_alloc_raw(h)`` for the kept dual in slot ``j`` (the ``k``-th from the top for ``j =
+    _dfree_n - 1 - k``, ``_dfree_n`` read once before the loop), in a loop that takes several
     and runs no Python code: its reference to ``h`` (and the one to None it drops) are counted
     by ``_taken`` once for all."""
-    cdef PyObject* o = _dfree[_dfree_n - 1 - k]
+    cdef PyObject* o = _dfree[j]
     o.ob_refcnt = 1
     _set_tr(o, h)
     return o

@@ -556,6 +556,43 @@ def test_float_inputs_are_inputs_of_exact_floats(items, kind, before):
         assert [bits(a) for a in adj] == [bits(x) for x in [0.0] * before + [2.0] + [0.0] * (len(items) - 1)]
 
 
+@pytest.mark.parametrize("forward", [False, True])
+@pytest.mark.parametrize("kept", [0, 3, 8])
+@pytest.mark.parametrize("bad", [None, 0, 2, 3, 5, 7])
+def test_float_inputs_take_kept_duals_then_make_the_rest(forward, kept, bad):
+    """``float_inputs`` takes the kept duals first and makes the rest afresh; a non-float
+    anywhere (among the kept ones, where they run out, among the fresh ones) gives None and
+    records nothing, and either way every reference to the trace is counted: once the trace
+    and its duals go, nothing holds what they named of it."""
+    _core.release_memory()
+    T = _core.ForwardLevel(1) if forward else _core.Tape(1)
+    make = (lambda xs: T.float_inputs(xs, [2.0] * len(xs))) if forward else T.float_inputs
+    scratch = make([0.0] * kept) if kept else []
+    del scratch  # now exactly ``kept`` duals are kept for reuse
+    items = [0.5 * k for k in range(8)]
+    if bad is not None:
+        items[bad] = 1
+    got = make(items)
+    if bad is not None:
+        assert got is None
+    else:
+        assert [d.value for d in got] == items
+        assert all(d.trace is T for d in got)
+        if forward:
+            assert [d.tangent for d in got] == [2.0] * 8
+        else:
+            assert [d.id for d in got] == list(range(kept, kept + 8))
+    again = make([1.5] * 9)
+    assert [d.value for d in again] == [1.5] * 9
+    d = again[0]
+    del T, make
+    handle = weakref.ref(d.trace)
+    assert type(handle()) is not _core.Tape and type(handle()) is not _core.ForwardLevel
+    del d, again, got
+    assert handle() is None
+    _core.release_memory()
+
+
 @given(st.lists(ITEMS, max_size=6), st.lists(ITEMS, max_size=6),
        st.sampled_from([list, tuple, iter]))
 def test_forward_float_inputs_are_inputs_of_exact_floats(items, tans, kind):
