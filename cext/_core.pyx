@@ -372,6 +372,8 @@ cdef class Trace:
     def __cinit__(self, *args):
         global _dfree_on, _kept_mark
         _dfree_on = not _tracing()  # see _dfree
+        if not _dfree_on and _dfree_n:
+            _release_duals()  # none kept while off: see _dfree
         _kept_mark = 0  # see _fkeep
         cdef TraceHandle h = TraceHandle.__new__(TraceHandle)
         h.trace = <PyObject*>self
@@ -2744,7 +2746,8 @@ cdef class _Objects:
 # floats gets its 10^6 duals back from here on the next call. ``_dual_dealloc`` replaces the
 # type's tp_dealloc (set at the end of the module); only this module's code sees zombies.
 # While tracemalloc traces, no dual is kept or reused (see _spare): ``_dfree_on`` is refreshed
-# whenever a trace is made.
+# whenever a trace is made, and the kept duals are freed when it turns off; so a kept dual
+# (``_dfree_n > 0``) is always one to reuse, and taking one tests nothing else.
 cdef enum:
     DFREE_MAX = 4194304
 cdef PyObject* _dfree[DFREE_MAX]
@@ -2761,7 +2764,7 @@ cdef inline PyObject* _alloc_raw(PyObject* tr) except NULL:
     """``_alloc_dual`` as a new reference held in a C pointer (no counting around the call)."""
     global _dfree_n
     cdef PyObject* o
-    if _dfree_n > 0 and _dfree_on:
+    if _dfree_n > 0:  # (only while _dfree_on: see _dfree)
         _dfree_n -= 1
         o = _dfree[_dfree_n]
         o.ob_refcnt = 1  # a zombie: see _dual_dealloc
@@ -2772,9 +2775,8 @@ cdef inline PyObject* _alloc_raw(PyObject* tr) except NULL:
 
 
 cdef inline Py_ssize_t _zombies_for(Py_ssize_t m) noexcept:
-    """How many of ``m`` duals to be made in one C loop the kept duals give (``_zombie_at``)."""
-    if not _dfree_on:
-        return 0
+    """How many of ``m`` duals to be made in one C loop the kept duals give (``_zombie_at``;
+    none while ``_dfree_on`` is off: see _dfree)."""
     return _dfree_n if _dfree_n < m else m
 
 
@@ -2790,7 +2792,7 @@ cdef inline PyObject* _zombie_at(Py_ssize_t j, PyObject* h) noexcept:
 
 
 cdef inline PyObject* _pop_zombie(PyObject* h) noexcept:
-    """``_alloc_raw(h)`` when a kept dual is there (``_dfree_n > 0`` and ``_dfree_on``,
+    """``_alloc_raw(h)`` when a kept dual is there (``_dfree_n > 0``,
     checked by the caller): no call, no test that may not be needed."""
     global _dfree_n
     _dfree_n -= 1
@@ -2895,7 +2897,7 @@ cdef inline PyObject* _rec1(PyObject* a, double v, double ca) except NULL:
     cdef PyObject* tp
     cdef Py_ssize_t i
     cdef double t
-    if _dfree_n > 0 and _dfree_on and not (<TraceHandle>h).closed:
+    if _dfree_n > 0 and not (<TraceHandle>h).closed:  # (a kept dual: see _dfree)
         if not (<TraceHandle>h).is_forward:
             tp = (<TraceHandle>h).trace
             i = (<Tape>tp).n
@@ -2925,7 +2927,7 @@ cdef inline PyObject* _rec2(PyObject* a, PyObject* b, double v, double ca, doubl
     cdef PyObject* tp
     cdef Py_ssize_t i
     cdef double t, u
-    if _dfree_n > 0 and _dfree_on and not (<TraceHandle>h).closed:
+    if _dfree_n > 0 and not (<TraceHandle>h).closed:  # (a kept dual: see _dfree)
         if not (<TraceHandle>h).is_forward:
             tp = (<TraceHandle>h).trace
             i = (<Tape>tp).n
