@@ -641,20 +641,25 @@ cdef Py_ssize_t _kept_floats_into(list out, const double* src, Py_ssize_t r0, Py
     that nothing else holds come in turn (a gradient list, the second time round: one loop
     with no test that need not be made per item); returns how many were filled."""
     global _fkeep_at
-    cdef Py_ssize_t m = 0, k = _fkeep_at, kn = _fkeep_n
+    cdef Py_ssize_t m = 0, j = r0, k = _fkeep_at, lim = _fkeep_n - _fkeep_at
     cdef PyObject* f
+    # read once: no Python code runs below, and no store in the loop moves them
+    cdef PyObject** fk = _fkeep + k
+    cdef PyObject** oi = (<PyListObject*>out).ob_item
     if not _dfree_on:
         return 0
-    while m < nw and k < kn:
-        f = _fkeep[k]
+    if lim > nw:
+        lim = nw
+    while m < lim:
+        f = fk[m]
         if f.ob_refcnt != 1:  # the caller kept it: _kept_float gives its slot a fresh one
             break
-        (<PyFloatObject*>f).ob_fval = src[r0 + m * step]
+        (<PyFloatObject*>f).ob_fval = src[j]  # j = r0 + m * step
         f.ob_refcnt = 2
-        _list_steal(out, m, f)
+        oi[m] = f  # (PyList_SET_ITEM: ``out``'s slot m, NULL before)
+        j += step
         m += 1
-        k += 1
-    _fkeep_at = k
+    _fkeep_at = k + m
     return m
 
 
