@@ -457,19 +457,44 @@ cdef inline void _sweep_floats(const Binding* b, double* adj, Py_ssize_t top) no
 
 cdef inline void _sweep_floats_to(const Binding* b, double* adj, Py_ssize_t top,
                                   Py_ssize_t bottom) noexcept nogil:
-    """``_sweep_floats`` down to ``bottom``: bindings below it are inputs (nothing to do)."""
+    """``_sweep_floats`` down to ``bottom``: bindings below it are inputs (nothing to do).
+
+    A term for the binding just below (``i - 1``, a chain's running value: ``s = s + v``) is
+    kept in a register, ``d``, and added when that binding is read, rather than stored and
+    loaded again at once (a store, then a load that waits for it, on the chain's critical
+    path at every step; the sum is still stored, for the adjoints read afterwards). The sums
+    are the same, in the same order, to the bit: binding ``i - 1`` is the next one read, so
+    no other term reaches its adjoint in between; only
+    one parent's term is kept (both parents ``i - 1``: both stored, as before), and a term
+    left over when the sweep stops is stored."""
     cdef Py_ssize_t i, j, k
-    cdef double a
+    cdef double a, d = 0.0
+    cdef bint held = False  # d is a term of adj[i] not yet added
     for i in range(top, bottom - 1, -1):
-        a = adj[i]
+        if held:
+            a = adj[i] + d  # adj[i] += d, then a = adj[i] (stored: a wanted id's adjoint
+            adj[i] = a      # is read from adj; nothing waits for this store)
+            held = False
+        else:
+            a = adj[i]
         if a == 0.0:
             continue
         j = b[i].p1
         if j >= 0:
-            adj[j] += b[i].c1 * a
             k = b[i].p2
+            if j == i - 1 and k != j:
+                d = b[i].c1 * a
+                held = True
+            else:
+                adj[j] += b[i].c1 * a
             if k >= 0:
-                adj[k] += b[i].c2 * a
+                if k == i - 1 and not held and k != j:
+                    d = b[i].c2 * a
+                    held = True
+                else:
+                    adj[k] += b[i].c2 * a
+    if held:  # a term of adj[bottom - 1] (an input's), past the bottom
+        adj[bottom - 1] += d
 
 
 cdef inline void _set_array(Binding* b, Py_ssize_t p1, Py_ssize_t p2, PyObject* rule) noexcept:

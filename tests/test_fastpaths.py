@@ -556,6 +556,34 @@ def test_float_inputs_are_inputs_of_exact_floats(items, kind, before):
         assert [bits(a) for a in adj] == [bits(x) for x in [0.0] * before + [2.0] + [0.0] * (len(items) - 1)]
 
 
+CHAIN_VALUES = st.sampled_from([0.5, -1.5, 0.0, -0.0, 2.0, 1e308, -1e-310, math.inf, math.nan])
+
+
+@given(st.lists(CHAIN_VALUES, min_size=1, max_size=3),
+       st.lists(st.tuples(st.sampled_from(["+", "-", "*", "+c", "*c", "in"]),
+                          st.integers(0, 5), st.integers(0, 5), CHAIN_VALUES),
+                min_size=1, max_size=12),
+       CHAIN_VALUES)
+def test_float_sweep_of_chains_is_the_general_one_to_the_bit(xs, ops, ct):
+    """The float sweep keeps a term for the binding just below in a register (a chain's
+    running value); every adjoint -- inputs, inputs made between steps, and the steps
+    themselves -- is the pure twin's to the bit: parents that are the binding just below as
+    the first, the second or both operands, zero and non-finite terms and cotangents."""
+    got = []
+    for B in BACKENDS:
+        T = B.Tape(1)
+        vals = [T.input(x) for x in xs]
+        for op, a, b, c in ops:
+            x = vals[-1 - a % len(vals)]  # a = 0: the step just below
+            y = vals[-1 - b % len(vals)]
+            vals.append({"+": lambda: x + y, "-": lambda: y - x, "*": lambda: x * y,
+                         "+c": lambda: x + c, "*c": lambda: c * x,
+                         "in": lambda: T.input(c)}[op]())
+        n = T.nbindings
+        got.append([bits(g) for g in T.eval([(vals[-1].id, ct)], range(n))])
+    assert got[0] == got[1]
+
+
 @pytest.mark.parametrize("forward", [False, True])
 @pytest.mark.parametrize("kept", [0, 3, 8])
 @pytest.mark.parametrize("bad", [None, 0, 2, 3, 5, 7])
