@@ -53,11 +53,18 @@ cdef extern from *:
        _rec2_slow) are never inlined into them, so the common one saves no register and is
        itself small enough to inline into each arithmetic slot; and they are called as a
        tail call (the aliases below: no check of the result, which the caller makes). */
-    static PyObject *__pyx_f_7deltaad_5_core__rec1_slow(PyObject *, double, double)
-        __attribute__((noinline));
-    static PyObject *__pyx_f_7deltaad_5_core__rec2_slow(PyObject *, PyObject *, double, double,
-                                                       double) __attribute__((noinline));
-    static void __pyx_f_7deltaad_5_core__dual_dealloc_slow(PyObject *) __attribute__((noinline));
+    #if defined(__GNUC__) || defined(__clang__)
+    #define DELTAAD_NOINLINE __attribute__((noinline))
+    #elif defined(_MSC_VER)
+    #define DELTAAD_NOINLINE __declspec(noinline)
+    #else
+    #define DELTAAD_NOINLINE
+    #endif
+    DELTAAD_NOINLINE static PyObject *__pyx_f_7deltaad_5_core__rec1_slow(PyObject *, double,
+                                                                        double);
+    DELTAAD_NOINLINE static PyObject *__pyx_f_7deltaad_5_core__rec2_slow(PyObject *, PyObject *,
+                                                                        double, double, double);
+    DELTAAD_NOINLINE static void __pyx_f_7deltaad_5_core__dual_dealloc_slow(PyObject *);
     #define deltaad_rec1_slow __pyx_f_7deltaad_5_core__rec1_slow
     #define deltaad_rec2_slow __pyx_f_7deltaad_5_core__rec2_slow
     #define deltaad_get_tr(o) \
