@@ -304,14 +304,17 @@ def free_inputs(list holder, Py_ssize_t k, Trace trace):
     none.ob_refcnt += top - start
     h.ob_refcnt -= top - start  # trace.h holds one more: it never reaches zero here
     # the list's deallocation must not see the duals that went: when all went (the common
-    # case), the list is emptied in one step; else their slots are cleared (a zombie's count
-    # is 0, a dual the list holds has one at least)
+    # case), the list is emptied in one step; else their slots are cleared, found without
+    # touching a dual again: they are _dfree[start:top], in the list's order (a dual that
+    # went is in one slot only: one in two would have had a count of 2)
+    cdef Py_ssize_t q = start
     if top - start == n:
         Py_SET_SIZE(lp, 0)
     else:
         for j in range(m):
-            if items[j].ob_refcnt == 0:
+            if q < top and items[j] == _dfree[q]:
                 items[j] = NULL  # the list's deallocation skips it
+                q += 1
     holder[k] = None  # the list goes, with the duals left in it
 
 
