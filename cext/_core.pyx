@@ -30,6 +30,7 @@ cdef extern from "Python.h":
     void PyObject_Free(void* p)
     ctypedef struct PyListObject:
         PyObject** ob_item
+    void Py_SET_SIZE(PyObject* o, Py_ssize_t n)
     ctypedef struct PyTupleObject:
         PyObject** ob_item
     ctypedef struct PyFloatObject:
@@ -48,6 +49,24 @@ cdef extern from *:
     /* a dual's trace field read and written as a plain pointer, for stores whose references
        are counted apart (in bulk, or the handle's and None's once each); macros: the struct
        is declared further down */
+    /* The common step of _rec1/_rec2 calls nothing: their rare cases (_rec1_slow,
+       _rec2_slow) are never inlined into them, so the common one saves no register and is
+       itself small enough to inline into each arithmetic slot; and they are called as a
+       tail call (the aliases below: no check of the result, which the caller makes). */
+    #if defined(__GNUC__) || defined(__clang__)
+    #define DELTAAD_NOINLINE __attribute__((noinline))
+    #elif defined(_MSC_VER)
+    #define DELTAAD_NOINLINE __declspec(noinline)
+    #else
+    #define DELTAAD_NOINLINE
+    #endif
+    DELTAAD_NOINLINE static PyObject *__pyx_f_7deltaad_5_core__rec1_slow(PyObject *, double,
+                                                                        double);
+    DELTAAD_NOINLINE static PyObject *__pyx_f_7deltaad_5_core__rec2_slow(PyObject *, PyObject *,
+                                                                        double, double, double);
+    DELTAAD_NOINLINE static void __pyx_f_7deltaad_5_core__dual_dealloc_slow(PyObject *);
+    #define deltaad_rec1_slow __pyx_f_7deltaad_5_core__rec1_slow
+    #define deltaad_rec2_slow __pyx_f_7deltaad_5_core__rec2_slow
     #define deltaad_get_tr(o) \
         ((PyObject *)((struct __pyx_obj_7deltaad_5_core_Dual *)(o))->tr)
     #define deltaad_set_tr(o, h) (((struct __pyx_obj_7deltaad_5_core_Dual *)(o))->tr = \
@@ -59,6 +78,10 @@ cdef extern from *:
     object _steal "deltaad_steal"(PyObject* p)
     PyObject* _get_tr "deltaad_get_tr"(PyObject* o) noexcept nogil
     void _set_tr "deltaad_set_tr"(PyObject* o, PyObject* h) noexcept nogil
+    # _rec1_slow/_rec2_slow, their NULL (an exception set) handed on as it is
+    PyObject* _rec1_slow_tail "deltaad_rec1_slow"(PyObject* a, double v, double ca) noexcept
+    PyObject* _rec2_slow_tail "deltaad_rec2_slow"(PyObject* a, PyObject* b, double v, double ca,
+                                                  double cb) noexcept
 
 cdef extern from "Python.h":
     void _list_steal "PyList_SET_ITEM"(object lst, Py_ssize_t i, PyObject* o)  # steals o
@@ -258,7 +281,7 @@ def free_inputs(list holder, Py_ssize_t k, Trace trace):
         holder[k] = None
         return
     cdef PyObject** items = (<PyListObject*>lp).ob_item
-    cdef Py_ssize_t j, m = len(<list>lp)
+    cdef Py_ssize_t j, m = len(<list>lp), n = m
     cdef Py_ssize_t top = _dfree_n, start = _dfree_n
     cdef PyObject* d
     cdef PyObject* h = <PyObject*>trace.h
@@ -277,10 +300,21 @@ def free_inputs(list holder, Py_ssize_t k, Trace trace):
         d.ob_refcnt = 0
         _dfree[top] = d
         top += 1
-        items[j] = NULL  # the list's deallocation skips it
     _dfree_n = top
     none.ob_refcnt += top - start
     h.ob_refcnt -= top - start  # trace.h holds one more: it never reaches zero here
+    # the list's deallocation must not see the duals that went: when all went (the common
+    # case), the list is emptied in one step; else their slots are cleared, found without
+    # touching a dual again: they are _dfree[start:top], in the list's order (a dual that
+    # went is in one slot only: one in two would have had a count of 2)
+    cdef Py_ssize_t q = start
+    if top - start == n:
+        Py_SET_SIZE(lp, 0)
+    else:
+        for j in range(m):
+            if q < top and items[j] == _dfree[q]:
+                items[j] = NULL  # the list's deallocation skips it
+                q += 1
     holder[k] = None  # the list goes, with the duals left in it
 
 
@@ -348,6 +382,8 @@ cdef class Trace:
     def __cinit__(self, *args):
         global _dfree_on, _kept_mark
         _dfree_on = not _tracing()  # see _dfree
+        if not _dfree_on and _dfree_n:
+            _release_duals()  # none kept while off: see _dfree
         _kept_mark = 0  # see _fkeep
         cdef TraceHandle h = TraceHandle.__new__(TraceHandle)
         h.trace = <PyObject*>self
@@ -431,19 +467,44 @@ cdef inline void _sweep_floats(const Binding* b, double* adj, Py_ssize_t top) no
 
 cdef inline void _sweep_floats_to(const Binding* b, double* adj, Py_ssize_t top,
                                   Py_ssize_t bottom) noexcept nogil:
-    """``_sweep_floats`` down to ``bottom``: bindings below it are inputs (nothing to do)."""
+    """``_sweep_floats`` down to ``bottom``: bindings below it are inputs (nothing to do).
+
+    A term for the binding just below (``i - 1``, a chain's running value: ``s = s + v``) is
+    kept in a register, ``d``, and added when that binding is read, rather than stored and
+    loaded again at once (a store, then a load that waits for it, on the chain's critical
+    path at every step; the sum is still stored, for the adjoints read afterwards). The sums
+    are the same, in the same order, to the bit: binding ``i - 1`` is the next one read, so
+    no other term reaches its adjoint in between; only
+    one parent's term is kept (both parents ``i - 1``: both stored, as before), and a term
+    left over when the sweep stops is stored."""
     cdef Py_ssize_t i, j, k
-    cdef double a
+    cdef double a, d = 0.0
+    cdef bint held = False  # d is a term of adj[i] not yet added
     for i in range(top, bottom - 1, -1):
-        a = adj[i]
+        if held:
+            a = adj[i] + d  # adj[i] += d, then a = adj[i] (stored: a wanted id's adjoint
+            adj[i] = a      # is read from adj; nothing waits for this store)
+            held = False
+        else:
+            a = adj[i]
         if a == 0.0:
             continue
         j = b[i].p1
         if j >= 0:
-            adj[j] += b[i].c1 * a
             k = b[i].p2
+            if j == i - 1 and k != j:
+                d = b[i].c1 * a
+                held = True
+            else:
+                adj[j] += b[i].c1 * a
             if k >= 0:
-                adj[k] += b[i].c2 * a
+                if k == i - 1 and not held and k != j:
+                    d = b[i].c2 * a
+                    held = True
+                else:
+                    adj[k] += b[i].c2 * a
+    if held:  # a term of adj[bottom - 1] (an input's), past the bottom
+        adj[bottom - 1] += d
 
 
 cdef inline void _set_array(Binding* b, Py_ssize_t p1, Py_ssize_t p2, PyObject* rule) noexcept:
@@ -615,20 +676,25 @@ cdef Py_ssize_t _kept_floats_into(list out, const double* src, Py_ssize_t r0, Py
     that nothing else holds come in turn (a gradient list, the second time round: one loop
     with no test that need not be made per item); returns how many were filled."""
     global _fkeep_at
-    cdef Py_ssize_t m = 0, k = _fkeep_at, kn = _fkeep_n
+    cdef Py_ssize_t m = 0, j = r0, k = _fkeep_at, lim = _fkeep_n - _fkeep_at
     cdef PyObject* f
+    # read once: no Python code runs below, and no store in the loop moves them
+    cdef PyObject** fk = _fkeep + k
+    cdef PyObject** oi = (<PyListObject*>out).ob_item
     if not _dfree_on:
         return 0
-    while m < nw and k < kn:
-        f = _fkeep[k]
+    if lim > nw:
+        lim = nw
+    while m < lim:
+        f = fk[m]
         if f.ob_refcnt != 1:  # the caller kept it: _kept_float gives its slot a fresh one
             break
-        (<PyFloatObject*>f).ob_fval = src[r0 + m * step]
+        (<PyFloatObject*>f).ob_fval = src[j]  # j = r0 + m * step
         f.ob_refcnt = 2
-        _list_steal(out, m, f)
+        oi[m] = f  # (PyList_SET_ITEM: ``out``'s slot m, NULL before)
+        j += step
         m += 1
-        k += 1
-    _fkeep_at = k
+    _fkeep_at = k + m
     return m
 
 
@@ -836,18 +902,28 @@ cdef class Tape(Trace):
         cdef Binding* b = self.b + start  # below cap (grown above)
         cdef PyTypeObject* tf = <PyTypeObject*>float
         cdef Py_ssize_t nz = _zombies_for(m)  # the first nz duals: kept ones, counted at once
-        for k in range(m):  # no Python code runs: the item array and ``b`` stay put
+        # read once (no Python code runs in the first loop: nothing moves them)
+        cdef Py_ssize_t top = _dfree_n - 1
+        cdef PyObject** oi = (<PyListObject*>out).ob_item
+        for k in range(nz):  # no Python code runs: the item array and ``b`` stay put
             xp = it[k]
             if xp.ob_type != tf:
-                if k <= nz:
-                    _taken(k, h)
+                _taken(k, h)
                 return None  # ``out`` and the duals made so far go; n was never advanced
-            if k < nz:
-                o = _zombie_at(k, h)
-            else:
-                if k == nz:
-                    _taken(nz, h)
-                o = _alloc_raw(h)
+            o = _zombie_at(top - k, h)
+            (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
+            (<Dual>o).i = start + k
+            b[k].p1 = -1
+            b[k].c1 = 0.0
+            b[k].p2 = -1
+            b[k].c2 = 0.0
+            oi[k] = o
+        _taken(nz, h)
+        for k in range(nz, m):  # the rest, made afresh
+            xp = it[k]
+            if xp.ob_type != tf:
+                return None
+            o = _alloc_raw(h)
             (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
             (<Dual>o).i = start + k
             b[k].p1 = -1
@@ -855,8 +931,6 @@ cdef class Tape(Trace):
             b[k].p2 = -1
             b[k].c2 = 0.0
             _list_steal(out, k, o)
-        if nz == m:
-            _taken(nz, h)
         self.n = start + m
         if self.lead == start:
             self.lead = start + m
@@ -2270,24 +2344,28 @@ cdef class ForwardLevel(Trace):
         cdef PyObject* h = <PyObject*>self.h
         cdef PyTypeObject* tf = <PyTypeObject*>float
         cdef Py_ssize_t nz = _zombies_for(m)  # as in Tape.float_inputs
-        for k in range(m):  # no Python code runs: the item arrays stay put
+        cdef Py_ssize_t top = _dfree_n - 1
+        cdef PyObject** oi = (<PyListObject*>out).ob_item
+        for k in range(nz):  # no Python code runs: the item arrays stay put
             xp = it[k]
             tp = tt[k]
             if xp.ob_type != tf or tp.ob_type != tf:
-                if k <= nz:
-                    _taken(k, h)
+                _taken(k, h)
                 return None
-            if k < nz:
-                o = _zombie_at(k, h)
-            else:
-                if k == nz:
-                    _taken(nz, h)
-                o = _alloc_raw(h)
+            o = _zombie_at(top - k, h)
+            (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
+            _store_t(&(<Dual>o).i, (<PyFloatObject*>tp).ob_fval)
+            oi[k] = o
+        _taken(nz, h)
+        for k in range(nz, m):  # the rest, made afresh
+            xp = it[k]
+            tp = tt[k]
+            if xp.ob_type != tf or tp.ob_type != tf:
+                return None
+            o = _alloc_raw(h)
             (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
             _store_t(&(<Dual>o).i, (<PyFloatObject*>tp).ob_fval)
             _list_steal(out, k, o)
-        if nz == m:
-            _taken(nz, h)
         return out
 
     def emit(self, value, operands, coefs):
@@ -2708,7 +2786,8 @@ cdef class _Objects:
 # floats gets its 10^6 duals back from here on the next call. ``_dual_dealloc`` replaces the
 # type's tp_dealloc (set at the end of the module); only this module's code sees zombies.
 # While tracemalloc traces, no dual is kept or reused (see _spare): ``_dfree_on`` is refreshed
-# whenever a trace is made.
+# whenever a trace is made, and the kept duals are freed when it turns off; so a kept dual
+# (``_dfree_n > 0``) is always one to reuse, and taking one tests nothing else.
 cdef enum:
     DFREE_MAX = 4194304
 cdef PyObject* _dfree[DFREE_MAX]
@@ -2725,7 +2804,7 @@ cdef inline PyObject* _alloc_raw(PyObject* tr) except NULL:
     """``_alloc_dual`` as a new reference held in a C pointer (no counting around the call)."""
     global _dfree_n
     cdef PyObject* o
-    if _dfree_n > 0 and _dfree_on:
+    if _dfree_n > 0:  # (only while _dfree_on: see _dfree)
         _dfree_n -= 1
         o = _dfree[_dfree_n]
         o.ob_refcnt = 1  # a zombie: see _dual_dealloc
@@ -2736,24 +2815,24 @@ cdef inline PyObject* _alloc_raw(PyObject* tr) except NULL:
 
 
 cdef inline Py_ssize_t _zombies_for(Py_ssize_t m) noexcept:
-    """How many of ``m`` duals to be made in one C loop the kept duals give (``_zombie_at``)."""
-    if not _dfree_on:
-        return 0
+    """How many of ``m`` duals to be made in one C loop the kept duals give (``_zombie_at``;
+    none while ``_dfree_on`` is off: see _dfree)."""
     return _dfree_n if _dfree_n < m else m
 
 
-cdef inline PyObject* _zombie_at(Py_ssize_t k, PyObject* h) noexcept:
-    """``_alloc_raw(h)`` for the ``k``-th kept dual from the top, in a loop that takes several
+cdef inline PyObject* _zombie_at(Py_ssize_t j, PyObject* h) noexcept:
+    """``_alloc_raw(h)`` for the kept dual in slot ``j`` (the ``k``-th from the top for ``j =
+    _dfree_n - 1 - k``, ``_dfree_n`` read once before the loop), in a loop that takes several
     and runs no Python code: its reference to ``h`` (and the one to None it drops) are counted
     by ``_taken`` once for all."""
-    cdef PyObject* o = _dfree[_dfree_n - 1 - k]
+    cdef PyObject* o = _dfree[j]
     o.ob_refcnt = 1
     _set_tr(o, h)
     return o
 
 
 cdef inline PyObject* _pop_zombie(PyObject* h) noexcept:
-    """``_alloc_raw(h)`` when a kept dual is there (``_dfree_n > 0`` and ``_dfree_on``,
+    """``_alloc_raw(h)`` when a kept dual is there (``_dfree_n > 0``,
     checked by the caller): no call, no test that may not be needed."""
     global _dfree_n
     _dfree_n -= 1
@@ -2782,7 +2861,27 @@ cdef PyObject* _fresh_raw() except NULL:
 
 cdef void _dual_dealloc(PyObject* o) noexcept:
     """tp_dealloc of Dual: drop the references, then keep the object for reuse (or free it).
-    Only borrowed casts of ``o`` below: a counted reference would free it again."""
+    The common case -- a float dual (ov None) whose handle something else holds too, room
+    among the kept duals -- runs no Python code and calls nothing (no register to save): the
+    handle's reference becomes one to None, as ``_dual_dealloc_slow`` leaves it, the same
+    zombie. Only borrowed casts of ``o`` below: a counted reference would free it again."""
+    global _dfree_n
+    cdef PyObject* h = _get_tr(o)
+    cdef PyObject* none = <PyObject*>None
+    cdef Py_ssize_t k = _dfree_n
+    if <PyObject*>(<Dual>o).ov == none and h.ob_refcnt > 1 and k < DFREE_MAX and _dfree_on:
+        h.ob_refcnt -= 1  # never the last reference: nothing is freed
+        none.ob_refcnt += 1
+        _set_tr(o, none)
+        _dfree[k] = o
+        _dfree_n = k + 1
+        return
+    _dual_dealloc_slow(o)
+
+
+cdef void _dual_dealloc_slow(PyObject* o) noexcept:
+    """``_dual_dealloc``'s every case: the references go (freeing a handle, or a value that
+    is not a float, may run Python code), then the dual is kept or freed."""
     global _dfree_n
     if (<Dual>o).ov is not None:
         (<Dual>o).ov = None
@@ -2838,7 +2937,7 @@ cdef inline PyObject* _rec1(PyObject* a, double v, double ca) except NULL:
     cdef PyObject* tp
     cdef Py_ssize_t i
     cdef double t
-    if _dfree_n > 0 and _dfree_on and not (<TraceHandle>h).closed:
+    if _dfree_n > 0 and not (<TraceHandle>h).closed:  # (a kept dual: see _dfree)
         if not (<TraceHandle>h).is_forward:
             tp = (<TraceHandle>h).trace
             i = (<Tape>tp).n
@@ -2858,7 +2957,7 @@ cdef inline PyObject* _rec1(PyObject* a, double v, double ca) except NULL:
             (<Dual>r).v = v
             _store_t(&(<Dual>r).i, ca * t if t != 0.0 else 0.0)
             return r
-    return _rec1_slow(a, v, ca)
+    return _rec1_slow_tail(a, v, ca)
 
 
 cdef inline PyObject* _rec2(PyObject* a, PyObject* b, double v, double ca, double cb) except NULL:
@@ -2868,7 +2967,7 @@ cdef inline PyObject* _rec2(PyObject* a, PyObject* b, double v, double ca, doubl
     cdef PyObject* tp
     cdef Py_ssize_t i
     cdef double t, u
-    if _dfree_n > 0 and _dfree_on and not (<TraceHandle>h).closed:
+    if _dfree_n > 0 and not (<TraceHandle>h).closed:  # (a kept dual: see _dfree)
         if not (<TraceHandle>h).is_forward:
             tp = (<TraceHandle>h).trace
             i = (<Tape>tp).n
@@ -2889,7 +2988,7 @@ cdef inline PyObject* _rec2(PyObject* a, PyObject* b, double v, double ca, doubl
             (<Dual>r).v = v
             _store_t(&(<Dual>r).i, ((ca * t) if t != 0.0 else 0.0) + ((cb * u) if u != 0.0 else 0.0))
             return r
-    return _rec2_slow(a, b, v, ca, cb)
+    return _rec2_slow_tail(a, b, v, ca, cb)
 
 
 cdef PyObject* _rec1_slow(PyObject* a, double v, double ca) except NULL:
@@ -3116,77 +3215,86 @@ cdef binop_slot _cy_nb_sub = NULL
 cdef binop_slot _cy_nb_mul = NULL
 cdef binop_slot _cy_nb_div = NULL
 
-
-# (Casts, not typed locals, below: a typed local would count a reference up and down.)
-cdef object _nb_add(object x, object y):
-    cdef PyObject* px = <PyObject*>x
-    cdef PyObject* py = <PyObject*>y
-    if type(x) is Dual:
-        if (<Dual>x).ov is None:
-            if type(y) is Dual:
-                if (<Dual>y).tr is (<Dual>x).tr and (<Dual>y).ov is None:
-                    return _steal(_rec2(px, py, (<Dual>x).v + (<Dual>y).v, 1.0, 1.0))
-            elif type(y) is float:
-                return _steal(_rec1(px, (<Dual>x).v + PyFloat_AS_DOUBLE(y), 1.0))
-    elif type(x) is float and type(y) is Dual and (<Dual>y).ov is None:
-        return _steal(_rec1(py, PyFloat_AS_DOUBLE(x) + (<Dual>y).v, 1.0))
-    return _cy_nb_add(x, y)
+# The slots below are written over C pointers and return one (NULL with an exception set, as
+# a slot does): every call in them is their last step (a tail call: no register saved, no
+# result checked on the way out). ``_rec1_raw``/``_rec2_raw`` are _rec1/_rec2, their NULL
+# handed on as it is; ``binop_raw`` is the saved generic slot, called the same way.
+ctypedef PyObject* (*binop_raw)(PyObject*, PyObject*) noexcept
+cdef extern from *:
+    PyObject* _rec1_raw "__pyx_f_7deltaad_5_core__rec1"(PyObject* a, double v, double ca) noexcept
+    PyObject* _rec2_raw "__pyx_f_7deltaad_5_core__rec2"(PyObject* a, PyObject* b, double v,
+                                                        double ca, double cb) noexcept
 
 
-cdef object _nb_sub(object x, object y):
-    cdef PyObject* px = <PyObject*>x
-    cdef PyObject* py = <PyObject*>y
-    if type(x) is Dual:
-        if (<Dual>x).ov is None:
-            if type(y) is Dual:
-                if (<Dual>y).tr is (<Dual>x).tr and (<Dual>y).ov is None:
-                    return _steal(_rec2(px, py, (<Dual>x).v - (<Dual>y).v, 1.0, -1.0))
-            elif type(y) is float:
-                return _steal(_rec1(px, (<Dual>x).v - PyFloat_AS_DOUBLE(y), 1.0))
-    elif type(x) is float and type(y) is Dual and (<Dual>y).ov is None:
-        return _steal(_rec1(py, PyFloat_AS_DOUBLE(x) - (<Dual>y).v, -1.0))
-    return _cy_nb_sub(x, y)
+cdef inline bint _is_float_dual(PyObject* x) noexcept:
+    """``x`` is a Dual with a float value."""
+    return x.ob_type == <PyTypeObject*>Dual and <PyObject*>(<Dual>x).ov == <PyObject*>None
 
 
-cdef object _nb_mul(object x, object y):
-    cdef PyObject* px = <PyObject*>x
-    cdef PyObject* py = <PyObject*>y
+cdef inline bint _is_float(PyObject* x) noexcept:
+    return x.ob_type == <PyTypeObject*>float
+
+
+cdef inline bint _same_trace(PyObject* x, PyObject* y) noexcept:
+    return _get_tr(x) == _get_tr(y)
+
+
+cdef PyObject* _nb_add(PyObject* x, PyObject* y) noexcept:
+    if _is_float_dual(x):
+        if _is_float_dual(y):
+            if _same_trace(x, y):
+                return _rec2_raw(x, y, (<Dual>x).v + (<Dual>y).v, 1.0, 1.0)
+        elif _is_float(y):
+            return _rec1_raw(x, (<Dual>x).v + PyFloat_AS_DOUBLE(<object>y), 1.0)
+    elif _is_float(x) and _is_float_dual(y):
+        return _rec1_raw(y, PyFloat_AS_DOUBLE(<object>x) + (<Dual>y).v, 1.0)
+    return (<binop_raw>_cy_nb_add)(x, y)
+
+
+cdef PyObject* _nb_sub(PyObject* x, PyObject* y) noexcept:
+    if _is_float_dual(x):
+        if _is_float_dual(y):
+            if _same_trace(x, y):
+                return _rec2_raw(x, y, (<Dual>x).v - (<Dual>y).v, 1.0, -1.0)
+        elif _is_float(y):
+            return _rec1_raw(x, (<Dual>x).v - PyFloat_AS_DOUBLE(<object>y), 1.0)
+    elif _is_float(x) and _is_float_dual(y):
+        return _rec1_raw(y, PyFloat_AS_DOUBLE(<object>x) - (<Dual>y).v, -1.0)
+    return (<binop_raw>_cy_nb_sub)(x, y)
+
+
+cdef PyObject* _nb_mul(PyObject* x, PyObject* y) noexcept:
     cdef double c
-    if type(x) is Dual:
-        if (<Dual>x).ov is None:
-            if type(y) is Dual:
-                if (<Dual>y).tr is (<Dual>x).tr and (<Dual>y).ov is None:
-                    return _steal(_rec2(px, py, (<Dual>x).v * (<Dual>y).v, (<Dual>y).v,
-                                        (<Dual>x).v))
-            elif type(y) is float:
-                c = PyFloat_AS_DOUBLE(y)
-                return _steal(_rec1(px, (<Dual>x).v * c, c))
-    elif type(x) is float and type(y) is Dual and (<Dual>y).ov is None:
-        c = PyFloat_AS_DOUBLE(x)
-        return _steal(_rec1(py, c * (<Dual>y).v, c))
-    return _cy_nb_mul(x, y)
+    if _is_float_dual(x):
+        if _is_float_dual(y):
+            if _same_trace(x, y):
+                return _rec2_raw(x, y, (<Dual>x).v * (<Dual>y).v, (<Dual>y).v, (<Dual>x).v)
+        elif _is_float(y):
+            c = PyFloat_AS_DOUBLE(<object>y)
+            return _rec1_raw(x, (<Dual>x).v * c, c)
+    elif _is_float(x) and _is_float_dual(y):
+        c = PyFloat_AS_DOUBLE(<object>x)
+        return _rec1_raw(y, c * (<Dual>y).v, c)
+    return (<binop_raw>_cy_nb_mul)(x, y)
 
 
-cdef object _nb_div(object x, object y):
-    cdef PyObject* px = <PyObject*>x
-    cdef PyObject* py = <PyObject*>y
+cdef PyObject* _nb_div(PyObject* x, PyObject* y) noexcept:
     cdef double bv, v
-    if type(x) is Dual:
-        if (<Dual>x).ov is None:
-            if type(y) is Dual:
-                if (<Dual>y).tr is (<Dual>x).tr and (<Dual>y).ov is None:
-                    bv = (<Dual>y).v
-                    if bv != 0.0:
-                        v = (<Dual>x).v / bv
-                        return _steal(_rec2(px, py, v, 1.0 / bv, -v / bv))
-            elif type(y) is float:
-                bv = PyFloat_AS_DOUBLE(y)
+    if _is_float_dual(x):
+        if _is_float_dual(y):
+            if _same_trace(x, y):
+                bv = (<Dual>y).v
                 if bv != 0.0:
-                    return _steal(_rec1(px, (<Dual>x).v / bv, 1.0 / bv))
-    elif type(x) is float and type(y) is Dual and (<Dual>y).ov is None and (<Dual>y).v != 0.0:
-        v = PyFloat_AS_DOUBLE(x) / (<Dual>y).v
-        return _steal(_rec1(py, v, -v / (<Dual>y).v))
-    return _cy_nb_div(x, y)
+                    v = (<Dual>x).v / bv
+                    return _rec2_raw(x, y, v, 1.0 / bv, -v / bv)
+        elif _is_float(y):
+            bv = PyFloat_AS_DOUBLE(<object>y)
+            if bv != 0.0:
+                return _rec1_raw(x, (<Dual>x).v / bv, 1.0 / bv)
+    elif _is_float(x) and _is_float_dual(y) and (<Dual>y).v != 0.0:
+        v = PyFloat_AS_DOUBLE(<object>x) / (<Dual>y).v
+        return _rec1_raw(y, v, -v / (<Dual>y).v)
+    return (<binop_raw>_cy_nb_div)(x, y)
 
 
 # The comparison slot of Dual: __richcmp__'s fast path for two float values (a float dual
@@ -3857,10 +3965,10 @@ def _dual_new(*args, **kwargs):
 # dicts the same way.
 (<dict><object>(<PyTypeObject*>Dual).tp_dict)["__new__"] = staticmethod(_dual_new)
 (<PyTypeObject*>Dual).tp_dealloc = <destructor>_dual_dealloc  # keeps freed duals: see _dfree
-_cy_nb_add = _nb_add
-_cy_nb_sub = _nb_sub
-_cy_nb_mul = _nb_mul
-_cy_nb_div = _nb_div
+_cy_nb_add = <binop_slot>_nb_add
+_cy_nb_sub = <binop_slot>_nb_sub
+_cy_nb_mul = <binop_slot>_nb_mul
+_cy_nb_div = <binop_slot>_nb_div
 deltaad_swap_number_slots(<PyTypeObject*>Dual, &_cy_nb_add, &_cy_nb_sub, &_cy_nb_mul,
                           &_cy_nb_div)  # now Dual's slots are ours, _cy_nb_* Cython's
 _cy_richcmp = _tp_richcmp

@@ -9,8 +9,10 @@ time, the pairs form of the seeds), on both backends.
 
 import fractions
 import math
+import sys
 import threading
 import tracemalloc
+import weakref
 
 import numpy as np
 import pytest
@@ -121,6 +123,33 @@ def test_core_reuses_freed_duals_and_tracemalloc_still_sees_them():
     del ds
     _core.release_memory()
     assert deltaad.grad(lambda xs: xs[0] * xs[1])([2.0, 3.0]) == [3.0, 2.0]
+
+
+@each_backend
+def test_freeing_a_dual_frees_what_only_it_held(B):
+    """A freed dual is kept for reuse in one step only while its trace's handle stays alive
+    and its value is a float: the last dual of a finished trace frees the handle (a weak
+    reference to it calls back when that dual goes, not before), a dual whose value is a
+    dual of a lower trace lets go of that value, and the duals made next are right."""
+    called = []
+    T = B.Tape(1)
+    d = T.input(2.0)
+    e = d * 3.0
+    del T  # finished: its duals hold what they name of it, nothing holds them
+    w = weakref.ref(e.trace, lambda _: called.append(1))
+    del d
+    assert not called and w() is not None
+    del e
+    assert called == [1]
+    T1 = B.Tape(1)
+    x = T1.input(2.0)
+    held = sys.getrefcount(x)
+    T2 = B.Tape(2)
+    y = T2.input(x)
+    assert sys.getrefcount(x) > held
+    del y
+    assert sys.getrefcount(x) == held
+    assert deltaad.grad(lambda xs: xs[0] * xs[1] + xs[2])([2.0, 3.0, 5.0]) == [3.0, 2.0, 1.0]
 
 
 @pytest.mark.parametrize("how", ["grad", "vjp", "jvp"])
@@ -525,6 +554,71 @@ def test_float_inputs_are_inputs_of_exact_floats(items, kind, before):
         out = got[0] * 2.0
         adj = T.eval([(out.id, 1.0)], range(before + len(items)))
         assert [bits(a) for a in adj] == [bits(x) for x in [0.0] * before + [2.0] + [0.0] * (len(items) - 1)]
+
+
+CHAIN_VALUES = st.sampled_from([0.5, -1.5, 0.0, -0.0, 2.0, 1e308, -1e-310, math.inf, math.nan])
+
+
+@given(st.lists(CHAIN_VALUES, min_size=1, max_size=3),
+       st.lists(st.tuples(st.sampled_from(["+", "-", "*", "+c", "*c", "in"]),
+                          st.integers(0, 5), st.integers(0, 5), CHAIN_VALUES),
+                min_size=1, max_size=12),
+       CHAIN_VALUES)
+def test_float_sweep_of_chains_is_the_general_one_to_the_bit(xs, ops, ct):
+    """The float sweep keeps a term for the binding just below in a register (a chain's
+    running value); every adjoint -- inputs, inputs made between steps, and the steps
+    themselves -- is the pure twin's to the bit: parents that are the binding just below as
+    the first, the second or both operands, zero and non-finite terms and cotangents."""
+    got = []
+    for B in BACKENDS:
+        T = B.Tape(1)
+        vals = [T.input(x) for x in xs]
+        for op, a, b, c in ops:
+            x = vals[-1 - a % len(vals)]  # a = 0: the step just below
+            y = vals[-1 - b % len(vals)]
+            vals.append({"+": lambda: x + y, "-": lambda: y - x, "*": lambda: x * y,
+                         "+c": lambda: x + c, "*c": lambda: c * x,
+                         "in": lambda: T.input(c)}[op]())
+        n = T.nbindings
+        got.append([bits(g) for g in T.eval([(vals[-1].id, ct)], range(n))])
+    assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("forward", [False, True])
+@pytest.mark.parametrize("kept", [0, 3, 8])
+@pytest.mark.parametrize("bad", [None, 0, 2, 3, 5, 7])
+def test_float_inputs_take_kept_duals_then_make_the_rest(forward, kept, bad):
+    """``float_inputs`` takes the kept duals first and makes the rest afresh; a non-float
+    anywhere (among the kept ones, where they run out, among the fresh ones) gives None and
+    records nothing, and either way every reference to the trace is counted: once the trace
+    and its duals go, nothing holds what they named of it."""
+    _core.release_memory()
+    T = _core.ForwardLevel(1) if forward else _core.Tape(1)
+    make = (lambda xs: T.float_inputs(xs, [2.0] * len(xs))) if forward else T.float_inputs
+    scratch = make([0.0] * kept) if kept else []
+    del scratch  # now exactly ``kept`` duals are kept for reuse
+    items = [0.5 * k for k in range(8)]
+    if bad is not None:
+        items[bad] = 1
+    got = make(items)
+    if bad is not None:
+        assert got is None
+    else:
+        assert [d.value for d in got] == items
+        assert all(d.trace is T for d in got)
+        if forward:
+            assert [d.tangent for d in got] == [2.0] * 8
+        else:
+            assert [d.id for d in got] == list(range(kept, kept + 8))
+    again = make([1.5] * 9)
+    assert [d.value for d in again] == [1.5] * 9
+    d = again[0]
+    del T, make
+    handle = weakref.ref(d.trace)
+    assert type(handle()) is not _core.Tape and type(handle()) is not _core.ForwardLevel
+    del d, again, got
+    assert handle() is None
+    _core.release_memory()
 
 
 @given(st.lists(ITEMS, max_size=6), st.lists(ITEMS, max_size=6),

@@ -296,3 +296,22 @@ def test_flat_treedef_equality_and_repr():
     assert flat != deltaad.tree_flatten((1.0, 2.0, 3.0))[1]
     assert repr(flat) == repr(mixed) == "list(*, *, *)"
     assert flat.children == mixed.children
+
+
+@pytest.mark.parametrize("n", [3, 300, 5000])
+def test_a_flat_argument_shape_is_described_once(n):
+    """The TreeDef of one flat list or tuple argument is made once per shape and then shared
+    (short ones always, a long one while it is the last shape seen): equal to a fresh one, and
+    a gradient's structure follows each call's own length and type."""
+    from deltaad.pytrees import TreeDef, flat_args_def, tree_flatten
+
+    for kind in (list, tuple):
+        d = flat_args_def(kind([0.5] * n))
+        assert flat_args_def(kind([1.5] * n)) is d
+        assert d == TreeDef("tuple", None, (tree_flatten(kind([0.0] * n))[1],))
+        assert d.nleaves == n and d.children[0].kind == kind.__name__
+    assert flat_args_def([0.5] * (n + 1)).nleaves == n + 1
+    assert flat_args_def((0.5,) * n).children[0].kind == "tuple"
+    for m in (n, n + 1, n):
+        g = grad(lambda xs: sum(x * x for x in xs))([1.0] * m)
+        assert type(g) is list and g == [2.0] * m

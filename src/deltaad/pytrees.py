@@ -103,17 +103,29 @@ all_scalars = B.all_scalars
 
 
 _FLAT_DEFS = {}  # (list or tuple, length) -> its flat TreeDef, shared for short lengths
+# The last flat TreeDef made of a longer list or tuple, as (type, length, TreeDef), and the
+# last arguments' TreeDef made by ``flat_args_def``, as (its one child, TreeDef): repeated
+# calls on arguments of one shape (a gradient in a loop) make neither again. Each is one
+# tuple, replaced whole.
+_last_flat = (None, -1, None)
+_last_args = (None, None)
 
 
 def _flat_def(tx, n):
     """The TreeDef of a list or tuple of ``n`` leaves (floats or scalar duals); the same object
     each time for short ones (no construction per call, and equal structures compare by
-    identity)."""
+    identity), and for a long one made for the same type and length as the last."""
+    global _last_flat
     d = _FLAT_DEFS.get((tx, n))
     if d is None:
+        t, m, d = _last_flat
+        if t is tx and m == n:
+            return d
         d = TreeDef(tx.__name__, None, None, flat=True, nleaves=n)
         if n <= 256:
             _FLAT_DEFS[(tx, n)] = d
+        else:
+            _last_flat = (tx, n, d)
     return d
 
 
@@ -137,8 +149,16 @@ def flatten_float_args(args):
 
 
 def flat_args_def(x):
-    """The TreeDef of the arguments ``(x,)``, ``x`` a list or tuple of floats."""
-    return TreeDef("tuple", None, (_flat_def(type(x), len(x)),))
+    """The TreeDef of the arguments ``(x,)``, ``x`` a list or tuple of floats (the same object
+    as the last time for the same type and length: see ``_last_args``)."""
+    global _last_args
+    inner = _flat_def(type(x), len(x))
+    c, d = _last_args
+    if c is inner:
+        return d
+    d = TreeDef("tuple", None, (inner,))
+    _last_args = (inner, d)
+    return d
 
 
 def tree_flatten(tree):

@@ -714,6 +714,10 @@ def _value_and_grad(self, args, kwargs):
     single, nums = _argnums_tuple(self.argnums, len(args), "grad")
     has_aux = self.has_aux
     out, pb, aux = _vjp(self.fun, args, kwargs, nums, has_aux, "grad")
+    if type(out) is float and not self.holomorphic:  # one real output, the commonest: what
+        g = pb(1.0)                                   # the checks below find
+        g = g[0] if single else g
+        return ((out, aux), g) if has_aux else (out, g)
     if self.holomorphic:
         _check_holomorphic(pb.in_leaves, "grad")
         if not _is_complex_scalar(out):
