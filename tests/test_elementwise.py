@@ -7,7 +7,8 @@ The paths must agree to the last bit wherever numpy's and ``math``'s values of t
 agree (they need not: numpy's SIMD ``tanh`` is not libm's); where they do not, each path's
 derivative is the table's expression at its own value. On a machine where numpy's elementary
 functions are not libm's at all (AVX-512 kernels), ``deltaad.f`` (whose derivative is computed
-with ``math``) is held to the table within 2 ulp, and numpy's paths to each other to the bit. A ``ValueError`` from ``math`` (a
+with ``math``) is held to numpy's paths within ``CROSS_REL`` where their values agree, and
+numpy's paths to each other to the bit. A ``ValueError`` from ``math`` (a
 domain error on a scalar ``deltaad.f``) against numpy's nan is the documented convention, not
 a mismatch. The table of functions is deltaad's own table, so
 a new entry is checked here without a line of test code.
@@ -64,6 +65,14 @@ def _numpy_is_libm():
 
 
 NUMPY_IS_LIBM = _numpy_is_libm()
+# between deltaad.f (math) and numpy's paths where numpy is not libm: the derivative's
+# expression rounds differently in each library, and amplifies it (boxcox1p's first
+# derivative 26 ulp apart at (19.2, 6.0), stdtr's 6 ulp, nbdtri's second 21 ulp, were seen)
+CROSS_REL = 1e-12
+
+
+def close(a, b, rel):
+    return abs(a - b) <= rel * max(abs(a), abs(b))
 
 
 def family(path):
@@ -163,14 +172,18 @@ def agree(e, x, paths):
     outside = any(math.isnan(v[0]) for v in got.values())
     groups = {}
     for k, v in got.items():
-        groups.setdefault((bits(v[0]), family(k)), []).append(k)
+        groups.setdefault(bits(v[0]), []).append(k)
     if outside:
         assert all(math.isnan(v[0]) for v in got.values()), (e.name, x, got)
     else:
         for names in groups.values():
             for a in names:
                 for b in names:
-                    assert ulps(got[a][1], got[b][1]) == 0, "%s at %r: d1 %s %r != %s %r" % (
+                    # the same library: to the bit; math's against numpy's SIMD kernels: to
+                    # CROSS_REL
+                    cross = family(a) != family(b)
+                    assert ulps(got[a][1], got[b][1]) == 0 or cross and close(
+                        got[a][1], got[b][1], CROSS_REL), "%s at %r: d1 %s %r != %s %r" % (
                         e.name, x, a, got[a][1], b, got[b][1])
                     # (a second derivative computed as a difference of terms larger than
                     # itself, i1e's, say, rounds differently on paths that sum in different
@@ -186,6 +199,7 @@ def agree(e, x, paths):
                         # inf on one path only (stdtrit's at p ~ 1e-85, where it is ~1e252)
                         continue
                     assert ulps(got[a][2], got[b][2]) <= 2 or \
+                        cross and close(got[a][2], got[b][2], 100 * CROSS_REL) or \
                         abs(got[a][2] - got[b][2]) <= scale, "%s at %r: d2 %s %r vs %s %r" % (
                         e.name, x, a, got[a][2], b, got[b][2])
         if len(groups) > 1:
