@@ -911,12 +911,7 @@ cdef class Tape(Trace):
                 _taken(k, h)
                 return None  # ``out`` and the duals made so far go; n was never advanced
             o = _zombie_at(top - k, h)
-            (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
-            (<Dual>o).i = start + k
-            b[k].p1 = -1
-            b[k].c1 = 0.0
-            b[k].p2 = -1
-            b[k].c2 = 0.0
+            _as_input(o, xp, start + k, &b[k])
             oi[k] = o
         _taken(nz, h)
         for k in range(nz, m):  # the rest, made afresh
@@ -924,12 +919,7 @@ cdef class Tape(Trace):
             if xp.ob_type != tf:
                 return None
             o = _alloc_raw(h)
-            (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
-            (<Dual>o).i = start + k
-            b[k].p1 = -1
-            b[k].c1 = 0.0
-            b[k].p2 = -1
-            b[k].c2 = 0.0
+            _as_input(o, xp, start + k, &b[k])
             _list_steal(out, k, o)
         self.n = start + m
         if self.lead == start:
@@ -2818,6 +2808,17 @@ cdef inline Py_ssize_t _zombies_for(Py_ssize_t m) noexcept:
     """How many of ``m`` duals to be made in one C loop the kept duals give (``_zombie_at``;
     none while ``_dfree_on`` is off: see _dfree)."""
     return _dfree_n if _dfree_n < m else m
+
+
+cdef inline void _as_input(PyObject* o, PyObject* xp, Py_ssize_t i, Binding* bk) noexcept:
+    """The dual ``o`` made the input ``i`` of value ``xp`` (a float), its binding ``bk`` an
+    input's (no parents): the step both of float_inputs' loops take."""
+    (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
+    (<Dual>o).i = i
+    bk.p1 = -1
+    bk.c1 = 0.0
+    bk.p2 = -1
+    bk.c2 = 0.0
 
 
 cdef inline PyObject* _zombie_at(Py_ssize_t j, PyObject* h) noexcept:
