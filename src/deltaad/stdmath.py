@@ -112,8 +112,8 @@ def _converting(module):
 
     def converts(name, fn):
         def call(a, *args, **kwargs):
-            if type(a).__name__ == "Fillable":  # numpy's object view would hide its duals
-                from .numpy.fillable import settle
+            settle = _trace.settled_types.get(type(a))
+            if settle is not None:  # a fillable: numpy's object view would hide its duals
                 a = settle(a)
             try:
                 return fn(a, *args, **kwargs)

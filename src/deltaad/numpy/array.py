@@ -432,11 +432,6 @@ def wrap(out, trace, i, t):
     return ArrayDual(out, trace, i, t)
 
 
-# deltaad.numpy.fillable's array type, once imported: numpy may ask a dual's
-# ``__array_ufunc__`` before the fillable's, which then answers for both
-FILLABLE = set()
-
-
 def array_input(trace, value, tangent):
     """An array leaf as an input of ``trace`` (``value`` an ndarray or an outer array dual)."""
     if trace.closed:
@@ -1580,9 +1575,9 @@ def ufunc_dispatch(ufunc, method, inputs, kwargs):
                 if (ta is ArrayDual and (tb is ArrayDual or tb is float)) or \
                         (tb is ArrayDual and ta is float):
                     return rule(a, b)
-    if FILLABLE:
+    if _trace.settled_types:  # (deltaad.numpy.fillable's arrays, once imported)
         for x in inputs + tuple(kwargs.get("out") or ()):
-            if type(x) in FILLABLE:  # numpy asked the dual first: the fillable's way
+            if type(x) in _trace.settled_types:  # numpy asked the dual first: the fillable's
                 return x.__array_ufunc__(ufunc, method, *inputs, **kwargs)
     extra = {}
     if kwargs:
@@ -1702,7 +1697,7 @@ def asarray_plain(x):
 
 def _fillable_in(args):
     for a in args:
-        if type(a) in FILLABLE:
+        if type(a) in _trace.settled_types:
             return a
         if type(a) is list or type(a) is tuple:
             f = _fillable_in(a)
@@ -1713,7 +1708,7 @@ def _fillable_in(args):
 
 def function_dispatch(func, args, kwargs):
     """numpy's ``__array_function__`` for array duals (and scalar duals, where installed)."""
-    if FILLABLE:
+    if _trace.settled_types:
         f = _fillable_in(args)
         if f is None:
             f = _fillable_in(kwargs.values())

@@ -26,7 +26,6 @@ from deltaad._plainnumpy import np
 
 from .. import trace as _trace
 from .._backend import B
-from . import array as _array
 from .array import ArrayDual, asarray, object_array
 
 Dual = B.Dual
@@ -205,7 +204,6 @@ class Fillable(np.ndarray):
 
 
 _trace.settled_types[Fillable] = settle  # as a differentiated function's input or tangent
-_array.FILLABLE.add(Fillable)
 
 
 def _numpy_method(func):

@@ -17,7 +17,7 @@ import sys
 
 from deltaad._plainnumpy import np
 
-from ..trace import is_dual
+from ..trace import is_dual, settled_types
 from ..trace import value as strip
 from . import registry
 from .array import ArrayDual, Dual, asarray
@@ -37,8 +37,9 @@ def plain(a):
     if isinstance(a, np.ndarray) and a.dtype.kind == "O":  # (a fillable array too)
         if holds_dual(a):
             return np.asarray([strip(e) for e in a.ravel().tolist()]).reshape(a.shape)
-        if type(a) is not np.ndarray:  # a fillable of plain numbers: the float array
-            return np.asarray(a.view(np.ndarray).tolist(), dtype=float).reshape(a.shape)
+        settle = settled_types.get(type(a))
+        if settle is not None:  # a fillable of plain numbers: the float array
+            return settle(a)
     return a
 
 
