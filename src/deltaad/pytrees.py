@@ -21,7 +21,10 @@ import dataclasses
 import functools
 from collections import OrderedDict, defaultdict
 
+from deltaad._plainnumpy import np
+
 from ._backend import B
+from .trace import dual_types as _dual_types
 from .trace import recorders as _recorders
 
 
@@ -88,6 +91,9 @@ def _dataclass_names(x, tx):
 
 
 LEAF = TreeDef("leaf", None, ())
+# The arguments of a one-argument function whose argument is a leaf (an array, usually): made
+# once, not per call
+_TUPLE_OF_LEAF = TreeDef("tuple", None, (LEAF,))
 
 
 def _is_namedtuple(x):
@@ -166,14 +172,14 @@ def tree_flatten(tree):
     # The commonest trees first, without the recursive walk (per-call cost of every grad/jvp):
     # one float, and a flat list or tuple of floats.
     tx = type(tree)
-    if tx is float:
+    if tx is float or tx is np.ndarray or tx in _dual_types:  # (an array: no walk either)
         return [tree], LEAF
     if tx is tuple or tx is list:
         if all_scalars(tree):
             return list(tree), _flat_def(tx, len(tree))
         if tx is tuple and len(tree) == 1:  # the arguments of a one-argument function
             leaves, inner = tree_flatten(tree[0])
-            return leaves, TreeDef("tuple", None, (inner,))
+            return leaves, _TUPLE_OF_LEAF if inner is LEAF else TreeDef("tuple", None, (inner,))
     leaves = []
 
     def walk(x):
@@ -274,6 +280,8 @@ def unflatten_owned(treedef, leaves):
     alone or as the one item of a tuple (the arguments of a one-argument function), comes back
     as that very list, not a copy (a long input or gradient list is not copied per call)."""
     if type(leaves) is list and len(leaves) == treedef.nleaves:
+        if treedef is _TUPLE_OF_LEAF:  # one array argument, the commonest after float lists
+            return (leaves[0],)
         if treedef.flat:
             if treedef.kind == "list":
                 return leaves

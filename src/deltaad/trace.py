@@ -27,7 +27,7 @@ _local = threading.local()
 
 # The types of dual numbers: the backend's scalar Dual, and the array dual, which registers
 # itself here when deltaad's numpy support is imported (it lives higher in the house).
-_dual_types = {Dual}
+dual_types = {Dual}
 
 # A scalar dual is a real number to code that asks (``isinstance(x, numbers.Real)``, numpy's
 # ``np.isscalar``): it does a real number's arithmetic and comparisons; only ``float(x)``
@@ -47,7 +47,7 @@ settled_types = {}
 def register_dual_type(cls, complex_valued=False):
     """Declare ``cls`` a dual number type (its instances have ``value``, ``trace``, ``id``,
     ``tangent``); ``complex_valued``: its values are complex."""
-    _dual_types.add(cls)
+    dual_types.add(cls)
     if complex_valued:
         _complex_types.add(cls)
     return cls
@@ -242,7 +242,7 @@ def innermost():
 
 def is_dual(x):
     """True for any deltaad dual number, scalar or array."""
-    return type(x) in _dual_types
+    return type(x) in dual_types
 
 
 def value(x):
@@ -250,7 +250,7 @@ def value(x):
 
     Identity on anything that is not a dual. Works on duals whose differentiation has finished.
     """
-    while type(x) in _dual_types:
+    while type(x) in dual_types:
         x = x.value
     return x
 
@@ -286,7 +286,7 @@ def leaf_kind(x):
         return "scalar"
     if isinstance(x, (complex, np.complexfloating)):
         return "complex"
-    if tx in _dual_types:
+    if tx in dual_types:
         return "complex" if tx in _complex_types else "array"
     if tx in recorders:
         return "scalar"
@@ -297,7 +297,7 @@ def top_trace(xs):
     """The trace of highest level among the duals in ``xs`` (None if there is none)."""
     top = None
     for x in xs:
-        if type(x) in _dual_types:
+        if type(x) in dual_types:
             t = x.trace
             if top is None or t.level > top.level:
                 top = t
@@ -310,7 +310,7 @@ def on_trace(x, trace):
     Duals of outer traces that are still open are constants (nesting); a dual of any other
     trace -- an inner one, or one that has finished (it escaped, e.g. in a global from an
     earlier grad) -- would silently become a constant, so it is an EscapedDualError."""
-    if type(x) in _dual_types:
+    if type(x) in dual_types:
         t = x.trace
         if t is trace:
             return x

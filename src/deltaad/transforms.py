@@ -253,6 +253,11 @@ def _restore_type(g, like):
     leaf's gradient is JAX's ``x̄ - iȳ`` from the adjoint of its pairs."""
     if type(like) is float:
         return g
+    if type(like) is np.ndarray and type(g) is np.ndarray and like.dtype.kind == "f":
+        # a float array's gradient, the commonest after a float's: the steps below, in short
+        if g.dtype != like.dtype:
+            return g.astype(like.dtype)
+        return g if g.flags.writeable else g.copy()  # (a broadcast view: an array of its own)
     if _complex.is_complex_leaf(like):
         return _complex.gradient(g, like)
     if type(g) is Dual or is_dual(g):
@@ -552,10 +557,12 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
     sel = tuple([args[n] for n in argnums])
     x = sel[0] if len(sel) == 1 else None
     ran = None
-    if (type(x) is list or type(x) is tuple) and x:
+    if (type(x) is list or type(x) is tuple) and x and type(x[0]) is float:
         # one list of floats, the commonest: its items are read once, into the input duals
         # (no checked copy first); the leaves are the argument itself, whose floats the
-        # pullback never reads (every gradient is a float) and jacrev reads at once
+        # pullback never reads (every gradient is a float) and jacrev reads at once. (A list
+        # whose first item is not a float, e.g. a tuple of arrays, is not tried on a tape of
+        # its own first.)
         leaves, in_def = x, flat_args_def(x)
         floats = "flat"
         ran = traced(B.Tape, _run_reverse, fun, args, kwargs, argnums, has_aux, who, leaves,
@@ -717,6 +724,15 @@ def _value_and_grad(self, args, kwargs):
     if type(out) is float and not self.holomorphic:  # one real output, the commonest: what
         g = pb(1.0)                                   # the checks below find
         g = g[0] if single else g
+        return ((out, aux), g) if has_aux else (out, g)
+    if (type(out) is np.ndarray and pb.out_def is LEAF and out.shape == ()
+            and out.dtype == _FLOAT64 and not self.holomorphic):
+        # one 0-d float array (np.sum of an array dual), the commonest array output: what
+        # the checks below and the cotangent's (a fresh 0-d one) would find
+        i = pb.out_ids[0]
+        g = tuple(unflatten_owned(pb.in_def, pb.grads([] if i is None else [(i, np.ones(()))])))
+        g = g[0] if single else g
+        out = out[()]
         return ((out, aux), g) if has_aux else (out, g)
     if self.holomorphic:
         _check_holomorphic(pb.in_leaves, "grad")

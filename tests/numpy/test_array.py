@@ -582,3 +582,37 @@ def test_array_trace_method_names_np_trace():
 
     np.testing.assert_array_equal(d.grad(f)(A), 2.0 * np.eye(2))
     assert d.jvp(f, (A,), (np.ones((2, 2)),))[1] == 4.0
+
+
+def test_grad_of_a_0d_array_output_matches_the_vjp_path():
+    """grad's short path for one 0-d float64 output (np.sum of an array dual) gives what the
+    general path (vjp with a 0-d cotangent) gives: the value as numpy's scalar, the gradient,
+    aux, a constant output's zero gradient; a float32 output keeps the general path."""
+    x = np.array([0.3, -1.2, 2.5])
+
+    def f(a):
+        return np.sum(np.sin(a) * a)
+
+    v, g = d.value_and_grad(f)(x)
+    out, pb = d.vjp(f, x)
+    (g_ref,) = pb(np.ones(()))
+    assert type(v) is np.float64 and v == f(x)
+    assert type(g) is np.ndarray and g.dtype == np.float64 and g.flags.writeable
+    np.testing.assert_array_equal(g, g_ref)
+    np.testing.assert_array_equal(g, np.sin(x) + x * np.cos(x))
+    g2, aux = d.grad(lambda a: (np.sum(a * a), "aux"), has_aux=True)(x)
+    assert aux == "aux"
+    np.testing.assert_array_equal(g2, 2 * x)
+    # an output that does not depend on the input: a zero gradient, numpy's scalar value
+    v0, g0 = d.value_and_grad(lambda a: np.sum(np.ones(3)))(x)
+    assert v0 == 3.0
+    np.testing.assert_array_equal(g0, np.zeros(3))
+    # two arguments, argnums a tuple
+    ga, gb = d.grad(lambda a, b: np.sum(a * b), argnums=(0, 1))(x, 2 * x)
+    np.testing.assert_array_equal(ga, 2 * x)
+    np.testing.assert_array_equal(gb, x)
+    # float32: the general path's dtype handling
+    x32 = x.astype(np.float32)
+    g32 = d.grad(lambda a: np.sum(a * a))(x32)
+    assert g32.dtype == np.float32
+    np.testing.assert_allclose(g32, 2 * x32)
