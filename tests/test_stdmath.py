@@ -104,6 +104,34 @@ def test_switched_back_however_the_differentiation_ends():
     assert _plain_module() and deltaad.open_traces() == []
 
 
+def test_setting_or_deleting_a_math_name_while_switched_changes_the_module_itself():
+    """The switched class's functions are properties: a monkeypatch made inside the
+    differentiated function lands in ``math``'s own namespace (seen once switched back), and
+    the look-up keeps giving deltaad's function meanwhile."""
+    orig = math.hypot
+
+    def patch(x):
+        math.hypot = lambda *a: 0.0
+        assert math.hypot is dmath.hypot and type(math) is not types.ModuleType
+        del math.hypot
+        math.hypot = orig
+        return math.sin(x) * x
+
+    g = deltaad.grad(patch)(0.7)
+    assert g == math.cos(0.7) * 0.7 + math.sin(0.7)
+    assert _plain_module() and math.hypot is orig and "hypot" in vars(math)
+
+    def patch_only(x):
+        math.hypot = len
+        return x * 1.0
+
+    try:
+        deltaad.grad(patch_only)(0.7)
+        assert math.hypot is len
+    finally:
+        math.hypot = orig
+
+
 def test_nested_and_later_sweeps():
     assert deltaad.grad(deltaad.grad(lambda x: math.sin(x)))(0.7) == -math.sin(0.7)
     # a checkpoint's re-run happens when the vjp function is called, after vjp returned

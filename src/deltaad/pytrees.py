@@ -157,8 +157,15 @@ def flatten_float_args(args):
 def flat_args_def(x):
     """The TreeDef of the arguments ``(x,)``, ``x`` a list or tuple of floats (the same object
     as the last time for the same type and length: see ``_last_args``)."""
+    return _args_def(_flat_def(type(x), len(x)))
+
+
+def _args_def(inner):
+    """The TreeDef of a one-item tuple (the arguments of a one-argument function) whose item
+    has the TreeDef ``inner``: the same object as the last time for the same ``inner``."""
     global _last_args
-    inner = _flat_def(type(x), len(x))
+    if inner is LEAF:
+        return _TUPLE_OF_LEAF
     c, d = _last_args
     if c is inner:
         return d
@@ -179,7 +186,7 @@ def tree_flatten(tree):
             return list(tree), _flat_def(tx, len(tree))
         if tx is tuple and len(tree) == 1:  # the arguments of a one-argument function
             leaves, inner = tree_flatten(tree[0])
-            return leaves, _TUPLE_OF_LEAF if inner is LEAF else TreeDef("tuple", None, (inner,))
+            return leaves, _args_def(inner)
     leaves = []
 
     def walk(x):
