@@ -3746,6 +3746,128 @@ def sigmoid(x): return _unary(x, U_SIGMOID)
 def softplus(x): return _unary(x, U_SOFTPLUS)
 
 
+# ``math``'s functions as deltaad.math gives them (and the switched ``math`` module while a
+# differentiation is open): builtin functions, so that ``math.exp(x)`` of a float dual costs a
+# C call, as ``deltaad.exp(x)`` does, not a Python function's frame (~50 ns a call, about as
+# much as the operation itself). One C function serves them all, each bound to a
+# _MathFunction that says which: a float dual takes the C fast path, a plain float gets
+# ``math``'s own result and errors, anything else deltaad.math's Python function (0-d array
+# duals, nesting, deltaad.compile's numbers, ints, numpy scalars).
+
+cdef class _MathFunction:
+    """What one builtin of ``math_function`` is: its C fast path's code, ``math``'s function,
+    and deltaad.math's Python one."""
+    cdef int code
+    cdef readonly object name
+    cdef object plain
+    cdef readonly object slow   # (readonly: the tests hold the fast path to it)
+    cdef object function
+
+    def __reduce__(self):  # a builtin bound to self pickles as getattr(self, name)
+        return (_math_entry, (self.name,))
+
+    def __getattr__(self, name):
+        if name == self.name and self.function is not None:
+            return self.function
+        raise AttributeError(name)
+
+
+def _math_entry(name):
+    """The _MathFunction behind ``deltaad.math.<name>`` (unpickling)."""
+    from deltaad import math as m
+    return getattr(m, name).__self__
+
+
+cdef object _math_one(object self, object x):
+    """``f(x)`` of the builtin bound to ``self`` (a _MathFunction)."""
+    tx = type(x)
+    if tx is Dual:
+        return _unary(x, (<_MathFunction>self).code)
+    if tx is float:
+        return (<_MathFunction>self).plain(x)
+    return (<_MathFunction>self).slow(x)
+
+
+cdef object _math_many(object self, tuple args):
+    """``f(*args)`` with other than one argument: deltaad.math's Python function decides."""
+    return (<_MathFunction>self).slow(*args)
+
+
+ctypedef object (*_math_one_t)(object, object)
+ctypedef object (*_math_many_t)(object, tuple)
+
+cdef extern from *:
+    """
+    static PyObject *(*deltaad_math_one)(PyObject *, PyObject *) = NULL;
+    static PyObject *(*deltaad_math_many)(PyObject *, PyObject *) = NULL;
+
+    /* The one C function of every math builtin (METH_FASTCALL, positional only, as math's). */
+    static PyObject *deltaad_math_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+        PyObject *t, *r;
+        Py_ssize_t k;
+        if (nargs == 1)
+            return deltaad_math_one(self, args[0]);
+        t = PyTuple_New(nargs);
+        if (t == NULL)
+            return NULL;
+        for (k = 0; k < nargs; k++) {
+            Py_INCREF(args[k]);
+            PyTuple_SET_ITEM(t, k, args[k]);
+        }
+        r = deltaad_math_many(self, t);
+        Py_DECREF(t);
+        return r;
+    }
+
+    /* A builtin function named by the bytes ``name`` (its doc ``doc``), bound to ``self``. The
+       method table and the bytes stay alive as long as the process: the caller keeps the bytes,
+       and the table is never freed (one per math function, as a static table would be). */
+    static PyObject *deltaad_new_math_builtin(PyObject *name, PyObject *doc, PyObject *self,
+                                              PyObject *module) {
+        PyObject *f;
+        PyMethodDef *def = (PyMethodDef *)PyMem_RawMalloc(sizeof(PyMethodDef));
+        if (def == NULL)
+            return PyErr_NoMemory();
+        def->ml_name = PyBytes_AS_STRING(name);
+        def->ml_meth = (PyCFunction)(void (*)(void))deltaad_math_call;
+        def->ml_flags = METH_FASTCALL;
+        def->ml_doc = PyBytes_AS_STRING(doc);
+        f = PyCFunction_NewEx(def, self, module);
+        if (f == NULL)
+            PyMem_RawFree(def);
+        return f;
+    }
+    """
+    void* deltaad_math_one
+    void* deltaad_math_many
+    object deltaad_new_math_builtin(bytes name, bytes doc, object self, object module)
+
+
+(&deltaad_math_one)[0] = <void*><_math_one_t>_math_one
+(&deltaad_math_many)[0] = <void*><_math_many_t>_math_many
+cdef list _math_keep = []  # the names and docs the builtins point into
+
+
+def math_function(name, dual_name, plain, slow, signature="(x, /)"):
+    """``math.<name>`` as deltaad.math gives it: a builtin taking the C fast path of
+    ``dual_name`` (a name in ``_UNARY_NAMES``) for a float dual, ``plain`` (math's) for a float
+    and ``slow`` (deltaad.math's Python function) for anything else; ``slow`` itself where
+    ``dual_name`` has no C fast path."""
+    code = _C_CODES.get(dual_name)
+    if code is None:
+        return slow
+    e = _MathFunction()
+    e.code = code
+    e.name = name
+    e.plain = plain
+    e.slow = slow
+    bname = name.encode()
+    doc = ("%s%s\n--\n\n%s" % (name, signature, slow.__doc__ or "")).encode()
+    _math_keep.append((bname, doc))
+    e.function = deltaad_new_math_builtin(bname, doc, e, "deltaad.math")
+    return e.function
+
+
 def lift1(name, f, derivative, ns=None, plain=None):
     """The scalar function of a unary table entry, as ``_pure.lift1``: ``f`` on floats; on a
     dual, one binding with coefficient ``derivative(ns, x, y)`` (``ns`` defaults to ``NS``)."""

@@ -6,7 +6,7 @@ import math as pymath
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import deltaad
@@ -266,3 +266,45 @@ def test_a_physics_program_with_only_the_import_changed():
     for k in range(2):
         # the step count is piecewise constant: a small h stays on one piece
         assert g[k] == pytest.approx(_fd(ref, (0.6, 20.0), k, 1e-8), rel=2e-3)
+
+
+_BUILTINS = sorted(n for n in dir(dmath) if type(getattr(dmath, n)) is type(len)
+                   and hasattr(getattr(dmath, n), "__self__")
+                   and hasattr(getattr(dmath, n).__self__, "slow"))
+
+
+@pytest.mark.skipif(not _BUILTINS, reason="the pure backend's deltaad.math has Python functions only")
+@settings(max_examples=200, deadline=None)
+@given(x=st.floats(-3.0, 3.0, allow_nan=False), data=st.data())
+def test_math_builtins_equal_their_python_functions(x, data):
+    """The core's builtins for ``deltaad.math``'s functions (a C fast path for float duals) give
+    what deltaad.math's Python functions give, to the bit: values, errors, gradients, jvps,
+    second derivatives, and on ints, numpy scalars and 0-d array duals."""
+    import numpy as np
+    name = data.draw(st.sampled_from(_BUILTINS))
+    fast = getattr(dmath, name)
+    slow = fast.__self__.slow
+
+    def outcome(f, *args):
+        try:
+            return ("ok", f(*args))
+        except Exception as exc:  # the same error, or the same value
+            return (type(exc), str(exc))
+
+    def same(a, b):
+        assert a[0] == b[0]
+        if a[0] == "ok":
+            assert type(a[1]) is type(b[1])
+            av, bv = np.asarray(a[1], dtype=float), np.asarray(b[1], dtype=float)
+            assert np.array_equal(av, bv, equal_nan=True)
+        else:
+            assert a == b
+
+    for v in (x, int(round(x)), np.float64(x)):
+        same(outcome(fast, v), outcome(slow, v))
+    same(outcome(deltaad.grad(fast), x), outcome(deltaad.grad(slow), x))
+    same(outcome(deltaad.grad(deltaad.grad(fast)), x), outcome(deltaad.grad(deltaad.grad(slow)), x))
+    same(outcome(lambda t: deltaad.jvp(fast, (t,), (1.0,)), x),
+         outcome(lambda t: deltaad.jvp(slow, (t,), (1.0,)), x))
+    same(outcome(deltaad.grad(lambda a: fast(np.sum(a))), np.array([x, 0.25])),
+         outcome(deltaad.grad(lambda a: slow(np.sum(a))), np.array([x, 0.25])))

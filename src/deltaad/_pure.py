@@ -1846,6 +1846,12 @@ def check_open(x):
     return x
 
 
+def math_function(name, dual_name, plain, slow, signature="(x, /)"):
+    """``math.<name>`` as deltaad.math gives it: deltaad.math's Python function ``slow`` (the
+    core makes a builtin with a C fast path for float duals; see ``_core.math_function``)."""
+    return slow
+
+
 def lift(operands, f, partials):
     """Apply a primitive of n reals (paper Fig. 14) to ``operands`` (floats or duals).
 

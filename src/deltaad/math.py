@@ -125,9 +125,12 @@ def _binary(name, dual_fn, math_fn):
 for _e in _table.TABLE:
     for _m in _e.math:
         if hasattr(_math, _m):
-            _make = _unary if _e.arity == 1 else _binary
-            globals()[_m] = _make(_m, getattr(_B, _e.name), getattr(_math, _m))
-del _e, _m, _make
+            if _e.arity == 1:  # the core makes it a builtin with a C fast path for float duals
+                globals()[_m] = _B.math_function(
+                    _m, _e.name, getattr(_math, _m), _unary(_m, getattr(_B, _e.name), getattr(_math, _m)))
+            else:
+                globals()[_m] = _binary(_m, getattr(_B, _e.name), getattr(_math, _m))
+del _e, _m
 
 
 # --------------------------------------------------------------------------------------------
@@ -197,6 +200,9 @@ def log(x, base=None):
         return _math.log(x, base)
     _math.log(_open_value(_scalar("log", x)), _open_value(_scalar("log", base)))  # math's errors
     return _B.log(_scalar("log", x)) / _B.log(_scalar("log", base))
+
+
+log = _B.math_function("log", "log", _math.log, log, "(x, base=None, /)")
 
 
 def hypot(*coordinates):
