@@ -3757,7 +3757,8 @@ def softplus(x): return _unary(x, U_SOFTPLUS)
 cdef class _MathFunction:
     """What one builtin of ``math_function`` is: its C fast path's code, ``math``'s function,
     and deltaad.math's Python one."""
-    cdef int code
+    cdef int code    # the unary C fast path (-1: none)
+    cdef int code2   # the binary one (-1: none)
     cdef readonly object name
     cdef object plain
     cdef readonly object slow   # (readonly: the tests hold the fast path to it)
@@ -3781,11 +3782,62 @@ def _math_entry(name):
 cdef object _math_one(object self, object x):
     """``f(x)`` of the builtin bound to ``self`` (a _MathFunction)."""
     tx = type(x)
-    if tx is Dual:
-        return _unary(x, (<_MathFunction>self).code)
-    if tx is float:
-        return (<_MathFunction>self).plain(x)
+    cdef int code = (<_MathFunction>self).code
+    if code >= 0:
+        if tx is Dual:
+            return _unary(x, code)
+        if tx is float:
+            return (<_MathFunction>self).plain(x)
     return (<_MathFunction>self).slow(x)
+
+
+cdef enum:
+    B_ATAN2, B_HYPOT
+
+_BINARY_CODES = {"arctan2": B_ATAN2, "hypot": B_HYPOT}
+
+
+cdef object _math_two(object self, object a, object b):
+    """``f(a, b)`` of the builtin bound to ``self``: a float dual (or two of one open trace) with
+    a float or float dual recorded in C. The value is ``math``'s own (called on the floats); the
+    partials are the table's formulas, the same operations in the same order as its Python
+    rule, so both backends give the same bits."""
+    cdef int code = (<_MathFunction>self).code2
+    cdef PyObject* pa = <PyObject*>a
+    cdef PyObject* pb = <PyObject*>b
+    cdef double x, y, v, r, ca, cb
+    cdef bint da = _is_float_dual(pa)
+    cdef bint db = _is_float_dual(pb)
+    if code < 0 or not ((da and (db or _is_float(pb))) or (db and _is_float(pa))):
+        return (<_MathFunction>self).slow(a, b)
+    if da and db and not _same_trace(pa, pb):
+        return (<_MathFunction>self).slow(a, b)
+    if (da and (<Dual>a).tr.closed) or (db and (<Dual>b).tr.closed):
+        return (<_MathFunction>self).slow(a, b)  # (its error names the finished differentiation)
+    x = (<Dual>a).v if da else PyFloat_AS_DOUBLE(a)
+    y = (<Dual>b).v if db else PyFloat_AS_DOUBLE(b)
+    out = (<_MathFunction>self).plain(x, y)  # math's value and errors
+    v = PyFloat_AS_DOUBLE(out)
+    if code == B_ATAN2:  # atan2(a, b) = atan2(x, y) here: d/dx y / r, d/dy -x / r, nan at 0
+        r = y * y + x * x
+        if r == 0.0:
+            ca = NAN
+            cb = NAN
+        else:
+            ca = y / r
+            cb = -x / r
+    else:  # hypot: a / h, b / h, 0 at the origin (a subgradient)
+        if v == 0.0:
+            ca = 0.0
+            cb = 0.0
+        else:
+            ca = x / v
+            cb = y / v
+    if da and db:
+        return _steal(_rec2(pa, pb, v, ca, cb))
+    if da:
+        return _steal(_rec1(pa, v, ca))
+    return _steal(_rec1(pb, v, cb))
 
 
 cdef object _math_many(object self, tuple args):
@@ -3795,11 +3847,13 @@ cdef object _math_many(object self, tuple args):
 
 ctypedef object (*_math_one_t)(object, object)
 ctypedef object (*_math_many_t)(object, tuple)
+ctypedef object (*_math_two_t)(object, object, object)
 
 cdef extern from *:
     """
     static PyObject *(*deltaad_math_one)(PyObject *, PyObject *) = NULL;
     static PyObject *(*deltaad_math_many)(PyObject *, PyObject *) = NULL;
+    static PyObject *(*deltaad_math_two)(PyObject *, PyObject *, PyObject *) = NULL;
 
     /* The one C function of every math builtin (METH_FASTCALL, positional only, as math's). */
     static PyObject *deltaad_math_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -3807,6 +3861,8 @@ cdef extern from *:
         Py_ssize_t k;
         if (nargs == 1)
             return deltaad_math_one(self, args[0]);
+        if (nargs == 2)
+            return deltaad_math_two(self, args[0], args[1]);
         t = PyTuple_New(nargs);
         if (t == NULL)
             return NULL;
@@ -3840,24 +3896,28 @@ cdef extern from *:
     """
     void* deltaad_math_one
     void* deltaad_math_many
+    void* deltaad_math_two
     object deltaad_new_math_builtin(bytes name, bytes doc, object self, object module)
 
 
 (&deltaad_math_one)[0] = <void*><_math_one_t>_math_one
 (&deltaad_math_many)[0] = <void*><_math_many_t>_math_many
+(&deltaad_math_two)[0] = <void*><_math_two_t>_math_two
 cdef list _math_keep = []  # the names and docs the builtins point into
 
 
 def math_function(name, dual_name, plain, slow, signature="(x, /)"):
     """``math.<name>`` as deltaad.math gives it: a builtin taking the C fast path of
-    ``dual_name`` (a name in ``_UNARY_NAMES``) for a float dual, ``plain`` (math's) for a float
-    and ``slow`` (deltaad.math's Python function) for anything else; ``slow`` itself where
-    ``dual_name`` has no C fast path."""
-    code = _C_CODES.get(dual_name)
-    if code is None:
+    ``dual_name`` (a name in ``_UNARY_NAMES`` or ``_BINARY_CODES``) for float duals, ``plain``
+    (math's) for a float and ``slow`` (deltaad.math's Python function) for anything else;
+    ``slow`` itself where ``dual_name`` has no C fast path."""
+    code = _C_CODES.get(dual_name, -1)
+    code2 = _BINARY_CODES.get(dual_name, -1)
+    if code < 0 and code2 < 0:
         return slow
     e = _MathFunction()
     e.code = code
+    e.code2 = code2
     e.name = name
     e.plain = plain
     e.slow = slow

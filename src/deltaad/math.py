@@ -129,7 +129,9 @@ for _e in _table.TABLE:
                 globals()[_m] = _B.math_function(
                     _m, _e.name, getattr(_math, _m), _unary(_m, getattr(_B, _e.name), getattr(_math, _m)))
             else:
-                globals()[_m] = _binary(_m, getattr(_B, _e.name), getattr(_math, _m))
+                globals()[_m] = _B.math_function(
+                    _m, _e.name, getattr(_math, _m),
+                    _binary(_m, getattr(_B, _e.name), getattr(_math, _m)), "(a, b, /)")
 del _e, _m
 
 
@@ -219,6 +221,9 @@ def hypot(*coordinates):
         return tuple(v / h for v in vs)
 
     return _primitive("hypot", coordinates, partials)
+
+
+hypot = _B.math_function("hypot", "hypot", _math.hypot, hypot, "(*coordinates)")
 
 
 def dist(p, q):
