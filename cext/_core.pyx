@@ -3240,27 +3240,51 @@ cdef inline bint _same_trace(PyObject* x, PyObject* y) noexcept:
     return _get_tr(x) == _get_tr(y)
 
 
+cdef inline bint _small_int(PyObject* x, double* out) noexcept:
+    """``x`` is an int that a float holds exactly (``2 * x``, ``1 - p``: user code's commonest
+    constants); ``out`` gets ``float(x)``, what the general path converts it to."""
+    cdef int overflow = 0
+    cdef long long v
+    if x.ob_type != <PyTypeObject*>int:
+        return False
+    v = PyLong_AsLongLongAndOverflow(<object>x, &overflow)
+    if overflow != 0 or v > 9007199254740992 or v < -9007199254740992:
+        return False
+    out[0] = <double>v
+    return True
+
+
+cdef inline bint _float_or_int(PyObject* x, double* out) noexcept:
+    """``x`` is a float, or an int a float holds exactly; ``out`` gets its value."""
+    if _is_float(x):
+        out[0] = PyFloat_AS_DOUBLE(<object>x)
+        return True
+    return _small_int(x, out)
+
+
 cdef PyObject* _nb_add(PyObject* x, PyObject* y) noexcept:
+    cdef double c
     if _is_float_dual(x):
         if _is_float_dual(y):
             if _same_trace(x, y):
                 return _rec2_raw(x, y, (<Dual>x).v + (<Dual>y).v, 1.0, 1.0)
-        elif _is_float(y):
-            return _rec1_raw(x, (<Dual>x).v + PyFloat_AS_DOUBLE(<object>y), 1.0)
-    elif _is_float(x) and _is_float_dual(y):
-        return _rec1_raw(y, PyFloat_AS_DOUBLE(<object>x) + (<Dual>y).v, 1.0)
+        elif _float_or_int(y, &c):
+            return _rec1_raw(x, (<Dual>x).v + c, 1.0)
+    elif _is_float_dual(y) and _float_or_int(x, &c):
+        return _rec1_raw(y, c + (<Dual>y).v, 1.0)
     return (<binop_raw>_cy_nb_add)(x, y)
 
 
 cdef PyObject* _nb_sub(PyObject* x, PyObject* y) noexcept:
+    cdef double c
     if _is_float_dual(x):
         if _is_float_dual(y):
             if _same_trace(x, y):
                 return _rec2_raw(x, y, (<Dual>x).v - (<Dual>y).v, 1.0, -1.0)
-        elif _is_float(y):
-            return _rec1_raw(x, (<Dual>x).v - PyFloat_AS_DOUBLE(<object>y), 1.0)
-    elif _is_float(x) and _is_float_dual(y):
-        return _rec1_raw(y, PyFloat_AS_DOUBLE(<object>x) - (<Dual>y).v, -1.0)
+        elif _float_or_int(y, &c):
+            return _rec1_raw(x, (<Dual>x).v - c, 1.0)
+    elif _is_float_dual(y) and _float_or_int(x, &c):
+        return _rec1_raw(y, c - (<Dual>y).v, -1.0)
     return (<binop_raw>_cy_nb_sub)(x, y)
 
 
@@ -3270,17 +3294,15 @@ cdef PyObject* _nb_mul(PyObject* x, PyObject* y) noexcept:
         if _is_float_dual(y):
             if _same_trace(x, y):
                 return _rec2_raw(x, y, (<Dual>x).v * (<Dual>y).v, (<Dual>y).v, (<Dual>x).v)
-        elif _is_float(y):
-            c = PyFloat_AS_DOUBLE(<object>y)
+        elif _float_or_int(y, &c):
             return _rec1_raw(x, (<Dual>x).v * c, c)
-    elif _is_float(x) and _is_float_dual(y):
-        c = PyFloat_AS_DOUBLE(<object>x)
+    elif _is_float_dual(y) and _float_or_int(x, &c):
         return _rec1_raw(y, c * (<Dual>y).v, c)
     return (<binop_raw>_cy_nb_mul)(x, y)
 
 
 cdef PyObject* _nb_div(PyObject* x, PyObject* y) noexcept:
-    cdef double bv, v
+    cdef double bv, v, c
     if _is_float_dual(x):
         if _is_float_dual(y):
             if _same_trace(x, y):
@@ -3288,12 +3310,11 @@ cdef PyObject* _nb_div(PyObject* x, PyObject* y) noexcept:
                 if bv != 0.0:
                     v = (<Dual>x).v / bv
                     return _rec2_raw(x, y, v, 1.0 / bv, -v / bv)
-        elif _is_float(y):
-            bv = PyFloat_AS_DOUBLE(<object>y)
+        elif _float_or_int(y, &bv):
             if bv != 0.0:
                 return _rec1_raw(x, (<Dual>x).v / bv, 1.0 / bv)
-    elif _is_float(x) and _is_float_dual(y) and (<Dual>y).v != 0.0:
-        v = PyFloat_AS_DOUBLE(<object>x) / (<Dual>y).v
+    elif _is_float_dual(y) and (<Dual>y).v != 0.0 and _float_or_int(x, &c):
+        v = c / (<Dual>y).v
         return _rec1_raw(y, v, -v / (<Dual>y).v)
     return (<binop_raw>_cy_nb_div)(x, y)
 

@@ -885,3 +885,44 @@ def test_inputs_after_operations_are_swept_alike(steps, c):
         adj = T.eval([(live[-1].id, 1.0)] + [(d.id, 0.5) for d in live[::3]], range(n))
         res.append([bits(a) for a in adj])
     assert len(res) in (0, 2) and (not res or res[0] == res[1])
+
+
+_ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+          "/": lambda a, b: a / b}
+
+
+@given(v=st.floats(-1e6, 1e6), k=other, op=st.sampled_from(sorted(_ARITH)),
+       left=st.booleans(), forward=st.booleans())
+def test_int_operands_are_their_floats(v, k, op, left, forward):
+    """``2 * x``, ``1 - p``, ``x / 2``: an int operand (recorded in C when a float holds it
+    exactly) gives the bits ``float(k)`` gives, in value, gradient and tangent, on both
+    backends; an int no float holds, a bool or a zero divisor keeps the general path and its
+    result or error."""
+    f = _ARITH[op]
+    if isinstance(k, float):
+        return
+
+    def with_(c):
+        return (lambda x: f(c, x)) if left else (lambda x: f(x, c))
+
+    def outcome(fn):
+        try:
+            if forward:
+                return deltaad.jvp(fn, (v,), (1.0,))
+            return deltaad.value_and_grad(fn)(v)
+        except (ZeroDivisionError, OverflowError) as exc:
+            return type(exc)
+
+    try:
+        kf = float(k)
+    except OverflowError:
+        kf = None
+    got = outcome(with_(k))
+    if kf is None:
+        assert got is OverflowError or isinstance(got, tuple)
+        return
+    want = outcome(with_(kf))
+    if isinstance(want, type):
+        assert got is want
+    else:
+        assert [bits(z) for z in got] == [bits(z) for z in want]
