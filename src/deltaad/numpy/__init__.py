@@ -44,5 +44,6 @@ __all__ = [
     "defjvp", "defvjp", "register",
 ]
 
-B.set_hooks(scalar_fallback, scalar_array_ufunc, scalar_array_function, _complex_binop)
+B.set_hooks(scalar_fallback, scalar_array_ufunc, scalar_array_function, _complex_binop,
+            registry.SCALAR_UFUNCS, registry.CONSTANT_UFUNCS)
 registry.watch_late()  # scipy.special's Python functions, now or when scipy.special is imported
