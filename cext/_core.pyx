@@ -12,7 +12,7 @@ which computes with Python objects in exactly the order ``_pure`` does.
 
 cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
-from cpython.float cimport PyFloat_AS_DOUBLE
+from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_Check
 from libc cimport math as cm
 from libc.stdint cimport int32_t
 from libc.string cimport memset
@@ -3224,6 +3224,8 @@ cdef object _const(object x):
         return x
     if tx is int or tx is bool:
         return float(x)
+    if tx is _float64 and tx is not None:  # numpy's float scalar (data[i]): numpy_const keeps it
+        return x
     if isinstance(x, _numbers.Real):
         return _rules.numpy_const(x)
     return None
@@ -3531,8 +3533,32 @@ cdef object _numpy_binop(TraceHandle t, int op, object a, bint a_on, object va, 
     else:
         v = va ** vb
         name = "pow"
+    cdef double fa, fb, da, db
+    if op <= OP_DIV and PyFloat_Check(va) and PyFloat_Check(vb):
+        # np.float64 and float (data[i] * w): _rules.numpy_partials' float partials, computed
+        # here in the same IEEE operations (C's division is ieee_div: inf or nan at 0)
+        fa = PyFloat_AS_DOUBLE(va)
+        fb = PyFloat_AS_DOUBLE(vb)
+        if op == OP_ADD:
+            da = 1.0
+            db = 1.0
+        elif op == OP_SUB:
+            da = 1.0
+            db = -1.0
+        elif op == OP_MUL:
+            da = fb
+            db = fa
+        else:
+            da = _c_div(1.0, fb)
+            db = -_c_div(_c_div(fa, fb), fb)
+        return _finish(t, v, a, a_on, da, b, b_on, db)
     ca, cb = _rules.numpy_partials(name, va, vb)
     return _finish(t, v, a, a_on, ca, b, b_on, cb)
+
+
+cdef inline double _c_div(double a, double b) noexcept:
+    """``a / b`` as C computes it (``_rules.ieee_div``): inf or nan at ``b == 0``."""
+    return a / b
 
 
 def check_open(x):

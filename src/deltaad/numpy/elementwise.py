@@ -694,8 +694,11 @@ def _nan_first(choose):
 def _dual_operator(name):
     """``a <op> b`` for scalar operands at least one a dual, asking the dual: a numpy scalar
     on the left would hand the operator back to numpy, which is how we got here."""
+    forward = "__%s__" % name
+    reflected = "__r%s__" % name
+
     def op(a, b):
-        r = getattr(a, "__%s__" % name)(b) if type(a) is Dual else getattr(b, "__r%s__" % name)(a)
+        r = getattr(a, forward)(b) if type(a) is Dual else getattr(b, reflected)(a)
         if r is NotImplemented:
             raise TypeError("unsupported operand types for %s: %s and %s"
                             % (name, type(a).__name__, type(b).__name__))
