@@ -418,3 +418,54 @@ def test_broadcast_to_is_numpys_view():
         array.broadcast_to(np.ones((2, 3)), (3, 3))
     with pytest.raises(ValueError):
         array.broadcast_to(np.ones((2, 3)), (3,))
+
+
+# -- broadcasting binary operations, their unbroadcast, constants as ndarrays ----------------
+
+
+@given(st.sampled_from([((3, 1, 2), (4, 2)), ((2, 3), (3,)), ((1, 3), (2, 1)), ((), (2, 2)),
+                        ((2, 2), (1,)), ((3,), (3,))]),
+       st.integers(0, 2**31 - 1), st.sampled_from(["float64", "float32", "int64"]),
+       st.sampled_from([np.subtract, np.multiply, np.add, np.true_divide, np.matmul]))
+def test_ndarray_constants_same_bits(shapes, seed, dtype, ufunc):
+    """A constant float ndarray meeting an array dual in a ufunc goes straight to the rule
+    (ArrayDual.__array_ufunc__): the bits ufunc_dispatch gives (a list constant takes it)."""
+    sx, sc = shapes
+    if ufunc is np.matmul:
+        sx, sc = (2, 3), (3, 2)
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.5, 1.5, sx)
+    c = (rng.uniform(0.5, 1.5, sc) * (3 if dtype == "int64" else 1)).astype(dtype)  # (no 0)
+
+    def f(x, c):
+        return np.sum(ufunc(c, x) * 1.5) + np.sum(ufunc(x, c) ** 2)
+
+    g = d.grad(f)(x, c)
+    same_bits(g, d.grad(f)(x, c.tolist() if c.ndim else c.item()))
+    same_bits(g, both_paths(lambda x: f(x, c), x)[1])
+    check_first_order(lambda x: f(x, c), (x,), seed=seed % 1000)
+
+
+def test_sum_axes_is_numpys_sum():
+    rng = np.random.default_rng(5)
+    for shape, axes in (((3, 4, 2), (1,)), ((3, 4, 2), (0, 1)), ((3, 40), (1,)), ((2, 3, 4), (0, 2)),
+                        ((5,), (0,)), ((2, 50, 3), (1,))):
+        for g in (rng.uniform(-1, 1, shape), rng.uniform(-1, 1, shape).astype(np.float32),
+                  np.broadcast_to(rng.uniform(-1, 1, shape[:-1] + (1,)), shape)):
+            if len(shape) - 1 in axes or shape[-1] > 32:  # numpy's sum
+                same_bits(array._sum_axes(g, axes), np.sum(g, axis=axes))
+            else:  # einsum's order (or the compiled twin's, the same bits)
+                idx = "abc"[:len(shape)]
+                spec = idx + "->" + "".join(c for i, c in enumerate(idx) if i not in axes)
+                same_bits(array._sum_axes(g, axes), np.einsum(spec, g))
+    for gs, s in (((3, 4, 2), (3, 1, 2)), ((3, 4, 2), (4, 1)), ((3, 4, 2), (3, 4, 2)), ((4, 2), (2,)),
+                  ((4, 2), (3, 4, 2)), ((4, 1), [4, 1])):
+        for _ in range(2):  # (the second time from the cache)
+            g = rng.uniform(-1, 1, gs)
+            r = array.unbroadcast(g, s)
+            assert r.shape == tuple(s)
+            if len(gs) >= len(s):
+                nd = len(gs) - len(s)
+                ref = np.sum(g, axis=tuple(range(nd)) + tuple(
+                    nd + i for i, n in enumerate(s) if n == 1 and gs[nd + i] != 1), keepdims=False)
+                np.testing.assert_allclose(r, np.reshape(ref, s), rtol=1e-15)

@@ -74,6 +74,8 @@ def expand_shape(shape, axs):
 
 def swap(x):
     """The last two axes exchanged (a matrix transpose over a stack of matrices)."""
+    if type(x) is np.ndarray:  # (what np.swapaxes calls)
+        return x.swapaxes(-1, -2)
     return np.swapaxes(x, -1, -2)
 
 
