@@ -26,8 +26,8 @@ from .args import (
 )
 from .. import trace as _trace
 from .array import (
-    ArrayDual, Primitive, _apply_reverse1, apply, as_ndarray, broadcast, broadcast_to,
-    operand_or_raise, reshape, shape_of,
+    ArrayDual, Primitive, _apply_reverse1, _reverse_result, apply, as_ndarray, broadcast,
+    broadcast_to, operand_or_raise, reshape, shape_of,
 )
 from .define import numpy_valued, register
 from .elementwise import astype
@@ -207,7 +207,19 @@ def _sum_short(args, kwargs):
     if p is None:
         return None
     a, v, axes, keepdims = p
-    return _apply_reverse1(SUM, v, a.trace, a.id, {"axis": axes, "keepdims": keepdims})
+    return _sum_reverse(a, v, axes, keepdims)
+
+
+def _sum_reverse(a, v, axes, keepdims):
+    """What ``apply(SUM)`` records for ``a`` (value ``v``) of the open reverse trace: its steps
+    (:func:`array._apply_reverse1`) with SUM's own impl and vjp called directly."""
+    out = _sum_impl(v, axes, keepdims)
+    if type(out) is not np.ndarray:  # (a numpy scalar: the 0-d array apply makes of it)
+        out = as_ndarray(out)
+    return _reverse_result(out, a.trace, [a.id], _sum_vjp(out, (v,), _ON1, axes, keepdims))
+
+
+_ON1 = (True,)
 
 
 registry.SHORT_PATHS[np.sum] = (_np_sum, _sum_short)
@@ -243,8 +255,7 @@ def _mean_short(args, kwargs):
     if p is None:
         return None
     a, v, axes, keepdims = p
-    r = _apply_reverse1(SUM, v, a.trace, a.id, {"axis": axes, "keepdims": keepdims})
-    return _mean_of(r, v.shape, axes)
+    return _mean_of(_sum_reverse(a, v, axes, keepdims), v.shape, axes)
 
 
 registry.SHORT_PATHS[np.mean] = (mean, _mean_short)
