@@ -375,6 +375,14 @@ def test_reductions_refused_calls_still_right():
         d.grad(lambda x: np.sum(x, axis=2))(y)
     with pytest.raises(ValueError):
         d.grad(lambda x: np.max(np.zeros(0) + x[0, 0]))(y)
+    def fill(x):  # a fillable array (the reductions' short paths leave it to its own way)
+        z = np.zeros(3)
+        z[0] = x[0, 0]
+        z[1] = x[1, 1] * 2.0
+        return np.sum(z) + z.max() + np.mean(z, axis=0)
+
+    g = both_paths(fill, y)[1][0]
+    np.testing.assert_allclose(g, [[7 / 3, 0, 0], [0, 8 / 3, 0]], rtol=1e-15)
     g = d.grad(lambda x: np.max(x))(np.array([3.0, 1.0, 3.0, 3.0]))
     assert g.tolist() == [1 / 3, 0.0, 1 / 3, 1 / 3]
     g = d.grad(lambda x: np.sum(np.max(x, axis=1)))(x)
