@@ -293,3 +293,187 @@ def test_closed_trace_raises():
                lambda x: np.concatenate([x, x]), lambda x: np.maximum(x, 0.0)):
         with pytest.raises(d.EscapedDualError if hasattr(d, "EscapedDualError") else Exception):
             op(kept[0])
+
+
+# -- reductions: np.sum / np.mean / np.max / np.min and their methods ------------------------
+
+
+_AXES = [None, 0, -1, (0,), (-1, 0), ()]
+
+
+@given(st.sampled_from([(3,), (2, 3), (2, 1, 4), (1,), ()]), st.integers(0, 2**31 - 1),
+       st.sampled_from(["float64", "float32"]), st.sampled_from(_AXES), st.booleans(),
+       st.booleans())
+def test_reductions_same_bits(shape, seed, dtype, axis, keepdims, method):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, shape).astype(dtype)
+    if axis is not None and (len(shape) == 0 and axis != () or len(shape) == 1 and axis == (-1, 0)):
+        axis = None
+    w = rng.uniform(-1, 1, np.sum(x, axis=axis, keepdims=keepdims).shape)
+    if len(shape) == 3:
+        x[1, 0, 2] = x[0, 0, 1] = x.max()  # tied extrema: the cotangent's split
+
+    def f(x):
+        kw = {"keepdims": True} if keepdims else {}
+        if method:
+            parts = [x.sum(axis, **kw), x.mean(axis=axis, **kw), x.max(axis, **kw), x.min(axis, **kw)]
+        else:
+            parts = [np.sum(x, axis, **kw), np.mean(x, axis=axis, **kw), np.max(x, axis=axis, **kw),
+                     np.amin(x, axis, **kw), np.amax(x, axis, **kw), np.min(x, axis=axis, **kw)]
+        return sum(np.sum(p * w * (k + 1.0)) for k, p in enumerate(parts))
+
+    both_paths(f, x)
+
+
+def test_reduction_short_paths_taken_and_refused():
+    """Which calls the short paths take (an ArrayDual recorded) and which they hand to the
+    rules (None): anything but an array dual of the open reverse trace holding an ndarray, with
+    ``axis`` (None, an int, a tuple of ints) and a bool ``keepdims``."""
+    seen = []
+
+    def f(x):
+        for fn in (np.sum, np.mean, np.max, np.min, np.amax, np.amin):
+            for args, kw in (((x,), {}), ((x, 0), {}), ((x,), {"axis": -1, "keepdims": True}),
+                             ((x,), {"axis": (0, 1)})):
+                seen.append(type(array.short_path(fn, args, kw)) is array.ArrayDual)
+            for args, kw in (((x,), {"out": None}), ((x,), {"where": True}), ((x,), {"keepdims": 1}),
+                             ((x, np.int64(0)), {}), ((x, 1.0), {}), ((x, [0]), {}), ((x, 0, None), {}),
+                             ((), {"a": x}), ((x.value,), {})):
+                seen.append(array.short_path(fn, args, kw) is None)
+        return np.sum(x)
+
+    d.grad(f)(np.ones((2, 3)))
+    assert seen and all(seen)
+    t = []
+    d.jvp(lambda x: t.append(array.short_path(np.sum, (x,), {})) or np.sum(x), (np.ones(2),), (np.ones(2),))
+    assert t == [None]  # forward mode: the rule
+    old = array.set_shortcuts(False)
+    try:
+        d.grad(lambda x: t.append(array.short_path(np.sum, (x,), {})) or np.sum(x))(np.ones(2))
+    finally:
+        array.set_shortcuts(old)
+    assert t == [None, None]
+
+
+def test_reductions_refused_calls_still_right():
+    x = np.array([[1.0, 5.0, 5.0], [2.0, -1.0, np.nan]])
+    y = np.array([[1.0, 5.0, 5.0], [2.0, -1.0, 0.5]])
+    m = np.array([[True, False, True], [True, True, False]])
+    fs = [
+        lambda x: np.sum(x, axis=1, where=m) @ np.array([1.0, 2.0]),
+        lambda x: np.sum(np.max(x, axis=1, initial=4.0) * np.array([1.0, 3.0])),
+        lambda x: np.sum(np.min(x, axis=0, where=m, initial=9.0)),
+        lambda x: np.sum(x, axis=np.int64(1), dtype=np.float64) @ np.array([1.0, 2.0]),
+        lambda x: np.sum(np.mean(x, keepdims=1)) * 3.0,
+        lambda x: np.sum(np.max(x, axis=-1)),  # a nan extremum: its nans tie
+        lambda x: np.sum(np.max(np.zeros((0, 2)) + x[:, :2].sum(), axis=1)) + x[0, 0],  # no slices
+    ]
+    for f in fs:
+        for v in (x, y):
+            both_paths(f, v)
+    with pytest.raises(Exception):
+        d.grad(lambda x: np.sum(x, axis=2))(y)
+    with pytest.raises(ValueError):
+        d.grad(lambda x: np.max(np.zeros(0) + x[0, 0]))(y)
+    def fill(x):  # a fillable array (the reductions' short paths leave it to its own way)
+        z = np.zeros(3)
+        z[0] = x[0, 0]
+        z[1] = x[1, 1] * 2.0
+        return np.sum(z) + z.max() + np.mean(z, axis=0)
+
+    g = both_paths(fill, y)[1][0]
+    np.testing.assert_allclose(g, [[7 / 3, 0, 0], [0, 8 / 3, 0]], rtol=1e-15)
+    g = d.grad(lambda x: np.max(x))(np.array([3.0, 1.0, 3.0, 3.0]))
+    assert g.tolist() == [1 / 3, 0.0, 1 / 3, 1 / 3]
+    g = d.grad(lambda x: np.sum(np.max(x, axis=1)))(x)
+    assert g.tolist() == [[0.0, 0.5, 0.5], [0.0, 0.0, 1.0]]
+
+
+def test_reductions_nested_forward_and_compiled(monkeypatch):
+    from deltaad import compile_arrays
+    monkeypatch.setattr(compile_arrays, "CHOOSE", "replay")  # (not the uncompiled call)
+    x = np.array([[0.3, -1.2, 0.7], [1.1, 0.4, -0.2]])
+
+    def f(x):
+        return np.sum(np.sum(x * x, axis=1) * np.max(x, axis=0, keepdims=True)[0, :2]) \
+            + x.mean() * np.min(x)
+
+    check_second_order(f, (x,))
+    check_first_order(f, (x,))
+    cf = d.compile(d.grad(f))
+    for k in range(3):  # recorded, then replayed
+        same_bits(cf(x + k), d.grad(f)(x + k))
+
+
+def test_broadcast_to_is_numpys_view():
+    rng = np.random.default_rng(3)
+    cases = [((), (3,)), ((1,), (3,)), ((3, 1), (3, 4)), ((1, 1), (3, 4)), ((1, 4), (3, 4)),
+             ((1, 1), (1, 4)), ((2, 1, 3), (5, 2, 4, 3)), ((1,), (1,)), ((3,), (2, 3)),
+             ((2, 3), (2, 3)), ((1,), (0,)), ((0,), (0,)), ((0, 1), (0, 5))]
+    for gs, s in cases:
+        for g in (rng.uniform(size=gs), rng.uniform(size=gs).astype(np.float32),
+                  np.arange(int(np.prod(gs))).reshape(gs),
+                  np.asfortranarray(rng.uniform(size=gs + (2,)))[..., 0]):  # (not contiguous)
+            mine = array.broadcast_to(g, s)
+            ref = np.broadcast_to(g, s)
+            assert mine.shape == ref.shape and mine.dtype == ref.dtype
+            assert mine.strides == ref.strides, (gs, s, mine.strides, ref.strides)
+            for flag in ("C_CONTIGUOUS", "F_CONTIGUOUS", "OWNDATA", "WRITEABLE", "ALIGNED",
+                         "WRITEBACKIFCOPY"):
+                assert mine.flags[flag] == ref.flags[flag], (gs, s, flag)
+            same_bits(mine.copy(), ref.copy())
+    with pytest.raises(ValueError):
+        array.broadcast_to(np.ones((2, 3)), (3, 3))
+    with pytest.raises(ValueError):
+        array.broadcast_to(np.ones((2, 3)), (3,))
+
+
+# -- broadcasting binary operations, their unbroadcast, constants as ndarrays ----------------
+
+
+@given(st.sampled_from([((3, 1, 2), (4, 2)), ((2, 3), (3,)), ((1, 3), (2, 1)), ((), (2, 2)),
+                        ((2, 2), (1,)), ((3,), (3,))]),
+       st.integers(0, 2**31 - 1), st.sampled_from(["float64", "float32", "int64"]),
+       st.sampled_from([np.subtract, np.multiply, np.add, np.true_divide, np.matmul]))
+def test_ndarray_constants_same_bits(shapes, seed, dtype, ufunc):
+    """A constant float ndarray meeting an array dual in a ufunc goes straight to the rule
+    (ArrayDual.__array_ufunc__): the bits ufunc_dispatch gives (a list constant takes it)."""
+    sx, sc = shapes
+    if ufunc is np.matmul:
+        sx, sc = (2, 3), (3, 2)
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.5, 1.5, sx)
+    c = (rng.uniform(0.5, 1.5, sc) * (3 if dtype == "int64" else 1)).astype(dtype)  # (no 0)
+
+    def f(x, c):
+        return np.sum(ufunc(c, x) * 1.5) + np.sum(ufunc(x, c) ** 2)
+
+    g = d.grad(f)(x, c)
+    same_bits(g, d.grad(f)(x, c.tolist() if c.ndim else c.item()))
+    same_bits(g, both_paths(lambda x: f(x, c), x)[1])
+    check_first_order(lambda x: f(x, c), (x,), seed=seed % 1000)
+
+
+def test_sum_axes_is_numpys_sum():
+    rng = np.random.default_rng(5)
+    for shape, axes in (((3, 4, 2), (1,)), ((3, 4, 2), (0, 1)), ((3, 40), (1,)), ((2, 3, 4), (0, 2)),
+                        ((5,), (0,)), ((2, 50, 3), (1,))):
+        for g in (rng.uniform(-1, 1, shape), rng.uniform(-1, 1, shape).astype(np.float32),
+                  np.broadcast_to(rng.uniform(-1, 1, shape[:-1] + (1,)), shape)):
+            if len(shape) - 1 in axes or shape[-1] > 32:  # numpy's sum
+                same_bits(array._sum_axes(g, axes), np.sum(g, axis=axes))
+            else:  # einsum's order (or the compiled twin's, the same bits)
+                idx = "abc"[:len(shape)]
+                spec = idx + "->" + "".join(c for i, c in enumerate(idx) if i not in axes)
+                same_bits(array._sum_axes(g, axes), np.einsum(spec, g))
+    for gs, s in (((3, 4, 2), (3, 1, 2)), ((3, 4, 2), (4, 1)), ((3, 4, 2), (3, 4, 2)), ((4, 2), (2,)),
+                  ((4, 2), (3, 4, 2)), ((4, 1), [4, 1])):
+        for _ in range(2):  # (the second time from the cache)
+            g = rng.uniform(-1, 1, gs)
+            r = array.unbroadcast(g, s)
+            assert r.shape == tuple(s)
+            if len(gs) >= len(s):
+                nd = len(gs) - len(s)
+                ref = np.sum(g, axis=tuple(range(nd)) + tuple(
+                    nd + i for i, n in enumerate(s) if n == 1 and gs[nd + i] != 1), keepdims=False)
+                np.testing.assert_allclose(r, np.reshape(ref, s), rtol=1e-15)

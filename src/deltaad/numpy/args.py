@@ -53,13 +53,29 @@ def axes_of(axis, nd):
     return normalize_axis_tuple(axis, nd)
 
 
+_EXPANDED = {}
+
+
 def expand_shape(shape, axs):
     """``shape`` with 1 at the reduced axes ``axs`` (what keepdims=True gives)."""
-    return tuple(1 if i in axs else n for i, n in enumerate(shape))
+    key = (shape, axs)
+    try:
+        r = _EXPANDED.get(key)
+    except TypeError:  # (a list)
+        r = key = None
+    if r is None:
+        r = tuple(1 if i in axs else n for i, n in enumerate(shape))
+        if key is not None:
+            if len(_EXPANDED) > 4096:
+                _EXPANDED.clear()
+            _EXPANDED[key] = r
+    return r
 
 
 def swap(x):
     """The last two axes exchanged (a matrix transpose over a stack of matrices)."""
+    if type(x) is np.ndarray:  # (what np.swapaxes calls)
+        return x.swapaxes(-1, -2)
     return np.swapaxes(x, -1, -2)
 
 

@@ -24,13 +24,19 @@ from .args import (
     NoValue, axes_of, cast, check_novalue, expand_shape, float_dtype, ndim, no_out, np_fn,
     normalize_axis_index, normalize_axis_tuple, unsupported,
 )
-from .array import as_ndarray, Primitive, apply, broadcast, operand_or_raise, reshape, shape_of
+from .. import trace as _trace
+from .array import (
+    ArrayDual, Primitive, _apply_reverse1, _reverse_result, apply, as_ndarray, broadcast,
+    broadcast_to, operand_or_raise, reshape, shape_of,
+)
 from .define import numpy_valued, register
 from .elementwise import astype
 from .shape import diagonal, ravel, transpose
 
 
 def _sum_impl(v, axis, keepdims):
+    if type(v) is np.ndarray:  # what np.sum calls for an ndarray, without its wrapper
+        return _ADD_REDUCE(v, axis, None, None, keepdims)
     return np.sum(v, axis=axis, keepdims=keepdims)
 
 
@@ -53,6 +59,53 @@ SUM = Primitive("sum", _sum_impl, _sum_vjp, _sum_jvp)
 def sum_(x, axis=None, keepdims=False):
     x = operand_or_raise(x)
     return apply(SUM, (x,), {"axis": axes_of(axis, ndim(x)), "keepdims": bool(keepdims)})
+
+
+_ADD_REDUCE = np.add.reduce
+_AXES = {}  # (axis, ndim) -> axes_of(axis, ndim), for the short paths
+
+
+def _reverse_reduction(args, kwargs):
+    """``(array dual, its value, axes, keepdims)`` of a reduction call ``f(a, axis,
+    keepdims=)`` whose ``a`` is an array dual of the open reverse trace holding a plain ndarray,
+    its other arguments at most ``axis`` (None, an int or a tuple of ints) and a bool
+    ``keepdims``; None for any other call (the rule's general path then)."""
+    n = len(args)
+    if n == 0 or n > 2:
+        return None
+    a = args[0]
+    if type(a) is not ArrayDual:
+        return None
+    v = a.value
+    top = a.trace
+    if type(v) is not np.ndarray or top.is_forward or top.closed or _trace.lifting:
+        return None
+    axis = args[1] if n == 2 else None
+    keepdims = False
+    for k in kwargs:
+        if k == "axis" and n == 1:
+            axis = kwargs[k]
+        elif k == "keepdims":
+            keepdims = kwargs[k]
+            if keepdims is not True and keepdims is not False:
+                return None
+        else:
+            return None
+    ta = type(axis)
+    if ta is tuple:
+        for i in axis:
+            if type(i) is not int:
+                return None
+    elif ta is not int and axis is not None:
+        return None
+    key = (axis, v.ndim)  # (ints and None only: 1.0 or True would find 1's entry)
+    axes = _AXES.get(key)
+    if axes is None:
+        axes = axes_of(axis, v.ndim)
+        if len(_AXES) > 1024:
+            _AXES.clear()
+        _AXES[key] = axes
+    return a, v, axes, keepdims
 
 
 # --------------------------------------------------------------------------------------------
@@ -78,7 +131,7 @@ def _masked(name, initial, where):
 
 
 def _mask_of(mask, s):
-    return np.ones(s, dtype=bool) if mask is None else np.broadcast_to(mask, s)
+    return np.ones(s, dtype=bool) if mask is None else broadcast_to(mask, s)
 
 
 def _reduce_impl(v, axis, keepdims, kw, f):
@@ -87,7 +140,10 @@ def _reduce_impl(v, axis, keepdims, kw, f):
 
 def _spread(ct, s, axis, keepdims):
     """A reduction's cotangent ``ct`` spread back over the reduced input's shape ``s``."""
-    return np.broadcast_to(ct if keepdims else reshape(ct, expand_shape(s, axis)), s)
+    if not keepdims:
+        ks = expand_shape(s, axis)
+        ct = ct.reshape(ks) if type(ct) is np.ndarray else reshape(ct, ks)
+    return broadcast_to(ct, s)
 
 
 def _msum_vjp(out, vals, on, axis, keepdims, kw, f):
@@ -146,6 +202,29 @@ def _np_sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue,
     return r if dtype is None else astype(r, dtype)
 
 
+def _sum_short(args, kwargs):
+    p = _reverse_reduction(args, kwargs)
+    if p is None:
+        return None
+    a, v, axes, keepdims = p
+    return _sum_reverse(a, v, axes, keepdims)
+
+
+def _sum_reverse(a, v, axes, keepdims):
+    """What ``apply(SUM)`` records for ``a`` (value ``v``) of the open reverse trace: its steps
+    (:func:`array._apply_reverse1`) with SUM's own impl and vjp called directly."""
+    out = _sum_impl(v, axes, keepdims)
+    if type(out) is not np.ndarray:  # (a numpy scalar: the 0-d array apply makes of it)
+        out = as_ndarray(out)
+    return _reverse_result(out, a.trace, [a.id], _sum_vjp(out, (v,), _ON1, axes, keepdims))
+
+
+_ON1 = (True,)
+
+
+registry.SHORT_PATHS[np.sum] = (_np_sum, _sum_short)
+
+
 @register(np.mean, note="with where=: an entry left out gets derivative 0")
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=NoValue):
     no_out("mean", out)
@@ -158,17 +237,41 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=NoValue):
         r = apply(MEAN_MASKED, (x,), {"axis": axes, "keepdims": bool(keepdims),
                                       "kw": masked[0], "f": np.mean})
         return r if dtype is None else astype(r, dtype)
-    n = int(np.prod([s[i] for i in axes], dtype=np.int64))
     r = apply(SUM, (x,), {"axis": axes, "keepdims": bool(keepdims)})
-    r = r / n if n else r * np.nan
+    r = _mean_of(r, s, axes)
     return r if dtype is None else astype(r, dtype)
 
 
+def _mean_of(r, s, axes):
+    """The mean from ``r``, the sum over ``axes`` of an array of shape ``s``."""
+    n = 1
+    for i in axes:
+        n *= s[i]
+    return r / float(n) if n else r * np.nan  # (a float: the fast paths take it, same bits)
+
+
+def _mean_short(args, kwargs):
+    p = _reverse_reduction(args, kwargs)
+    if p is None:
+        return None
+    a, v, axes, keepdims = p
+    return _mean_of(_sum_reverse(a, v, axes, keepdims), v.shape, axes)
+
+
+registry.SHORT_PATHS[np.mean] = (mean, _mean_short)
+
+
 def _choose_impl(v, axis, keepdims, f, kw):
+    if type(v) is np.ndarray and not kw:  # what np.max / np.min call, without their wrapper
+        return _EXTREMUM_REDUCE[f](v, axis, None, None, keepdims)
     return f(v, axis=axis, keepdims=keepdims, **kw)
 
 
-def _choose_weights(x, out, axis, keepdims, where):
+_EXTREMUM_REDUCE = {np.max: np.maximum.reduce, np.min: np.minimum.reduce}
+_MIN_REDUCE = np.minimum.reduce
+
+
+def _choose_weights(x, out, axis, keepdims, kw):
     """The cotangent's even split among the tied extrema (of the entries ``where`` admits):
     0 everywhere in a slice whose extremum is ``initial`` alone."""
     xv = as_ndarray(strip(x))
@@ -176,19 +279,29 @@ def _choose_weights(x, out, axis, keepdims, where):
     if not keepdims:
         ov = ov.reshape(expand_shape(xv.shape, axis))
     mask = xv == ov
-    nan = np.isnan(ov)
-    if nan.any():  # (a nan extremum: the slice's nans tie; without one, no nan term to add)
-        mask |= np.isnan(xv) & nan
-    if where is not None:
-        mask = mask & _mask_of(where, xv.shape)
-    n = np.sum(mask, axis=axis, keepdims=True)
-    return (mask / np.where(n > 0, n, 1)).astype(xv.dtype if xv.dtype.kind == "f" else float,
-                                                 copy=False)
+    where = kw.get("where")
+    if where is None and "initial" not in kw:
+        # Every slice holds its extremum, so counts n >= 1 -- but where that is a nan, which
+        # equals nothing: there its nans tie. (Then n >= 1 everywhere: the division below is
+        # the general case's, without its guard.)
+        n = _ADD_REDUCE(mask, axis, None, None, True)  # (np.sum's reduction)
+        if n.size and not _MIN_REDUCE(n, None):
+            mask |= np.isnan(xv) & np.isnan(ov)
+            n = _ADD_REDUCE(mask, axis, None, None, True)
+    else:
+        nan = np.isnan(ov)
+        if nan.any():
+            mask |= np.isnan(xv) & nan
+        if where is not None:
+            mask = mask & _mask_of(where, xv.shape)
+        n = _ADD_REDUCE(mask, axis, None, None, True)
+        n = np.where(n > 0, n, 1)
+    return (mask / n).astype(xv.dtype if xv.dtype.kind == "f" else float, copy=False)
 
 
 def _choose_vjp(out, vals, on, axis, keepdims, f, kw):
     x = vals[0]
-    w = _choose_weights(x, out, axis, keepdims, kw.get("where"))
+    w = _choose_weights(x, out, axis, keepdims, kw)
     ks = expand_shape(shape_of(x), axis)
 
     def rule(ct):
@@ -199,7 +312,7 @@ def _choose_vjp(out, vals, on, axis, keepdims, f, kw):
 
 
 def _choose_jvp(out, vals, tans, axis, keepdims, f, kw):
-    w = _choose_weights(vals[0], out, axis, keepdims, kw.get("where"))
+    w = _choose_weights(vals[0], out, axis, keepdims, kw)
     return np.sum(tans[0] * w, axis=axis, keepdims=keepdims)
 
 
@@ -214,13 +327,25 @@ def _chooser(name, f):
         return apply(CHOOSE, (x,), {"axis": axes_of(axis, ndim(x)), "keepdims": bool(keepdims),
                                     "f": f, "kw": {} if masked is None else masked[0]})
 
+    def short(args, kwargs):
+        p = _reverse_reduction(args, kwargs)
+        if p is None:
+            return None
+        a, v, axes, keepdims = p
+        return _apply_reverse1(CHOOSE, v, a.trace, a.id,
+                               {"axis": axes, "keepdims": keepdims, "f": f, "kw": {}})
+
     reduce.__name__ = name
+    reduce.short = short
     return reduce
 
 
 _TIES = "the cotangent is split evenly among tied extrema"
 amax = register(np.max, np.amax, note=_TIES)(_chooser("max", np.max))
 amin = register(np.min, np.amin, note=_TIES)(_chooser("min", np.min))
+for _f, _rule in ((np.max, amax), (np.amax, amax), (np.min, amin), (np.amin, amin)):
+    registry.SHORT_PATHS[_f] = (_rule, _rule.short)
+del _f, _rule
 
 
 @register(np.ptp, note=_TIES)

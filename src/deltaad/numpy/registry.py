@@ -46,6 +46,10 @@ NOTES = {}
 ELEMENTARY = {}
 LATE = {}  # "module.name" -> (array rule, scalar rule or None, note), or a factory (see below)
 COMPLEX = None  # set when deltaad.numpy.complex_array is imported
+# numpy function -> (its rule in FUNCTIONS, short path): the short path ``(args, kwargs) ->
+# result or None`` records what the rule records for the commonest calls on the reverse trace,
+# without the rule's argument checks; taken only while the rule is still FUNCTIONS' own.
+SHORT_PATHS = {}
 
 
 def register(*funcs, note=""):
