@@ -65,6 +65,11 @@ cdef extern from *:
     DELTAAD_NOINLINE static PyObject *__pyx_f_7deltaad_5_core__rec2_slow(PyObject *, PyObject *,
                                                                         double, double, double);
     DELTAAD_NOINLINE static void __pyx_f_7deltaad_5_core__dual_dealloc_slow(PyObject *);
+    /* (an int operand: rare beside floats, kept out of the arithmetic slots) */
+    DELTAAD_NOINLINE static PyObject *__pyx_f_7deltaad_5_core__nb_add_int(PyObject *, PyObject *);
+    DELTAAD_NOINLINE static PyObject *__pyx_f_7deltaad_5_core__nb_sub_int(PyObject *, PyObject *);
+    DELTAAD_NOINLINE static PyObject *__pyx_f_7deltaad_5_core__nb_mul_int(PyObject *, PyObject *);
+    DELTAAD_NOINLINE static PyObject *__pyx_f_7deltaad_5_core__nb_div_int(PyObject *, PyObject *);
     #define deltaad_rec1_slow __pyx_f_7deltaad_5_core__rec1_slow
     #define deltaad_rec2_slow __pyx_f_7deltaad_5_core__rec2_slow
     #define deltaad_get_tr(o) \
@@ -3279,36 +3284,48 @@ cdef inline bint _small_int(PyObject* x, double* out) noexcept:
     return True
 
 
-cdef inline bint _float_or_int(PyObject* x, double* out) noexcept:
-    """``x`` is a float, or an int a float holds exactly; ``out`` gets its value."""
-    if _is_float(x):
-        out[0] = PyFloat_AS_DOUBLE(<object>x)
-        return True
-    return _small_int(x, out)
-
+# Each slot's float cases call nothing (see _rec1); what they leave goes on by a tail call to
+# its _int twin, never inlined (DELTAAD_NOINLINE above): an int operand, a float dual with
+# it, recorded as with float(k); anything else to the generic slot Cython made.
 
 cdef PyObject* _nb_add(PyObject* x, PyObject* y) noexcept:
-    cdef double c
     if _is_float_dual(x):
         if _is_float_dual(y):
             if _same_trace(x, y):
                 return _rec2_raw(x, y, (<Dual>x).v + (<Dual>y).v, 1.0, 1.0)
-        elif _float_or_int(y, &c):
-            return _rec1_raw(x, (<Dual>x).v + c, 1.0)
-    elif _is_float_dual(y) and _float_or_int(x, &c):
+        elif _is_float(y):
+            return _rec1_raw(x, (<Dual>x).v + PyFloat_AS_DOUBLE(<object>y), 1.0)
+    elif _is_float(x) and _is_float_dual(y):
+        return _rec1_raw(y, PyFloat_AS_DOUBLE(<object>x) + (<Dual>y).v, 1.0)
+    return _nb_add_int(x, y)
+
+
+cdef PyObject* _nb_add_int(PyObject* x, PyObject* y) noexcept:
+    cdef double c
+    if _is_float_dual(x) and _small_int(y, &c):
+        return _rec1_raw(x, (<Dual>x).v + c, 1.0)
+    if _is_float_dual(y) and _small_int(x, &c):
         return _rec1_raw(y, c + (<Dual>y).v, 1.0)
     return (<binop_raw>_cy_nb_add)(x, y)
 
 
 cdef PyObject* _nb_sub(PyObject* x, PyObject* y) noexcept:
-    cdef double c
     if _is_float_dual(x):
         if _is_float_dual(y):
             if _same_trace(x, y):
                 return _rec2_raw(x, y, (<Dual>x).v - (<Dual>y).v, 1.0, -1.0)
-        elif _float_or_int(y, &c):
-            return _rec1_raw(x, (<Dual>x).v - c, 1.0)
-    elif _is_float_dual(y) and _float_or_int(x, &c):
+        elif _is_float(y):
+            return _rec1_raw(x, (<Dual>x).v - PyFloat_AS_DOUBLE(<object>y), 1.0)
+    elif _is_float(x) and _is_float_dual(y):
+        return _rec1_raw(y, PyFloat_AS_DOUBLE(<object>x) - (<Dual>y).v, -1.0)
+    return _nb_sub_int(x, y)
+
+
+cdef PyObject* _nb_sub_int(PyObject* x, PyObject* y) noexcept:
+    cdef double c
+    if _is_float_dual(x) and _small_int(y, &c):
+        return _rec1_raw(x, (<Dual>x).v - c, 1.0)
+    if _is_float_dual(y) and _small_int(x, &c):
         return _rec1_raw(y, c - (<Dual>y).v, -1.0)
     return (<binop_raw>_cy_nb_sub)(x, y)
 
@@ -3319,15 +3336,26 @@ cdef PyObject* _nb_mul(PyObject* x, PyObject* y) noexcept:
         if _is_float_dual(y):
             if _same_trace(x, y):
                 return _rec2_raw(x, y, (<Dual>x).v * (<Dual>y).v, (<Dual>y).v, (<Dual>x).v)
-        elif _float_or_int(y, &c):
+        elif _is_float(y):
+            c = PyFloat_AS_DOUBLE(<object>y)
             return _rec1_raw(x, (<Dual>x).v * c, c)
-    elif _is_float_dual(y) and _float_or_int(x, &c):
+    elif _is_float(x) and _is_float_dual(y):
+        c = PyFloat_AS_DOUBLE(<object>x)
+        return _rec1_raw(y, c * (<Dual>y).v, c)
+    return _nb_mul_int(x, y)
+
+
+cdef PyObject* _nb_mul_int(PyObject* x, PyObject* y) noexcept:
+    cdef double c
+    if _is_float_dual(x) and _small_int(y, &c):
+        return _rec1_raw(x, (<Dual>x).v * c, c)
+    if _is_float_dual(y) and _small_int(x, &c):
         return _rec1_raw(y, c * (<Dual>y).v, c)
     return (<binop_raw>_cy_nb_mul)(x, y)
 
 
 cdef PyObject* _nb_div(PyObject* x, PyObject* y) noexcept:
-    cdef double bv, v, c
+    cdef double bv, v
     if _is_float_dual(x):
         if _is_float_dual(y):
             if _same_trace(x, y):
@@ -3335,10 +3363,21 @@ cdef PyObject* _nb_div(PyObject* x, PyObject* y) noexcept:
                 if bv != 0.0:
                     v = (<Dual>x).v / bv
                     return _rec2_raw(x, y, v, 1.0 / bv, -v / bv)
-        elif _float_or_int(y, &bv):
+        elif _is_float(y):
+            bv = PyFloat_AS_DOUBLE(<object>y)
             if bv != 0.0:
                 return _rec1_raw(x, (<Dual>x).v / bv, 1.0 / bv)
-    elif _is_float_dual(y) and (<Dual>y).v != 0.0 and _float_or_int(x, &c):
+    elif _is_float(x) and _is_float_dual(y) and (<Dual>y).v != 0.0:
+        v = PyFloat_AS_DOUBLE(<object>x) / (<Dual>y).v
+        return _rec1_raw(y, v, -v / (<Dual>y).v)
+    return _nb_div_int(x, y)
+
+
+cdef PyObject* _nb_div_int(PyObject* x, PyObject* y) noexcept:
+    cdef double c, v
+    if _is_float_dual(x) and _small_int(y, &c) and c != 0.0:
+        return _rec1_raw(x, (<Dual>x).v / c, 1.0 / c)
+    if _is_float_dual(y) and (<Dual>y).v != 0.0 and _small_int(x, &c):
         v = c / (<Dual>y).v
         return _rec1_raw(y, v, -v / (<Dual>y).v)
     return (<binop_raw>_cy_nb_div)(x, y)
