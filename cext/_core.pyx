@@ -3895,7 +3895,7 @@ cdef object _math_one(object self, object x):
     if code >= 0:
         if tx is Dual:
             return _unary(x, code)
-        if tx is float:
+        if tx is float or tx is int:  # (math.sqrt(2): what the Python function does with it)
             return (<_MathFunction>self).plain(x)
     return (<_MathFunction>self).slow(x)
 
