@@ -529,3 +529,20 @@ def test_compiled_arrays_bench_runs(capsys):
     compiled_arrays.main(["--reps", "1", "smallops"])
     out = capsys.readouterr().out
     assert "smallops" in out and "replay" in out
+
+
+@pytest.mark.parametrize("name", sorted(__import__("bench.userstyle", fromlist=["PROGRAMS"]).PROGRAMS))
+def test_userstyle_programs_differentiate_as_central_differences(name):
+    """bench.userstyle's programs (math, ints, numpy scalars, as users write them): each
+    gradient agrees with central differences on a few coordinates (the suite only times them)."""
+    from bench import userstyle
+
+    f, x = userstyle.PROGRAMS[name]
+    g = deltaad.grad(f)(list(x))
+    for i in sorted({0, len(x) // 2, len(x) - 1}):
+        h = 1e-6 * max(1.0, abs(x[i]))
+        up, down = list(x), list(x)
+        up[i] += h
+        down[i] -= h
+        fd = (f(up) - f(down)) / (2 * h)
+        assert math.isclose(g[i], fd, rel_tol=1e-4, abs_tol=1e-6), (name, i, g[i], fd)
