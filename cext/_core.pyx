@@ -3573,7 +3573,7 @@ cdef object _numpy_binop(TraceHandle t, int op, object a, bint a_on, object va, 
         v = va ** vb
         name = "pow"
     cdef double fa, fb, da, db
-    if op <= OP_DIV and PyFloat_Check(va) and PyFloat_Check(vb):
+    if (op <= OP_DIV or op == OP_POW) and PyFloat_Check(va) and PyFloat_Check(vb):
         # np.float64 and float (data[i] * w): _rules.numpy_partials' float partials, computed
         # here in the same IEEE operations (C's division is ieee_div: inf or nan at 0)
         fa = PyFloat_AS_DOUBLE(va)
@@ -3587,12 +3587,34 @@ cdef object _numpy_binop(TraceHandle t, int op, object a, bint a_on, object va, 
         elif op == OP_MUL:
             da = fb
             db = fa
-        else:
+        elif op == OP_DIV:
             da = _c_div(1.0, fb)
             db = -_c_div(_c_div(fa, fb), fb)
+        else:  # pow: numpy_partials' branches, ieee_pow as _ieee_pow
+            if fa < 0.0 and cm.isfinite(fb) and fb != cm.floor(fb):
+                da = NAN  # no real power
+            elif fb == 0.0 and fa == 0.0:
+                da = 0.0  # a**0 is 1 everywhere
+            else:
+                da = fb * _ieee_pow(fa, fb - 1.0)
+            if fa > 0.0:
+                db = cm.log(fa) * _ieee_pow(fa, fb)
+            elif fa == 0.0:
+                db = 0.0
+            else:
+                db = NAN
         return _finish(t, v, a, a_on, da, b, b_on, db)
     ca, cb = _rules.numpy_partials(name, va, vb)
     return _finish(t, v, a, a_on, ca, b, b_on, cb)
+
+
+cdef inline double _ieee_pow(double a, double b) noexcept:
+    """``_rules.ieee_pow`` for a real power: +inf for a zero base (of either sign) to a
+    negative power, C's pow otherwise (which is Python's where Python does not raise, and
+    gives the infinity ieee_pow gives where Python would overflow)."""
+    if a == 0.0 and b < 0.0:
+        return INF
+    return cm.pow(a, b)
 
 
 cdef inline double _c_div(double a, double b) noexcept:
