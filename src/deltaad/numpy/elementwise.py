@@ -708,11 +708,47 @@ def _dual_operator(name):
     return op
 
 
+def _numpy_power(ufunc):
+    """``np.power`` (``np.float_power``) on floats and scalar duals: ``B.power``'s derivative
+    and numpy's value. numpy's ufunc loop can differ from the scalar ``**`` in the last bit
+    (its SIMD kernels on AVX-512), and ``np.power(x, y)`` must give what the plain program's
+    ``np.power`` gives, at every level of a nested derivative."""
+    def f(a, b):
+        r = B.power(a, b)
+        if type(r) is not B.Dual:
+            return r
+        v = strip(r)
+        with np.errstate(all="ignore"):  # (B.power gave numpy's warnings, if any, once)
+            want = ufunc(strip(a), strip(b))
+        if type(v) is float:
+            want = float(want)
+        elif type(want) is not type(v):
+            return r
+        if (want == v or (want != want and v != v)) and \
+                math.copysign(1.0, want) == math.copysign(1.0, v):  # (the same bits)
+            return r
+        return _with_value(r, want)
+
+    f.__name__ = ufunc.__name__
+    return f
+
+
+def _with_value(r, want):
+    """The dual ``r`` (of any nesting) with ``want`` as its innermost plain value: its bindings
+    and tangents as they are."""
+    v = r.value
+    inner = _with_value(v, want) if type(v) is B.Dual else want
+    t = r.trace
+    if t.is_forward:
+        return B.Dual(inner, t, -1, r.tangent)
+    return B.Dual(inner, t, r.id, None)
+
+
 _SCALAR = {
     np.add: _dual_operator("add"), np.subtract: _dual_operator("sub"),
     np.multiply: _dual_operator("mul"), np.true_divide: _dual_operator("truediv"),
     np.floor_divide: _dual_operator("floordiv"), np.remainder: _dual_operator("mod"),
-    np.power: B.power, np.float_power: B.power,
+    np.power: _numpy_power(np.power), np.float_power: _numpy_power(np.float_power),
     np.negative: operator.neg, np.positive: operator.pos, np.conjugate: operator.pos,
     np.maximum: _nan_first(F.fmax), np.minimum: _nan_first(F.fmin), np.fmax: F.fmax,
     np.fmin: F.fmin,
