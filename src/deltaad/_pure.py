@@ -41,9 +41,6 @@ _new = object.__new__
 # Hooks the Python layer installs (numpy glue): what to do with a non-scalar argument of a math
 # function, and how a scalar dual answers numpy's __array_ufunc__ protocol.
 _hooks = {"fallback": None, "array_ufunc": None, "array_function": None, "complex": None}
-_scalar_ufuncs = None  # see set_hooks
-_constant_ufuncs = None
-_float64 = None
 
 # The recording value type of ``deltaad.compile`` (None until it is imported): a number below
 # every dual that records the float operations done on it. Three places treat it as a float:
@@ -62,19 +59,13 @@ def set_hooks(fallback, array_ufunc, array_function=None, complex_binop=None,
     """Install the numpy glue: ``fallback(name, *args)``, ``array_ufunc(ufunc, method, inputs,
     kwargs)``, ``array_function(dual, func, types, args, kwargs)`` and ``complex_binop(op, a,
     b)`` (an operator meeting a complex operand; NotImplemented for anything else);
-    ``scalar_ufuncs`` (ufunc -> its function of floats and scalar duals, a dict the glue keeps
-    filling) and ``constant_ufuncs`` (a set of ufuncs with derivative 0), which
-    ``__array_ufunc__`` reads itself for the commonest call, ``np.exp(x)`` of scalars."""
-    global _scalar_ufuncs, _constant_ufuncs, _float64
+    ``scalar_ufuncs`` and ``constant_ufuncs``, which the core's ``__array_ufunc__`` reads for
+    the commonest call (``np.exp(x)`` of scalars: see ``_core.set_hooks``); here every call
+    takes the hook, which reaches the same functions."""
     _hooks["fallback"] = fallback
     _hooks["array_ufunc"] = array_ufunc
     _hooks["array_function"] = array_function
     _hooks["complex"] = complex_binop
-    _scalar_ufuncs = scalar_ufuncs
-    _constant_ufuncs = constant_ufuncs
-    if scalar_ufuncs is not None:  # numpy's float scalar: kept as it is by the hook as well
-        from deltaad._plainnumpy import np
-        _float64 = np.float64
 
 
 def _nonreal(a, b, op):
@@ -1688,16 +1679,6 @@ class Dual:
         return format(strip(self), spec)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if not kwargs and _scalar_ufuncs is not None and method == "__call__":
-            # np.exp(x) of floats and scalar duals (scalar code written with numpy), the
-            # commonest: the scalar function the hook would reach, without its dispatch
-            f = _scalar_ufuncs.get(ufunc)
-            if f is not None and ufunc not in _constant_ufuncs:
-                for x in inputs:
-                    if type(x) is not Dual and type(x) is not float and type(x) is not _float64:
-                        break
-                else:
-                    return f(*inputs)
         hook = _hooks["array_ufunc"]
         if hook is None:
             return NotImplemented

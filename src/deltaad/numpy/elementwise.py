@@ -712,10 +712,12 @@ def _numpy_power(ufunc):
     """``np.power`` (``np.float_power``) on floats and scalar duals: ``B.power``'s derivative
     and numpy's value. numpy's ufunc loop can differ from the scalar ``**`` in the last bit
     (its SIMD kernels on AVX-512), and ``np.power(x, y)`` must give what the plain program's
-    ``np.power`` gives, at every level of a nested derivative."""
+    ``np.power`` gives, at every level of a nested derivative. A numpy scalar with a dual
+    exponent (``c ** x``) keeps ``**``'s value: numpy's scalar ``**`` hands itself over as this
+    same call, and its own value is the scalar power's."""
     def f(a, b):
         r = B.power(a, b)
-        if type(r) is not B.Dual:
+        if type(r) is not B.Dual or (type(a) is not B.Dual and isinstance(a, np.generic)):
             return r
         v = strip(r)
         with np.errstate(all="ignore"):  # (B.power gave numpy's warnings, if any, once)
