@@ -3923,9 +3923,14 @@ cdef object _math_one(object self, object x):
 
 
 cdef enum:
-    B_ATAN2, B_HYPOT
+    B_ATAN2, B_HYPOT, B_POW
 
-_BINARY_CODES = {"arctan2": B_ATAN2, "hypot": B_HYPOT}
+_BINARY_CODES = {"arctan2": B_ATAN2, "hypot": B_HYPOT, "pow": B_POW}
+
+
+cdef inline bint _real_operand(PyObject* x) noexcept:
+    """A float dual, a float or an int: what math.pow's short path takes."""
+    return _is_float_dual(x) or _is_float(x) or x.ob_type == <PyTypeObject*>int
 
 
 cdef object _math_two(object self, object a, object b):
@@ -3939,6 +3944,15 @@ cdef object _math_two(object self, object a, object b):
     cdef double x, y, v, r, ca, cb
     cdef bint da = _is_float_dual(pa)
     cdef bint db = _is_float_dual(pb)
+    if code == B_POW:
+        if ((da or db) and _real_operand(pa) and _real_operand(pb)
+                and not (da and (<Dual>a).tr.closed) and not (db and (<Dual>b).tr.closed)):
+            # deltaad.math.pow's steps: math's errors from the values, then ``x ** y`` of the
+            # operands (an int as its float), by the duals' own power
+            (<_MathFunction>self).plain((<Dual>a).value if da else a,
+                                        (<Dual>b).value if db else b)
+            return (a if da else float(a)) ** (b if db else float(b))
+        return (<_MathFunction>self).slow(a, b)
     if code < 0 or not ((da and (db or _is_float(pb))) or (db and _is_float(pa))):
         return (<_MathFunction>self).slow(a, b)
     if da and db and not _same_trace(pa, pb):

@@ -3,6 +3,7 @@ errors); derivatives on duals against finite differences and across modes; progr
 with ``math`` that differentiate with ``from deltaad import math`` as the only change."""
 
 import math as pymath
+import struct
 
 import numpy as np
 import pytest
@@ -338,3 +339,37 @@ def test_binary_math_builtins_equal_their_python_functions(x, y, name, zero):
          deltaad.grad(lambda t: slow(t, y) * slow(y, t))(x))
     if name == "hypot":  # three coordinates: the n-ary primitive
         same(deltaad.grad(lambda t: fast(t, y, 2.0))(x), deltaad.grad(lambda t: slow(t, y, 2.0))(x))
+
+
+@pytest.mark.skipif(not _BUILTINS, reason="the pure backend's deltaad.math has Python functions only")
+@settings(max_examples=200, deadline=None)
+@given(x=st.floats(-3.0, 3.0, allow_nan=False) | st.sampled_from([0.0, -0.0, 1.0, -1.0]),
+       y=st.sampled_from([0, 1, 2, 3, -1, 0.0, 0.5, -0.5, 1.25, 2.0, -2.0, 3.0]))
+def test_math_pow_builtin_equals_its_python_function(x, y):
+    """math.pow of float duals, floats and ints takes the core's short path: the same values,
+    errors (math's ValueError for 0 ** negative and a negative base to a fractional power),
+    gradients, hessians and jvps as deltaad.math.pow's Python function, bit for bit."""
+    import numpy as np
+    fast = dmath.pow
+    slow = fast.__self__.slow
+
+    def outcome(fn):
+        try:
+            got = np.ravel(np.asarray(fn(), dtype=float)).tolist()
+        except Exception as exc:  # the same error, or the same numbers
+            return (type(exc).__name__, str(exc))
+        return ("ok", ["nan" if v != v else struct.pack("<d", v) for v in got])
+
+    for argnums in (0, 1, (0, 1)):
+        yf = float(y)
+        assert outcome(lambda: deltaad.grad(fast, argnums=argnums)(x, yf)) == \
+            outcome(lambda: deltaad.grad(slow, argnums=argnums)(x, yf))
+        assert outcome(lambda: deltaad.hessian(fast, argnums=argnums)(x, yf)) == \
+            outcome(lambda: deltaad.hessian(slow, argnums=argnums)(x, yf))
+    assert outcome(lambda: deltaad.grad(lambda t: fast(t, y))(x)) == \
+        outcome(lambda: deltaad.grad(lambda t: slow(t, y))(x))
+    assert outcome(lambda: deltaad.grad(lambda t: fast(y, t))(x)) == \
+        outcome(lambda: deltaad.grad(lambda t: slow(y, t))(x))
+    assert outcome(lambda: deltaad.jvp(lambda t: fast(t, y), (x,), (1.0,))) == \
+        outcome(lambda: deltaad.jvp(lambda t: slow(t, y), (x,), (1.0,)))
+    assert outcome(lambda: fast(x, y)) == outcome(lambda: pymath.pow(x, y))

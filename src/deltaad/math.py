@@ -384,6 +384,9 @@ def pow(x, y):
     return x ** y
 
 
+pow = _B.math_function("pow", "pow", _math.pow, pow, "(x, y, /)")
+
+
 # --------------------------------------------------------------------------------------------
 # gamma and lgamma: their derivatives are the polygamma functions (not in math: here)
 
