@@ -616,3 +616,35 @@ def test_grad_of_a_0d_array_output_matches_the_vjp_path():
     g32 = d.grad(lambda a: np.sum(a * a))(x32)
     assert g32.dtype == np.float32
     np.testing.assert_allclose(g32, 2 * x32)
+
+
+@pytest.mark.parametrize("n", [3, 700, 1500])
+def test_reading_an_input_vector_element_by_element(n, monkeypatch):
+    """``x[i]`` in a Python loop over a 1-d array dual: past a number of reads the scalars are
+    unpacked once (a gather, linear in n) instead of a dense one-hot cotangent per read
+    (quadratic). The gradient equals the dense reads' (held to them with unpacking switched
+    off) and the closed form; repeated, negative and mixed reads, a hessian and numpy's
+    IndexError are unchanged."""
+    from deltaad.numpy import array as A
+
+    x = np.linspace(-1.0, 2.0, n)
+
+    def f(a):
+        s = 0.0
+        for i in range(len(a)):
+            s += a[i] ** 2 * a[-1 - i] + a[i] * 3
+        return s + a[0] * a[n // 2]
+
+    g = d.grad(f)(x)
+    monkeypatch.setattr(A, "_UNPACK_AFTER", 10 ** 9)
+    g_dense = d.grad(f)(x)
+    monkeypatch.undo()
+    np.testing.assert_array_equal(g, g_dense)
+    want = 2 * x * x[::-1] + x[::-1] ** 2 + 3.0
+    want[0] += x[n // 2]
+    want[n // 2] += x[0]
+    np.testing.assert_allclose(g, want, rtol=1e-12)
+    h = d.hessian(lambda a: sum(a[i] ** 3 for i in range(len(a))))(x[:5])
+    np.testing.assert_allclose(h, np.diag(6 * x[:5]), rtol=1e-12)
+    with pytest.raises(IndexError, match="out of bounds"):
+        d.grad(lambda a: sum(a[i] for i in range(len(a) + 1)))(x)

@@ -791,6 +791,33 @@ def _getitem_jvp(out, vals, tans, idx, unique):
 GETITEM = Primitive("getitem", _getitem_impl, _getitem_vjp, _getitem_jvp)
 
 
+# ``x[i]`` element by element (``for i in range(n): ... x[i] ...``, as scalar code handed an
+# ndarray reads it): each read is a binding whose cotangent is a dense one-hot array, O(n) per
+# read, O(n^2) for the loop. Past ``_UNPACK_AFTER`` reads of one vector its scalars are
+# unpacked once (one gather: O(1) per element) and later reads return them. Unpacking costs
+# about what that many dense reads have cost, so the loop stays within twice the better of
+# the two, whatever n and however many elements are read.
+_UNPACK_AFTER = 512
+
+
+def _element(x, v, top, k):
+    """``x[k]`` of the 1-d array dual ``x`` (plain value ``v``) on the open reverse trace."""
+    try:
+        reads = x._reads
+    except AttributeError:
+        reads = x._reads = [0]
+    n = v.shape[0]
+    if type(reads) is list:
+        if len(reads) == 1:  # still counting
+            reads[0] += 1
+            if reads[0] < _UNPACK_AFTER or n <= 1:
+                return _getitem_reverse(v, top, x.id, (k,))
+            reads = x._reads = unpack(x)
+        if -n <= k < n:
+            return reads[k]
+    return _getitem_reverse(v, top, x.id, (k,))  # (numpy's IndexError)
+
+
 def _getitem_reverse(v, top, i, idx):
     """``x[idx]`` for basic indices ``idx`` (ints, slices, ``None``, ``...``) of an array dual
     of the open reverse trace ``top`` (id ``i``, plain value ``v``): what ``apply(GETITEM)``
@@ -1197,7 +1224,7 @@ class ArrayDual:
     Array duals are immutable: ``x[i] = v`` raises; write ``x = x.at[i].set(v)``.
     """
 
-    __slots__ = ("value", "trace", "id", "tangent", "_sliced", "__weakref__")
+    __slots__ = ("value", "trace", "id", "tangent", "_sliced", "_reads", "__weakref__")
     __array_priority__ = 1000.0
     __hash__ = None
 
@@ -1323,6 +1350,8 @@ class ArrayDual:
             v = self.value
             if type(v) is np.ndarray and not t.is_forward and not t.closed and \
                     not _trace.lifting:
+                if ti is int and v.ndim == 1:
+                    return _element(self, v, t, idx)
                 return _getitem_reverse(v, t, self.id, idx if ti is tuple else (idx,))
             r = apply(GETITEM, (self,), {"idx": idx if ti is tuple else (idx,), "unique": True})
             if type(r) is ArrayDual:
