@@ -796,21 +796,22 @@ GETITEM = Primitive("getitem", _getitem_impl, _getitem_vjp, _getitem_jvp)
 # read, O(n^2) for the loop. Past ``_UNPACK_AFTER`` reads of one vector its scalars are
 # unpacked once (one gather: O(1) per element) and later reads return them. Unpacking costs
 # about what that many dense reads have cost, so the loop stays within twice the better of
-# the two, whatever n and however many elements are read.
+# the two, whatever n and however many elements are read. A vector shorter than that keeps
+# the dense reads (each costs little) and no count (stencil code reads u[0] of a fresh array
+# every step).
 _UNPACK_AFTER = 512
 
 
 def _element(x, v, top, k):
     """``x[k]`` of the 1-d array dual ``x`` (plain value ``v``) on the open reverse trace."""
-    try:
-        reads = x._reads
-    except AttributeError:
+    reads = getattr(x, "_reads", None)
+    if reads is None:
         reads = x._reads = [0]
     n = v.shape[0]
     if type(reads) is list:
         if len(reads) == 1:  # still counting
             reads[0] += 1
-            if reads[0] < _UNPACK_AFTER or n <= 1:
+            if reads[0] < _UNPACK_AFTER:
                 return _getitem_reverse(v, top, x.id, (k,))
             reads = x._reads = unpack(x)
         if -n <= k < n:
@@ -1350,7 +1351,7 @@ class ArrayDual:
             v = self.value
             if type(v) is np.ndarray and not t.is_forward and not t.closed and \
                     not _trace.lifting:
-                if ti is int and v.ndim == 1:
+                if ti is int and v.ndim == 1 and v.shape[0] >= _UNPACK_AFTER:
                     return _element(self, v, t, idx)
                 return _getitem_reverse(v, t, self.id, idx if ti is tuple else (idx,))
             r = apply(GETITEM, (self,), {"idx": idx if ti is tuple else (idx,), "unique": True})
