@@ -3229,7 +3229,7 @@ cdef object _const(object x):
         return x
     if tx is int or tx is bool:
         return float(x)
-    if tx is _float64 and tx is not None:  # numpy's float scalar (data[i]): numpy_const keeps it
+    if tx is _float64:  # numpy's float scalar (data[i]): numpy_const keeps it
         return x
     if isinstance(x, _numbers.Real):
         return _rules.numpy_const(x)
@@ -3587,9 +3587,9 @@ cdef object _numpy_binop(TraceHandle t, int op, object a, bint a_on, object va, 
         elif op == OP_MUL:
             da = fb
             db = fa
-        elif op == OP_DIV:
-            da = _c_div(1.0, fb)
-            db = -_c_div(_c_div(fa, fb), fb)
+        elif op == OP_DIV:  # (cdivision: C's division, inf or nan at 0, as ieee_div)
+            da = 1.0 / fb
+            db = -((fa / fb) / fb)
         else:  # pow: numpy_partials' branches, ieee_pow as _ieee_pow
             if fa < 0.0 and cm.isfinite(fb) and fb != cm.floor(fb):
                 da = NAN  # no real power
@@ -3615,11 +3615,6 @@ cdef inline double _ieee_pow(double a, double b) noexcept:
     if a == 0.0 and b < 0.0:
         return INF
     return cm.pow(a, b)
-
-
-cdef inline double _c_div(double a, double b) noexcept:
-    """``a / b`` as C computes it (``_rules.ieee_div``): inf or nan at ``b == 0``."""
-    return a / b
 
 
 def check_open(x):
@@ -3944,9 +3939,10 @@ cdef object _math_two(object self, object a, object b):
     cdef double x, y, v, r, ca, cb
     cdef bint da = _is_float_dual(pa)
     cdef bint db = _is_float_dual(pb)
+    if (da and (<Dual>a).tr.closed) or (db and (<Dual>b).tr.closed):
+        return (<_MathFunction>self).slow(a, b)  # (its error names the finished differentiation)
     if code == B_POW:
-        if ((da or db) and _real_operand(pa) and _real_operand(pb)
-                and not (da and (<Dual>a).tr.closed) and not (db and (<Dual>b).tr.closed)):
+        if (da or db) and _real_operand(pa) and _real_operand(pb):
             # deltaad.math.pow's steps: math's errors from the values, then ``x ** y`` of the
             # operands (an int as its float), by the duals' own power
             (<_MathFunction>self).plain((<Dual>a).value if da else a,
@@ -3957,8 +3953,6 @@ cdef object _math_two(object self, object a, object b):
         return (<_MathFunction>self).slow(a, b)
     if da and db and not _same_trace(pa, pb):
         return (<_MathFunction>self).slow(a, b)
-    if (da and (<Dual>a).tr.closed) or (db and (<Dual>b).tr.closed):
-        return (<_MathFunction>self).slow(a, b)  # (its error names the finished differentiation)
     x = (<Dual>a).v if da else PyFloat_AS_DOUBLE(a)
     y = (<Dual>b).v if db else PyFloat_AS_DOUBLE(b)
     out = (<_MathFunction>self).plain(x, y)  # math's value and errors

@@ -124,15 +124,12 @@ def _binary(name, dual_fn, math_fn):
 
 for _e in _table.TABLE:
     for _m in _e.math:
-        if hasattr(_math, _m):
-            if _e.arity == 1:  # the core makes it a builtin with a C fast path for float duals
-                globals()[_m] = _B.math_function(
-                    _m, _e.name, getattr(_math, _m), _unary(_m, getattr(_B, _e.name), getattr(_math, _m)))
-            else:
-                globals()[_m] = _B.math_function(
-                    _m, _e.name, getattr(_math, _m),
-                    _binary(_m, getattr(_B, _e.name), getattr(_math, _m)), "(a, b, /)")
-del _e, _m
+        if hasattr(_math, _m):  # the core makes it a builtin with a C fast path for float duals
+            _plain_fn = getattr(_math, _m)
+            _make, _sig = (_unary, "(x, /)") if _e.arity == 1 else (_binary, "(a, b, /)")
+            globals()[_m] = _B.math_function(_m, _e.name, _plain_fn,
+                                             _make(_m, getattr(_B, _e.name), _plain_fn), _sig)
+del _e, _m, _plain_fn, _make, _sig
 
 
 # --------------------------------------------------------------------------------------------

@@ -721,18 +721,20 @@ def _value_and_grad(self, args, kwargs):
     single, nums = _argnums_tuple(self.argnums, len(args), "grad")
     has_aux = self.has_aux
     out, pb, aux = _vjp(self.fun, args, kwargs, nums, has_aux, "grad")
-    if type(out) is float and not self.holomorphic:  # one real output, the commonest: what
-        g = pb(1.0)                                   # the checks below find
+    g = None
+    if not self.holomorphic:
+        if type(out) is float:  # one real output, the commonest: what the checks below find
+            g = pb(1.0)
+        elif (type(out) is np.ndarray and pb.out_def is LEAF and out.shape == ()
+              and out.dtype == _FLOAT64):
+            # one 0-d float array (np.sum of an array dual), the commonest array output: what
+            # the checks below and the cotangent's (a fresh 0-d one) would find
+            i = pb.out_ids[0]
+            g = tuple(unflatten_owned(pb.in_def,
+                                      pb.grads([] if i is None else [(i, np.ones(()))])))
+            out = out[()]
+    if g is not None:
         g = g[0] if single else g
-        return ((out, aux), g) if has_aux else (out, g)
-    if (type(out) is np.ndarray and pb.out_def is LEAF and out.shape == ()
-            and out.dtype == _FLOAT64 and not self.holomorphic):
-        # one 0-d float array (np.sum of an array dual), the commonest array output: what
-        # the checks below and the cotangent's (a fresh 0-d one) would find
-        i = pb.out_ids[0]
-        g = tuple(unflatten_owned(pb.in_def, pb.grads([] if i is None else [(i, np.ones(()))])))
-        g = g[0] if single else g
-        out = out[()]
         return ((out, aux), g) if has_aux else (out, g)
     if self.holomorphic:
         _check_holomorphic(pb.in_leaves, "grad")
