@@ -76,6 +76,7 @@ ARRAYS = Extension(
     "deltaad._arrays",
     sources=["cext/_arrays.pyx"],
     include_dirs=["cext"],
+    depends=["cext/_fpe.h"],
     define_macros=DEFINE_MACROS + [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     language="c",
 )
@@ -86,6 +87,7 @@ ARRAY_REPLAY = Extension(
     "deltaad._array_replay",
     sources=["cext/_array_replay.pyx"],
     include_dirs=["cext"],
+    depends=["cext/_fpe.h"],
     define_macros=DEFINE_MACROS + [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     language="c",
 )

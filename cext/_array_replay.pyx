@@ -33,6 +33,9 @@ cdef extern from "<fenv.h>" nogil:
     int FE_UNDERFLOW
     int FE_INVALID
 
+cdef extern from "_fpe.h" nogil:
+    void dad_clear_fpe(int)  # feclearexcept, only where a flag is set (a test is ~6x cheaper)
+
 cnp.import_array()
 cnp.import_umath()
 
@@ -347,7 +350,7 @@ cdef object _fast(Step* s, list vals, list bufs, Py_ssize_t k):
             bufs[k] = out
     args[s.nargs] = cnp.PyArray_BYTES(<cnp.ndarray>out)
     steps[s.nargs] = 8
-    feclearexcept(_FPE)
+    dad_clear_fpe(_FPE)
     s.loop(args, &n, steps, s.data)
     if fetestexcept(_FPE):
         feclearexcept(_FPE)

@@ -57,12 +57,14 @@ from libc.string cimport memcpy, memset
 from libc.math cimport isfinite, fabs
 
 cdef extern from "<fenv.h>" nogil:
-    int feclearexcept(int)
     int fetestexcept(int)
     int FE_DIVBYZERO
     int FE_OVERFLOW
     int FE_UNDERFLOW
     int FE_INVALID
+
+cdef extern from "_fpe.h" nogil:
+    void dad_clear_fpe(int)  # feclearexcept, only where a flag is set (a test is ~6x cheaper)
 
 cdef extern from "Python.h":
     ctypedef struct PyMemberDef:
@@ -135,7 +137,7 @@ cdef bint _underflow_ignored() except -1:
 
 
 cdef inline bint _raised() except -1:
-    """Whether the loops since ``feclearexcept(_FPE)`` signalled an exception numpy would
+    """Whether the loops since ``dad_clear_fpe(_FPE)`` signalled an exception numpy would
     warn of or raise (an underflow only where its error state does not ignore it)."""
     cdef int f = fetestexcept(_FPE)
     if f == 0:
@@ -579,7 +581,7 @@ cdef class ArrayRule:
             if how == CT_PLAIN:  # (a broadcast one: numpy's matmul may add in another order)
                 return self._matvec(<cnp.ndarray>ct)
         elif how:
-            feclearexcept(_FPE)
+            dad_clear_fpe(_FPE)
             r = self._run(&c, cnp.PyArray_SIZE(self.out), ct)
             if not _raised():
                 return r
@@ -936,7 +938,7 @@ cdef object _unary(int code, object x):
     cdef intp n = cnp.PyArray_SIZE(a)
     cdef cnp.ndarray y, d, t
     cdef ArrayRule rule
-    feclearexcept(_FPE)
+    dad_clear_fpe(_FPE)
     y = _u(code, a, n)
     rule = _rule(R_SCALE, code, True, False, y, v, None)
     if code == NEG:
@@ -1072,7 +1074,7 @@ cdef object _binary(int code, object a, object b):
     if code == POW:
         if not (oa and kb):  # a constant exponent only
             return _NOTHING
-    feclearexcept(_FPE)
+    dad_clear_fpe(_FPE)
     y = _loop2(code, &pa, &pb, like, n)
     if code == ADD:
         rule = _rule(R_ADD, code, oa, ob, y, va, vb)
@@ -1170,7 +1172,7 @@ cdef object _add_arrays(object a, object b):
         return None
     if not (_plain(a) and _plain(b) and _same_shape(<cnp.ndarray>a, <cnp.ndarray>b)):
         return None
-    feclearexcept(_FPE)
+    dad_clear_fpe(_FPE)
     r = _aa(ADD, <cnp.ndarray>a, <cnp.ndarray>b, cnp.PyArray_SIZE(<cnp.ndarray>a))
     if _raised():
         return None
@@ -1200,7 +1202,7 @@ cdef int _pull(object rule, Py_ssize_t p1, Py_ssize_t p2, list adj, object ct) e
             return 0
         cts = r._matvec(<cnp.ndarray>ct)
     else:
-        feclearexcept(_FPE)
+        dad_clear_fpe(_FPE)
         cts = r._run(&c, cnp.PyArray_SIZE(r.out), ct)
         if _raised():
             return 0
@@ -1255,7 +1257,7 @@ cdef bint _add_into(object old, object x) except -1:
     args[1] = cnp.PyArray_BYTES(<cnp.ndarray>x)
     args[2] = args[0]
     steps[0] = steps[1] = steps[2] = 8
-    feclearexcept(_FPE)
+    dad_clear_fpe(_FPE)
     LOOPS[ADD].f(args, &n, steps, LOOPS[ADD].data)
     if _raised():
         memcpy(cnp.PyArray_BYTES(a), save, n * sizeof(double))
@@ -1603,7 +1605,7 @@ cdef object _choice(int code, object a, object b):
     else:
         for k in range(n):
             q[k] = 1.0 if p[k] < sv else 0.0
-    feclearexcept(_FPE)
+    dad_clear_fpe(_FPE)
     cdef cnp.ndarray y = _as(code, av, sv, n) if oa else _sa(code, sv, av, n)
     if _raised():
         return _NOTHING
