@@ -731,7 +731,7 @@ def _value_and_grad(self, args, kwargs):
             # the checks below and the cotangent's (a fresh 0-d one) would find
             i = pb.out_ids[0]
             g = tuple(unflatten_owned(pb.in_def,
-                                      pb.grads([] if i is None else [(i, np.ones(()))])))
+                                      pb.grads([] if i is None else [(i, np.array(1.0))])))
             out = out[()]
     if g is not None:
         g = g[0] if single else g

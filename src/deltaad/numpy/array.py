@@ -1618,7 +1618,10 @@ del _name, _func
 def _binop(ufunc, a, b):
     ta = type(a)
     tb = type(b)
-    if (ta is ArrayDual or ta is float) and (tb is ArrayDual or tb is float):
+    if ((ta is ArrayDual or ta is float or ta is np.ndarray and a.dtype.kind == "f")
+            and (tb is ArrayDual or tb is float or tb is np.ndarray and b.dtype.kind == "f")):
+        # real operands (a float array: a constant such as a weight matrix): the steps below
+        # would find them real and call the same rule
         rule = registry.UFUNCS.get(ufunc)  # (None for // : piecewise constant, below)
         if rule is not None and ufunc not in registry.CONSTANT_UFUNCS:
             return rule(a, b)
