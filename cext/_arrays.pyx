@@ -902,6 +902,12 @@ cdef object _dual(cnp.ndarray value, object trace, Py_ssize_t p1, Py_ssize_t p2,
     the ids ``p1`` and ``p2`` (-1: none)."""
     i = _PUSH(trace, p1, p2, rule)
     _pool_pushed(PyLong_AsSsize_t(i))
+    return _new_dual(value, trace, i)
+
+
+cdef object _new_dual(object value, object trace, object i):
+    """An array dual holding ``value`` and the binding ``i`` of ``trace`` (what
+    ``array._reverse_result`` makes)."""
     cdef PyObject* p = PyType_GenericAlloc(<PyTypeObject*>ArrayDual, 0)  # its tp_alloc
     if p == NULL:
         raise MemoryError()
@@ -1676,6 +1682,88 @@ cdef int _pull_shape(ArrayRule r, Py_ssize_t p1, Py_ssize_t p2, list adj, object
 
 
 # --------------------------------------------------------------------------------------------
+# The general lane: the Python path's steps, without its frames
+
+
+cdef list _APPLIES = [None] * NCODES  # code -> the primitive its registry function applies
+cdef object _np_asarray = None
+
+
+cdef inline bint _real_type(int t) noexcept:
+    """A bool, integer or real floating type number (a dtype of kind "b", "i", "u" or "f")."""
+    return cnp.PyTypeNum_ISBOOL(t) or cnp.PyTypeNum_ISINTEGER(t) or cnp.PyTypeNum_ISFLOAT(t)
+
+
+cdef object _general(int c, tuple args):
+    """What ``array.apply`` does for an operation the loops above do not take (broadcasting,
+    a matrix and a row, float32, a strided view, a product of matrices): ``prim.impl`` on the
+    values, the rule ``python_rule`` builds (``prim.vjp``, selected to the duals), one binding
+    pushed by the tape's ``push_linear``, an array dual of the result. The same calls on the
+    same operands as the Python path, so the same values, rule and bits; only its Python
+    frames (the operator, ``_binop``, the registry's function, ``apply``, ``select``) go.
+
+    Taken only where ``c``'s registry function is exactly ``apply(prim, args)`` (``_APPLIES``;
+    matmul's also checks that no operand is 0-d), every dual among ``args`` is an array dual of
+    one open reverse tape holding an exact ndarray, and every other operand is a float, an int
+    or an exact real ndarray; _NOTHING otherwise (scalar duals, nesting, forward levels,
+    ``compile``'s recorded values, lists: the Python path)."""
+    prim = _APPLIES[c]
+    if prim is None:
+        return _NOTHING
+    cdef Py_ssize_t n = len(args), k
+    cdef PyObject* pt
+    cdef PyObject* pv
+    cdef PyObject* pi
+    cdef object trace = None
+    cdef list vals = [], on = [], ids = [], keep = []
+    for k in range(n):
+        x = args[k]
+        tx = type(x)
+        if tx is ArrayDual:
+            pt = _get(x, OFF_TRACE)
+            pv = _get(x, OFF_VALUE)
+            pi = _get(x, OFF_ID)
+            if pt == NULL or pv == NULL or pi == NULL or type(<object>pv) is not cnp.ndarray:
+                return _NOTHING
+            if trace is None:
+                trace = <object>pt
+            elif <object>pt is not trace:
+                return _NOTHING
+            vals.append(<object>pv)
+            on.append(True)
+            ids.append(<object>pi)
+            keep.append(k)
+        elif tx is float or tx is int or (
+                tx is cnp.ndarray and _real_type(cnp.PyArray_TYPE(<cnp.ndarray>x))):
+            vals.append(x)
+            on.append(False)
+        else:
+            return _NOTHING
+    if trace is None or type(trace) is not Tape or trace.closed:
+        return _NOTHING  # (the Python path raises for a finished trace)
+    if c == MATMUL:
+        for k in range(n):
+            if type(vals[k]) is not cnp.ndarray or cnp.PyArray_NDIM(<cnp.ndarray>vals[k]) == 0:
+                return _NOTHING  # (numpy's error, from the Python path)
+    out = prim.impl(*vals)
+    if type(out) is not cnp.ndarray:
+        out = _np_asarray(out)  # (a numpy scalar of 0-d operands: as_ndarray's call)
+    rule = _python_rule(prim, out, vals, on, keep)
+    return _new_dual(out, trace, trace.push_linear(ids, rule))
+
+
+def setup_general(applies, asarray):
+    """Bind the general lane: ``applies[code]``, the primitive the registry's function of
+    ``code`` applies (None where it does more than ``apply``), and numpy's ``asarray``."""
+    global _np_asarray
+    if len(applies) != NCODES:
+        raise ValueError("setup_general: %d entries for %d codes" % (len(applies), NCODES))
+    for k in range(NCODES):
+        _APPLIES[k] = applies[k]
+    _np_asarray = asarray
+
+
+# --------------------------------------------------------------------------------------------
 # Entry points: the array dual's methods on the compiled backend
 
 
@@ -1688,17 +1776,20 @@ cdef inline object _call(object ufunc, tuple inputs):
     cdef int c = code
     if _UFUNCS.get(ufunc) is not _FNS[c]:  # a rule registered over ours
         return _NOTHING
+    cdef object r = _NOTHING
     if c == MATMUL:
-        return _matmul(inputs[0], inputs[1]) if len(inputs) == 2 else _NOTHING
-    if c >= MAXIMUM:
+        if len(inputs) == 2:
+            r = _matmul(inputs[0], inputs[1])
+    elif c >= MAXIMUM:
         return _choice(c, inputs[0], inputs[1]) if len(inputs) == 2 else _NOTHING
-    if len(inputs) == 1:
+    elif len(inputs) == 1:
         if c >= NEG:
-            return _unary(c, inputs[0])
-        return _NOTHING
-    if len(inputs) == 2 and c < NEG:
-        return _binary(c, inputs[0], inputs[1])
-    return _NOTHING
+            r = _unary(c, inputs[0])
+    elif len(inputs) == 2 and c < NEG:
+        r = _binary(c, inputs[0], inputs[1])
+    if r is _NOTHING and len(inputs) == (1 if NEG <= c < MATMUL else 2):
+        r = _general(c, inputs)
+    return r
 
 
 def try_ufunc(ufunc, inputs):
@@ -1710,9 +1801,8 @@ def try_ufunc(ufunc, inputs):
 cdef object _op(int c, object a, object b):
     if not enabled or _UFUNCS.get(_UFUNC_OF[c]) is not _FNS[c]:
         return _NOTHING
-    if c == MATMUL:
-        return _matmul(a, b)
-    return _binary(c, a, b)
+    r = _matmul(a, b) if c == MATMUL else _binary(c, a, b)
+    return _general(c, (a, b)) if r is _NOTHING else r
 
 
 cdef list _UFUNC_OF = [None] * NCODES
@@ -1791,6 +1881,8 @@ def bind_methods(cls, python_methods, ufuncs):
         cdef object r = _NOTHING
         if enabled and _UFUNCS.get(_UFUNC_OF[NEG]) is _FNS[NEG]:
             r = _unary(NEG, self)
+            if r is _NOTHING:
+                r = _general(NEG, (self,))
         return neg(self) if r is _NOTHING else r
 
     getitem = py["__getitem__"]

@@ -192,6 +192,7 @@ def _unary_fn(prim):
 
     fn.__name__ = prim.name
     fn.primitive = prim
+    fn.applies = prim  # fn(*args) is apply(prim, args): the compiled backend may take its steps
     return fn
 
 
@@ -201,6 +202,7 @@ def _binary_fn(prim):
 
     fn.__name__ = prim.name
     fn.primitive = prim
+    fn.applies = prim  # (as _unary_fn's)
     return fn
 
 

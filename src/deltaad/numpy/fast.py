@@ -64,6 +64,10 @@ def _install():
         prims.append(NEGATIVE if u is np.negative else MATMUL if u is np.matmul
                      else fn.primitive)
     _arrays.setup(array.ArrayDual, B.Tape, B.array_push_capsule(), UFUNCS, registry.UFUNCS, fns, prims, python_rule)
+    # the general lane: the primitive a registry function applies and nothing else (matmul's
+    # checks that no operand is 0-d, which the lane repeats)
+    _arrays.setup_general([MATMUL if u is np.matmul else getattr(fn, "applies", None)
+                           for u, fn in zip(UFUNCS, fns)], np.asarray)
     _arrays.bind_methods(array.ArrayDual, {m: getattr(array.ArrayDual, m) for m in _METHODS},
                          UFUNCS)
     _arrays.setup_shape(array.scatter, array.getitem, np.concatenate, registry.FUNCTIONS)
