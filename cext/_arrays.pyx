@@ -25,6 +25,11 @@ A cotangent that is a broadcast float64 array (a reduction's ``np.broadcast_to``
 where it lies, row by row, short rows gathered a block at a time into a cache-sized buffer,
 never copied whole (elementwise loops give the same bits on either; see ``_ct_loop``).
 
+What the loops decline on a reverse tape (broadcasting, float32, strided views, products of
+matrices) takes the general lane where the registry's function is ``apply(prim, args)``: the
+Python path's own calls (numpy's function, ``prim.vjp``'s rule) without its frames (see
+``_general``).
+
 Besides the loops: a 1-D array dual times a constant float64 matrix (``x @ M``, ``M @ x``)
 calls numpy's ``matmul`` on the values, and its rule the same numpy calls the Python rule
 makes (reshape, matmul by the swapped matrix, reshape), so BLAS or not, the bits are those.
