@@ -269,6 +269,7 @@ def _choose_impl(v, axis, keepdims, f, kw):
 
 _EXTREMUM_REDUCE = {np.max: np.maximum.reduce, np.min: np.minimum.reduce}
 _MIN_REDUCE = np.minimum.reduce
+_COUNT = np.count_nonzero
 
 
 def _choose_weights(x, out, axis, keepdims, kw):
@@ -281,6 +282,14 @@ def _choose_weights(x, out, axis, keepdims, kw):
     mask = xv == ov
     where = kw.get("where")
     if where is None and "initial" not in kw:
+        if _COUNT(mask) == ov.size:
+            s = ov.sum()
+            if s == s:
+                # no extremum is a nan, so each slice holds at least one match, and as many
+                # matches as slices: exactly one each, the commonest case. Its weights are
+                # mask / n with n = 1: the mask as floats (without the count per slice, a
+                # reduction over a cast that costs numpy more than the rest together)
+                return mask.astype(xv.dtype if xv.dtype.kind == "f" else float)
         # Every slice holds its extremum, so counts n >= 1 -- but where that is a nan, which
         # equals nothing: there its nans tie. (Then n >= 1 everywhere: the division below is
         # the general case's, without its guard.)
