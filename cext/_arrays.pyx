@@ -1692,6 +1692,7 @@ cdef int _pull_shape(ArrayRule r, Py_ssize_t p1, Py_ssize_t p2, list adj, object
 
 cdef list _APPLIES = [None] * NCODES  # code -> the primitive its registry function applies
 cdef object _np_asarray = None
+cdef object _Dual = None  # the core's scalar dual
 
 
 cdef inline bint _real_type(int t) noexcept:
@@ -1708,10 +1709,11 @@ cdef object _general(int c, tuple args):
     frames (the operator, ``_binop``, the registry's function, ``apply``, ``select``) go.
 
     Taken only where ``c``'s registry function is exactly ``apply(prim, args)`` (``_APPLIES``;
-    matmul's also checks that no operand is 0-d), every dual among ``args`` is an array dual of
-    one open reverse tape holding an exact ndarray, and every other operand is a float, an int
-    or an exact real ndarray; _NOTHING otherwise (scalar duals, nesting, forward levels,
-    ``compile``'s recorded values, lists: the Python path)."""
+    matmul's also checks that no operand is 0-d), every dual among ``args`` is an array dual
+    holding an exact ndarray or a scalar dual holding a float, all of one open reverse tape
+    (an array dual among them), and every other operand is a float, an int or an exact real
+    ndarray; _NOTHING otherwise (nesting, forward levels, ``compile``'s recorded values,
+    lists: the Python path). A scalar dual's cotangent is a float, as ``select`` makes it."""
     prim = _APPLIES[c]
     if prim is None:
         return _NOTHING
@@ -1721,10 +1723,29 @@ cdef object _general(int c, tuple args):
     cdef PyObject* pi
     cdef object trace = None
     cdef list vals = [], on = [], ids = [], keep = []
+    cdef object scalar = None
+    cdef bint array = False
     for k in range(n):
         x = args[k]
         tx = type(x)
-        if tx is ArrayDual:
+        if tx is _Dual:
+            t = x.trace
+            if trace is None:
+                trace = t
+            elif t is not trace:
+                return _NOTHING
+            v = x.value
+            if type(v) is not float:
+                return _NOTHING
+            if scalar is None:
+                scalar = []
+            scalar.append(len(keep))
+            vals.append(v)
+            on.append(True)
+            ids.append(x.id)
+            keep.append(k)
+        elif tx is ArrayDual:
+            array = True
             pt = _get(x, OFF_TRACE)
             pv = _get(x, OFF_VALUE)
             pi = _get(x, OFF_ID)
@@ -1744,7 +1765,7 @@ cdef object _general(int c, tuple args):
             on.append(False)
         else:
             return _NOTHING
-    if trace is None or type(trace) is not Tape or trace.closed:
+    if not array or type(trace) is not Tape or trace.closed:
         return _NOTHING  # (the Python path raises for a finished trace)
     if c == MATMUL:
         for k in range(n):
@@ -1753,14 +1774,16 @@ cdef object _general(int c, tuple args):
     out = prim.impl(*vals)
     if type(out) is not cnp.ndarray:
         out = _np_asarray(out)  # (a numpy scalar of 0-d operands: as_ndarray's call)
-    rule = _python_rule(prim, out, vals, on, keep)
+    rule = _python_rule(prim, out, vals, on, keep, scalar)
     return _new_dual(out, trace, trace.push_linear(ids, rule))
 
 
-def setup_general(applies, asarray):
+def setup_general(applies, asarray, dual):
     """Bind the general lane: ``applies[code]``, the primitive the registry's function of
-    ``code`` applies (None where it does more than ``apply``), and numpy's ``asarray``."""
-    global _np_asarray
+    ``code`` applies (None where it does more than ``apply``), numpy's ``asarray`` and the
+    core's scalar dual type."""
+    global _np_asarray, _Dual
+    _Dual = dual
     if len(applies) != NCODES:
         raise ValueError("setup_general: %d entries for %d codes" % (len(applies), NCODES))
     for k in range(NCODES):

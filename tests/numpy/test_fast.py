@@ -487,15 +487,16 @@ def test_arrays_kept_for_reuse_are_never_ones_held():
 
 
 def _lane_program(W, q, k):
-    """Broadcasting, matrices, stacks, float32 and int constants, unary ufuncs on views: what
-    the loops decline and the general lane takes."""
-    def f(x, s):
+    """Broadcasting, matrices, stacks, float32 and int constants, unary ufuncs on views, a
+    scalar dual meeting array duals: what the loops decline and the general lane takes."""
+    def f(x, s, t):
         y = (x * q + 1) * (np.arange(4) + 1) / 4   # (3, 4) * (3, 1), an int, an int array
         y = y @ W - np.tanh(y[:, :2]).sum()  # a product of matrices; a view through tanh
+        y = (y * t + t) / (1.5 + t) - t / (2.0 + y * y) + np.multiply(t, y)  # a scalar dual
         z = np.exp(-(y.T * 0.5))          # negation and exp of a transposed view
         u = (s[None, :, :] - z[:, :, None] * k) @ s   # a stack times a stack, broadcast
         v = np.multiply(u, np.float32(2.0)) / (1.0 + u * u)
-        return np.sum(v * v) + np.sum(np.sin(u))
+        return np.sum(v * v) + np.sum(np.sin(u)) * t
     return f
 
 
@@ -510,13 +511,15 @@ def test_general_lane_same_bits_as_python_path(dtype):
     k = rng.standard_normal((1, 3, 1)).astype(dtype)
     f = _lane_program(W, q, k)
     xs = tuple((0.5 * rng.standard_normal(s)).astype(dtype) for s in ((3, 4), (4, 3, 3)))
+    xs = xs + (0.7,)
 
     def run(f, *xs):
         out, pb = d.vjp(f, *xs)
         g = pb(np.ones((), out.dtype))
-        _, t = d.jvp(f, xs, tuple(np.ones_like(x) for x in xs))
-        h = d.grad(lambda x, s: d.grad(f)(x, s).sum())(*xs)  # the lane's rules under nesting
-        return [np.asarray(a).tobytes() for a in (out, *g, t, h)]
+        _, t = d.jvp(f, xs, tuple(np.ones_like(x) for x in xs[:2]) + (1.0,))
+        h = d.grad(lambda x, s, t: d.grad(f, argnums=(0, 2))(x, s, t)[0].sum(),
+                   argnums=(0, 2))(*xs)  # the lane's rules under nesting
+        return [np.asarray(a).tobytes() for a in (out, *g, t, *h)]
 
     assert run(f, *xs) == _switched(False, run, f, *xs)
     if dtype == "float64":
@@ -525,8 +528,9 @@ def test_general_lane_same_bits_as_python_path(dtype):
 
 @compiled
 def test_general_lane_skips_the_python_frames():
-    """A broadcast product, a product of matrices and a ufunc of a transposed view record
-    without ``array.apply`` (the Python path's frames); a scalar dual operand still takes it."""
+    """A broadcast product, a product of matrices, a ufunc of a transposed view and an array
+    dual times a scalar dual record without ``array.apply`` (the Python path's frames); a list
+    operand still takes it."""
     import sys
 
     from deltaad.numpy import array
@@ -549,11 +553,11 @@ def test_general_lane_skips_the_python_frames():
     def f(x, t):
         xt = x.T
         took.extend([frames(lambda: x * q), frames(lambda: x @ W), frames(np.sin, xt),
-                      frames(lambda: x * t)])
+                      frames(lambda: x * t), frames(lambda: t - x), frames(lambda: x * [1, 2, 3])])
         return np.sum(x)
 
     d.grad(f, argnums=(0, 1))(np.ones((2, 3)), 2.0)
-    assert took == [False, False, False, True]
+    assert took == [False, False, False, False, False, True]
 
 
 @compiled

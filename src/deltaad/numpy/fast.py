@@ -43,12 +43,13 @@ _METHODS = ("__array_ufunc__", "__add__", "__radd__", "__sub__", "__rsub__", "__
             "__neg__", "__getitem__", "__array_function__")
 
 
-def python_rule(prim, out, vals, on, keep):
+def python_rule(prim, out, vals, on, keep, scalar=None):
     """The rule the Python path records for ``prim`` on these operands (what ``apply`` pushes,
-    for operands that are array duals of the recording tape or constants)."""
+    for operands that are duals of the recording tape -- array duals, and scalar duals at the
+    positions ``scalar`` of ``keep`` -- or constants)."""
     rule = prim.vjp(out, vals, on)
-    if len(keep) != len(vals):
-        rule = array.select(rule, list(keep), None)
+    if scalar is not None or len(keep) != len(vals):
+        rule = array.select(rule, list(keep), scalar)
     return rule
 
 
@@ -68,7 +69,7 @@ def _install():
     # the general lane: the primitive a registry function applies and nothing else (matmul's
     # checks that no operand is 0-d, which the lane repeats)
     _arrays.setup_general([MATMUL if u is np.matmul else getattr(fn, "applies", None)
-                           for u, fn in zip(UFUNCS, fns)], np.asarray)
+                           for u, fn in zip(UFUNCS, fns)], np.asarray, B.Dual)
     _arrays.bind_methods(array.ArrayDual, {m: getattr(array.ArrayDual, m) for m in _METHODS},
                          UFUNCS)
     _arrays.setup_shape(array.scatter, array.getitem, np.concatenate, registry.FUNCTIONS)
