@@ -556,6 +556,21 @@ cdef enum:
     R_CONCAT      # np.concatenate: (ct[cut] for the dual operands' cuts)
 
 
+cdef object _ADD_REDUCE = None  # numpy.add.reduce
+cdef list _ALL_AXES = []         # nd -> (0, ..., nd - 1)
+
+
+cdef object _sum_all(object g):
+    """``float(np.add.reduce(g, (0, ..., nd - 1)))`` (``float(g)`` for a 0-d one): what
+    ``to_scalar(unbroadcast(g, ()))`` gives on the Python path."""
+    cdef int nd = cnp.PyArray_NDIM(<cnp.ndarray>g)
+    if nd == 0:
+        return float(g)
+    while len(_ALL_AXES) <= nd:
+        _ALL_AXES.append(tuple(range(len(_ALL_AXES))))
+    return float(_ADD_REDUCE(g, _ALL_AXES[nd], None, None))
+
+
 @cython.final
 @cython.no_gc
 @cython.auto_pickle(False)
@@ -574,6 +589,7 @@ cdef class ArrayRule:
     cdef cnp.ndarray out
     cdef object va, vb  # the operands (vb None for a unary operation; R_SIN, R_COS: a is va)
     cdef object py      # the Python rule, once made
+    cdef int sdual      # 1 or 2: operand a or b is a scalar dual (its cotangent a float); 0 none
 
     def __call__(self, ct):
         cdef Ct c
@@ -589,7 +605,7 @@ cdef class ArrayRule:
             dad_clear_fpe(_FPE)
             r = self._run(&c, cnp.PyArray_SIZE(self.out), ct)
             if not _raised():
-                return r
+                return self._scalar_slot(r, ct) if self.sdual else r
         if self.py is None:
             if self.vb is not None:
                 on = (bool(self.oa), bool(self.ob))
@@ -598,8 +614,24 @@ cdef class ArrayRule:
                 on = (bool(self.oa),)
                 vals = [self.va]
             keep = tuple([k for k in range(len(on)) if on[k]])
-            self.py = _python_rule(_PRIMS[self.code], self.out, vals, list(on), keep)
+            self.py = _python_rule(_PRIMS[self.code], self.out, vals, list(on), keep,
+                                   [self.sdual - 1] if self.sdual else None)
         return self.py(ct)
+
+    cdef tuple _scalar_slot(self, tuple cts, object ct):
+        """``cts`` with the scalar dual's cotangent made a float as the Python path makes it
+        (``select`` of ``unbroadcast`` to shape ()): numpy's sum over every axis of the
+        array-shaped cotangent, as a float. Called after the loops' exceptions are checked
+        (numpy's sum clears the flags). ``x - s`` negates the sum of ``ct``, as the Python
+        rule does (a sum of negated entries can differ in the sign of a zero)."""
+        cdef int k = self.sdual - 1
+        if self.kind == R_SUB and k == 1:
+            g = -_sum_all(ct)
+        else:
+            g = _sum_all(cts[k] if k < len(cts) else cts[0])
+        if len(cts) == 1:
+            return (g,)
+        return (g, cts[1]) if k == 0 else (cts[0], g)
 
     cdef object _run(self, Ct* c, intp n, object ct):
         """The cotangents of ``ct`` (laid out as ``c`` says: C-ordered, or a broadcast view read
@@ -1054,14 +1086,34 @@ cdef object _binary(int code, object a, object b):
         ob = True
     if trace is None or type(trace) is not Tape:  # closed: the push raises
         return _NOTHING
+    # a scalar dual of this tape holding a float: a scalar operand, and a parent whose
+    # cotangent is a float (see ArrayRule._scalar_slot); not as a power's exponent
+    cdef int sdual = 0
+    cdef object sid = None
+    if type(a) is _Dual or type(b) is _Dual:
+        x = a if type(a) is _Dual else b
+        if code == POW or type(a) is type(b) or x.trace is not trace:
+            return _NOTHING
+        v = x.value
+        if type(v) is not float:
+            return _NOTHING
+        sid = x.id
+        if x is a:
+            sdual, sa, ka, oa, va = 1, <double>v, True, True, v
+        else:
+            sdual, sb, kb, ob, vb = 2, <double>v, True, True, v
     _pool_check(trace)
-    if _plain(va):
+    if sdual == 1:
+        pass
+    elif _plain(va):
         like = <cnp.ndarray>va
     elif oa or not _scalar(va, &sa):
         return _NOTHING
     else:
         ka = True
-    if _plain(vb):
+    if sdual == 2:
+        pass
+    elif _plain(vb):
         if like is None:
             like = <cnp.ndarray>vb
         elif not _same_shape(like, <cnp.ndarray>vb):
@@ -1070,6 +1122,8 @@ cdef object _binary(int code, object a, object b):
         return _NOTHING
     else:
         kb = True
+    if like is None:
+        return _NOTHING
     cdef intp n = cnp.PyArray_SIZE(like)
     cdef Opnd pa, pb
     if ka:
@@ -1097,8 +1151,14 @@ cdef object _binary(int code, object a, object b):
             rule.e = va
         elif oa and ob:
             rule = _rule(R_MUL2, code, oa, ob, y, va, vb)
-            rule.d = vb
-            rule.e = va
+            if kb:  # (b a scalar dual)
+                rule.ds = sb
+            else:
+                rule.d = vb
+            if ka:  # (a a scalar dual)
+                rule.es = sa
+            else:
+                rule.e = va
         else:  # one dual: its cotangent ct * (the other operand)
             rule = _rule(R_SCALE, code, oa, ob, y, va, vb)
             if oa:
@@ -1131,6 +1191,11 @@ cdef object _binary(int code, object a, object b):
         return _NOTHING
     if _raised():
         return _NOTHING
+    if sdual:
+        rule.sdual = sdual
+        if sdual == 1:
+            return _dual(y, trace, PyLong_AsSsize_t(sid), PyLong_AsSsize_t(<object>ib), rule)
+        return _dual(y, trace, PyLong_AsSsize_t(<object>ia), PyLong_AsSsize_t(sid), rule)
     if oa and ob:
         return _dual(y, trace, PyLong_AsSsize_t(<object>ia), PyLong_AsSsize_t(<object>ib), rule)
     if oa:
@@ -1217,6 +1282,8 @@ cdef int _pull(object rule, Py_ssize_t p1, Py_ssize_t p2, list adj, object ct) e
         cts = r._run(&c, cnp.PyArray_SIZE(r.out), ct)
         if _raised():
             return 0
+        if r.sdual:
+            cts = r._scalar_slot(cts, ct)
     return _sum_into(cts, p1, p2, adj)
 
 
@@ -1778,12 +1845,13 @@ cdef object _general(int c, tuple args):
     return _new_dual(out, trace, trace.push_linear(ids, rule))
 
 
-def setup_general(applies, asarray, dual):
+def setup_general(applies, asarray, dual, add_reduce):
     """Bind the general lane: ``applies[code]``, the primitive the registry's function of
-    ``code`` applies (None where it does more than ``apply``), numpy's ``asarray`` and the
-    core's scalar dual type."""
-    global _np_asarray, _Dual
+    ``code`` applies (None where it does more than ``apply``), numpy's ``asarray``, the core's
+    scalar dual type and ``numpy.add.reduce`` (a scalar dual's cotangent)."""
+    global _np_asarray, _Dual, _ADD_REDUCE
     _Dual = dual
+    _ADD_REDUCE = add_reduce
     if len(applies) != NCODES:
         raise ValueError("setup_general: %d entries for %d codes" % (len(applies), NCODES))
     for k in range(NCODES):

@@ -9,6 +9,7 @@ against finite differences, and nested (Hessian-vector products).
 """
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -585,3 +586,62 @@ def test_general_lane_errors_as_the_python_path():
         kept[0] * np.ones((1, 3))
     with pytest.raises(d.EscapedDualError):
         kept[0] @ np.ones((3, 3))
+
+
+@compiled
+@pytest.mark.parametrize("shape", [(), (1,), (3,), (2, 3), (70,)])
+def test_scalar_dual_meets_array_dual_in_the_loops(shape):
+    """``x + t``, ``t - x``, ``x * t``, ``t / x``... with ``t`` a scalar dual are recorded by
+    the loops, ``t``'s cotangent the float the Python path makes (numpy's sum over every axis;
+    for ``x - t`` the negated sum, whose zero keeps its sign): values, gradients, jvps and
+    hessians bit for bit against the Python path, and against finite differences."""
+    rng = np.random.default_rng(len(shape) + 7)
+    x = rng.uniform(0.5, 1.5, shape)
+
+    def f(x, t):
+        y = x + t
+        y = (t - y) * t + x / t
+        y = t / (y * y + 1.0) - y * t
+        return np.sum(np.sin(y) * x) + np.sum(x - t)  # (x - t: a cotangent summing to 0)
+
+    kinds = []
+
+    def probe(x, t):
+        y = x * t
+        kinds.append(type(y.trace.binding(y.id)[1]).__name__)
+        return np.sum(y)
+
+    d.grad(probe, argnums=(0, 1))(x, 0.8)
+    assert kinds == ["ArrayRule"]
+
+    def run(f, x, t):
+        out, pb = d.vjp(f, x, t)
+        g = pb(1.0)
+        _, tan = d.jvp(f, (x, t), (np.ones_like(x), 0.5))
+        h = d.hessian(lambda t: f(x, t))(t)
+        return [np.asarray(a).tobytes() for a in (out, *g, tan, h)]
+
+    assert run(f, x, 0.8) == _switched(False, run, f, x, 0.8)
+    check_first_order(f, [x, 0.8], seed=3, rtol=1e-5, atol=1e-7)
+    assert d.grad(lambda x, t: np.sum(x - t), argnums=(0, 1))(x, 0.8)[1] == -float(x.size)
+    if len(shape) == 1 and shape[0] > 1:  # ct = (1, -1, 0...): its sum 0.0, negated -0.0
+        w = np.zeros(shape)
+        w[:2] = (1.0, -1.0)
+        g = d.grad(lambda x, t: np.sum((x - t) * w), argnums=(0, 1))(x, 0.8)[1]
+        assert g == 0.0 and math.copysign(1.0, g) == -1.0
+
+
+@compiled
+def test_scalar_dual_loops_leave_overflow_to_the_python_path():
+    """A backward loop that overflows sends the scalar-dual binding to the Python rule, which
+    warns as numpy does (the float cotangent then comes from the same sum)."""
+    x = np.array([1e300, 2e300])
+
+    def f(x, t):
+        return np.sum(x * t) * 1e10
+
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        g = d.grad(f, argnums=(0, 1))(x, 2.0)
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        want = _switched(False, d.grad(f, argnums=(0, 1)), x, 2.0)
+    assert [np.asarray(a).tobytes() for a in g] == [np.asarray(a).tobytes() for a in want]

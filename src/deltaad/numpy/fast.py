@@ -69,7 +69,8 @@ def _install():
     # the general lane: the primitive a registry function applies and nothing else (matmul's
     # checks that no operand is 0-d, which the lane repeats)
     _arrays.setup_general([MATMUL if u is np.matmul else getattr(fn, "applies", None)
-                           for u, fn in zip(UFUNCS, fns)], np.asarray, B.Dual)
+                           for u, fn in zip(UFUNCS, fns)], np.asarray, B.Dual,
+                           np.add.reduce)
     _arrays.bind_methods(array.ArrayDual, {m: getattr(array.ArrayDual, m) for m in _METHODS},
                          UFUNCS)
     _arrays.setup_shape(array.scatter, array.getitem, np.concatenate, registry.FUNCTIONS)
