@@ -645,3 +645,24 @@ def test_scalar_dual_loops_leave_overflow_to_the_python_path():
     with pytest.warns(RuntimeWarning, match="overflow"):
         want = _switched(False, d.grad(f, argnums=(0, 1)), x, 2.0)
     assert [np.asarray(a).tobytes() for a in g] == [np.asarray(a).tobytes() for a in want]
+
+
+@compiled
+@given(st.lists(st.integers(1, 3), min_size=0, max_size=3), st.lists(st.integers(1, 3), max_size=2),
+       st.data())
+def test_broadcast_view_is_the_python_constructors(gshape, extra, data):
+    """The compiled ``broadcast_view`` makes the view ``array.broadcast_to`` makes in Python:
+    shape, strides, every flag, entries, and a base holding ``g``'s memory."""
+    from deltaad.numpy import array
+
+    g = np.arange(1.0, 1.0 + int(np.prod(gshape))).reshape(gshape)
+    shape = tuple(extra) + tuple(data.draw(st.sampled_from([n, n + 1])) if n == 1 else n
+                                 for n in gshape)
+    strides = array._broadcast_strides(g.shape, g.strides, shape)
+    fast_view = array.BROADCAST_VIEW(g, shape, strides)
+    py = np.ndarray(shape, g.dtype, g, 0, strides)
+    py.flags.writeable = False
+    assert fast_view.shape == py.shape and fast_view.strides == py.strides
+    assert fast_view.flags == py.flags
+    assert fast_view.base is g or fast_view.base is g.base  # (numpy's C API: the owner)
+    assert np.array_equal(fast_view, py) and np.array_equal(fast_view, np.broadcast_to(g, shape))

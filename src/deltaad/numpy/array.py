@@ -1128,10 +1128,17 @@ def broadcast_to(g, shape):
             if len(_BROADCAST_STRIDES) > 4096:
                 _BROADCAST_STRIDES.clear()
             _BROADCAST_STRIDES[key] = strides
+        if BROADCAST_VIEW is not None:
+            return BROADCAST_VIEW(g, shape, strides)
         r = np.ndarray(shape, g.dtype, g, 0, strides)
         r.flags.writeable = False
         return r
     return np.broadcast_to(g, shape)
+
+
+# The compiled backend's twin of the view ``broadcast_to`` builds (``deltaad._arrays.
+# broadcast_view``, the same view by numpy's C constructor; installed by ``fast``), or None.
+BROADCAST_VIEW = None
 
 
 _BROADCAST_STRIDES = {}  # (shape, strides, target shape) -> the broadcast view's strides

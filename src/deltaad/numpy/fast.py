@@ -78,6 +78,7 @@ def _install():
     # the sweep's pullback of the fast bindings; release_memory empties its kept arrays
     B.set_array_hooks(_arrays.pull_capsule(), _arrays.release)
     array.SUM_AXIS = _arrays.sum_axis  # unbroadcast's sum over one axis, einsum's bits
+    array.BROADCAST_VIEW = _arrays.broadcast_view  # broadcast_to's view, by numpy's C API
 
 
 if _arrays is not None:
