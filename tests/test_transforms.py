@@ -767,3 +767,73 @@ def test_linearize_is_jvp_at_the_point(a, b, ta, tb):
     assert f_jvp(1.0, 0.0) == (math.cos(a) * b, 2 * a)
     with pytest.raises(TypeError, match="one tangent per primal"):
         f_jvp(1.0)
+
+
+# --------------------------------------------------------------------------------------------
+# grad of one float64 array argument: the short path against the general one
+
+
+def _general_grad(f, x, has_aux=False):
+    """grad by the general path (vjp's pullback), as value_and_grad would give it."""
+    if has_aux:
+        out, pb, aux = deltaad.vjp(f, x, has_aux=True)
+    else:
+        (out, pb), aux = deltaad.vjp(f, x), None
+    if isinstance(out, np.ndarray):  # np.sum of an array dual: value_and_grad gives numpy's scalar
+        g = pb(np.ones(()))[0]
+        out = out[()]
+    else:
+        g = pb(1.0)[0]
+    return out, g, aux
+
+
+def _bits(*xs):
+    return [np.asarray(v).tobytes() + str(np.asarray(v).dtype).encode() for v in xs]
+
+
+@pytest.mark.parametrize("case", ["sum", "float", "item64", "unused", "nested", "checkpoint",
+                                  "zero-d", "aux"])
+def test_grad_of_one_array_same_as_the_general_path(case):
+    """``grad``/``value_and_grad`` of one float64 array take a short path: the value, its type,
+    the gradient and its type, bit for bit those of the general path (``vjp`` and its
+    pullback), whatever the output is."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(() if case == "zero-d" else (3, 4))
+    c = rng.standard_normal(x.shape)
+    fs = {
+        "sum": lambda a: np.sum(np.sin(a) * c),            # a 0-d array dual
+        "float": lambda a: sum(np.ravel(a * c).tolist()),  # a float dual
+        "item64": lambda a: (a * c).ravel()[1],            # a scalar dual of an np.float64
+        "unused": lambda a: np.sum(c),                     # a plain number: zero gradient
+        "nested": lambda a: np.sum(a * deltaad.grad(lambda b: np.sum(np.sin(a * b)))(c)),
+        "checkpoint": lambda a: np.sum(deltaad.checkpoint(lambda b: np.cos(b) * c)(a)),
+        "zero-d": lambda a: a * a + 1.0,
+        "aux": lambda a: (np.sum(a ** 2), {"n": a.size}),
+    }
+    f = fs[case]
+    aux = case == "aux"
+    out, g = deltaad.value_and_grad(f, has_aux=aux)(x)
+    want_out, want_g, want_aux = _general_grad(f, x, has_aux=aux)
+    if aux:
+        out, got_aux = out
+        assert got_aux == want_aux
+    assert type(out) is type(want_out) and type(g) is type(want_g)
+    assert _bits(out, g) == _bits(want_out, want_g)
+    assert _bits(deltaad.grad(f, has_aux=aux)(x)[0] if aux else deltaad.grad(f)(x)) == _bits(g)
+    (g1,) = deltaad.grad(f, argnums=(0,), has_aux=aux)(x)[0] if aux else \
+        deltaad.grad(f, argnums=(0,))(x)
+    assert _bits(g1) == _bits(g)
+    assert g.flags.writeable and g.shape == x.shape  # an array of the caller's own
+
+
+def test_grad_of_one_array_errors_as_the_general_path():
+    """Outputs that are not one real number: the general path's errors, also on the short
+    path (a float32 argument takes the general path from the start)."""
+    x = np.ones(3)
+    for f, err, match in [(lambda a: a * 2.0, TypeError, "one real number"),
+                          (lambda a: (np.sum(a), np.sum(a)), TypeError, "one real number"),
+                          (lambda a: np.sum(a) * 1j, TypeError, "complex")]:
+        with pytest.raises(err, match=match):
+            deltaad.grad(f)(x)
+    g = deltaad.grad(lambda a: np.sum(a * a))(np.ones(3, dtype=np.float32))
+    assert g.dtype == np.float32 and np.array_equal(g, 2 * np.ones(3))

@@ -19,8 +19,8 @@ from deltaad._plainnumpy import np
 from . import delta as _delta
 from ._backend import B
 from .numpy import complex_array as _complex
-from .numpy.array import array_input, asarray
-from .pytrees import (LEAF, _flat_def, all_floats, all_scalars, flat_args_def, flatten_float_args,
+from .numpy.array import ArrayDual, array_input, asarray
+from .pytrees import (LEAF, _TUPLE_OF_LEAF, _flat_def, all_floats, all_scalars, flat_args_def, flatten_float_args,
                       tree_flatten,
                       tree_unflatten, unflatten_owned)
 from .trace import dtype_of as _dtype_of
@@ -575,6 +575,12 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who):
         ran = traced(B.Tape, _run_reverse, fun, args, kwargs, argnums, has_aux, who, leaves,
                      in_def, floats)
     tape, (in_ids, wanted, out, aux) = ran
+    return _pullback(tape, in_ids, wanted, out, aux, in_def, leaves, floats, has_aux, who)
+
+
+def _pullback(tape, in_ids, wanted, out, aux, in_def, leaves, floats, has_aux, who):
+    """``_vjp``'s result from a run on ``tape``: the output's primal, the pullback and the
+    aux (see ``_run_reverse`` for the other arguments)."""
     pb = _Pullback()
     pb.in_ids = in_ids
     pb.wanted = wanted
@@ -717,10 +723,67 @@ class _Grad(Transformed):
         return g
 
 
+def _run_array(tape, fun, args, kwargs, n, x, has_aux):
+    """``_run_reverse`` for one float64 ndarray argument ``x`` (position ``n``): its array dual
+    made directly; the binding id of the input, the output (packed as ``_run_reverse`` packs
+    it) and the aux."""
+    d = array_input(tape, x, None)
+    i = d.id
+    new_args = list(args)
+    new_args[n] = d
+    d = None
+    out, aux = _split_aux(fun(*new_args, **kwargs), has_aux, "grad")
+    if type(out) is not Dual and type(out) is not ArrayDual:
+        out = _pack_outputs(out, tape)
+    return i, out, aux
+
+
+def _array_value_and_grad(self, x, args, kwargs, n):
+    """``value_and_grad`` of one float64 ndarray argument, the commonest array call: what
+    ``_vjp`` and the pullback do for it when the output is a real number of the tape (a 0-d
+    float64 array dual, a float dual) -- the same seed, sweep and gradient -- without the tree
+    walks, the pullback object and the loops over leaves. Any other output: ``(out, pb,
+    aux)`` as ``_vjp`` gives them, for the general checks. The gradient is the array, not yet
+    put in a tuple."""
+    has_aux = self.has_aux
+    tape, (i, out, aux) = traced(B.Tape, _run_array, self.fun, args, kwargs, n, x, has_aux)
+    seed = None
+    if type(out) is ArrayDual and out.trace is tape:
+        v = out.value
+        if type(v) is np.ndarray and v.shape == () and v.dtype == _FLOAT64:
+            seed = np.array(1.0)
+            value = v[()]
+    elif type(out) is Dual and out.trace is tape and type(out.value) is float:
+        seed = 1.0
+        value = out.value
+    if seed is None:
+        return None, _pullback(tape, [i], [i], out, aux, _TUPLE_OF_LEAF, [x], False, has_aux,
+                               "grad")
+    if has_aux:
+        aux = _strip_tree(aux, tape)
+    g = tape.eval([(out.id, seed)], [i])[0]
+    if tape.nnodes:  # checkpoint nodes hold the tape: the cycle goes now, as the pullback's
+        tape.release_nodes()
+    g = _zero_like(x) if g is None else _restore_type(g, x)
+    return ((value, aux), g) if has_aux else (value, g), None
+
+
 def _value_and_grad(self, args, kwargs):
     single, nums = _argnums_tuple(self.argnums, len(args), "grad")
     has_aux = self.has_aux
-    out, pb, aux = _vjp(self.fun, args, kwargs, nums, has_aux, "grad")
+    if len(nums) == 1 and not self.holomorphic:
+        x = args[nums[0]]
+        if type(x) is np.ndarray and x.dtype == _FLOAT64:  # one float64 array, in short
+            r, general = _array_value_and_grad(self, x, args, kwargs, nums[0])
+            if r is not None:
+                if single:
+                    return r
+                return (r[0], (r[1],))
+            out, pb, aux = general
+        else:
+            out, pb, aux = _vjp(self.fun, args, kwargs, nums, has_aux, "grad")
+    else:
+        out, pb, aux = _vjp(self.fun, args, kwargs, nums, has_aux, "grad")
     g = None
     if not self.holomorphic:
         if type(out) is float:  # one real output, the commonest: what the checks below find
