@@ -837,3 +837,32 @@ def test_grad_of_one_array_errors_as_the_general_path():
             deltaad.grad(f)(x)
     g = deltaad.grad(lambda a: np.sum(a * a))(np.ones(3, dtype=np.float32))
     assert g.dtype == np.float32 and np.array_equal(g, 2 * np.ones(3))
+
+
+@pytest.mark.parametrize("container", [tuple, list])
+@pytest.mark.parametrize("case", ["sum", "unused", "aux", "shared"])
+def test_grad_of_arrays_in_a_tuple_same_as_the_general_path(container, case):
+    """A tuple or list of float64 arrays (a model's parameters) takes the short path too: the
+    value and the gradients (their container, types and bits) of the general path."""
+    rng = np.random.default_rng(2)
+    W, b = rng.standard_normal((3, 2)), rng.standard_normal(2)
+    X = rng.standard_normal((5, 3))
+    fs = {
+        "sum": lambda p: np.sum(np.tanh(X @ p[0] + p[1])),
+        "unused": lambda p: np.sum(p[1] * 2.0),
+        "aux": lambda p: (np.sum(p[0] ** 2) + np.sum(p[1]), "aux"),
+        "shared": lambda p: np.sum(p[0] * p[1][0]),
+    }
+    f = fs[case]
+    aux = case == "aux"
+    params = container([W, b] if case != "shared" else [W, W])
+    out, g = deltaad.value_and_grad(f, has_aux=aux)(params)
+    if aux:
+        out, got_aux = out
+        (want_out, pb, want_aux) = deltaad.vjp(f, params, has_aux=True)
+        assert got_aux == want_aux
+    else:
+        want_out, pb = deltaad.vjp(f, params)
+    (want_g,) = pb(np.ones(()))
+    assert type(g) is container and type(want_g) is container
+    assert _bits(out, *g) == _bits(want_out[()], *want_g)

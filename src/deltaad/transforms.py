@@ -723,14 +723,27 @@ class _Grad(Transformed):
         return g
 
 
+def _float64_arrays(xs):
+    for a in xs:
+        if type(a) is not np.ndarray or a.dtype != _FLOAT64:
+            return False
+    return True
+
+
 def _run_array(tape, fun, args, kwargs, n, x, has_aux):
-    """``_run_reverse`` for one float64 ndarray argument ``x`` (position ``n``): its array dual
-    made directly; the binding id of the input, the output (packed as ``_run_reverse`` packs
-    it) and the aux."""
-    d = array_input(tape, x, None)
-    i = d.id
+    """``_run_reverse`` for one argument ``x`` (position ``n``) that is a float64 ndarray, or a
+    tuple or list of them: their array duals made directly; the binding ids of the inputs,
+    the output (packed as ``_run_reverse`` packs it) and the aux."""
     new_args = list(args)
-    new_args[n] = d
+    if type(x) is np.ndarray:
+        d = array_input(tape, x, None)
+        i = [d.id]
+        new_args[n] = d
+    else:
+        ds = [array_input(tape, a, None) for a in x]
+        i = [d.id for d in ds]
+        new_args[n] = ds if type(x) is list else tuple(ds)
+        ds = None
     d = None
     out, aux = _split_aux(fun(*new_args, **kwargs), has_aux, "grad")
     if type(out) is not Dual and type(out) is not ArrayDual:
@@ -739,12 +752,12 @@ def _run_array(tape, fun, args, kwargs, n, x, has_aux):
 
 
 def _array_value_and_grad(self, x, args, kwargs, n):
-    """``value_and_grad`` of one float64 ndarray argument, the commonest array call: what
-    ``_vjp`` and the pullback do for it when the output is a real number of the tape (a 0-d
-    float64 array dual, a float dual) -- the same seed, sweep and gradient -- without the tree
-    walks, the pullback object and the loops over leaves. Any other output: ``(out, pb,
-    aux)`` as ``_vjp`` gives them, for the general checks. The gradient is the array, not yet
-    put in a tuple."""
+    """``value_and_grad`` of one argument that is a float64 ndarray or a tuple or list of them
+    (a model's parameters), the commonest array calls: what ``_vjp`` and the pullback do for
+    it when the output is a real number of the tape (a 0-d float64 array dual, a float dual)
+    -- the same seed, sweep and gradient -- without the tree walks, the pullback object and
+    the loops over leaves. Any other output: ``(out, pb, aux)`` as ``_vjp`` gives them, for
+    the general checks. The gradient has ``x``'s structure, not yet put in a tuple."""
     has_aux = self.has_aux
     tape, (i, out, aux) = traced(B.Tape, _run_array, self.fun, args, kwargs, n, x, has_aux)
     seed = None
@@ -757,14 +770,23 @@ def _array_value_and_grad(self, x, args, kwargs, n):
         seed = 1.0
         value = out.value
     if seed is None:
-        return None, _pullback(tape, [i], [i], out, aux, _TUPLE_OF_LEAF, [x], False, has_aux,
-                               "grad")
+        if type(x) is np.ndarray:
+            leaves, in_def = [x], _TUPLE_OF_LEAF
+        else:
+            leaves, in_def = tree_flatten((x,))
+        return None, _pullback(tape, i, i, out, aux, in_def, leaves, False, has_aux, "grad")
     if has_aux:
         aux = _strip_tree(aux, tape)
-    g = tape.eval([(out.id, seed)], [i])[0]
+    adj = tape.eval([(out.id, seed)], i)
     if tape.nnodes:  # checkpoint nodes hold the tape: the cycle goes now, as the pullback's
         tape.release_nodes()
-    g = _zero_like(x) if g is None else _restore_type(g, x)
+    if type(x) is np.ndarray:
+        g = adj[0]
+        g = _zero_like(x) if g is None else _restore_type(g, x)
+    else:
+        g = [_zero_like(a) if b is None else _restore_type(b, a) for a, b in zip(x, adj)]
+        if type(x) is tuple:
+            g = tuple(g)
     return ((value, aux), g) if has_aux else (value, g), None
 
 
@@ -773,7 +795,9 @@ def _value_and_grad(self, args, kwargs):
     has_aux = self.has_aux
     if len(nums) == 1 and not self.holomorphic:
         x = args[nums[0]]
-        if type(x) is np.ndarray and x.dtype == _FLOAT64:  # one float64 array, in short
+        tx = type(x)
+        if (tx is np.ndarray and x.dtype == _FLOAT64 or (tx is tuple or tx is list) and x
+                and _float64_arrays(x)):  # one float64 array, or a tuple of them, in short
             r, general = _array_value_and_grad(self, x, args, kwargs, nums[0])
             if r is not None:
                 if single:
