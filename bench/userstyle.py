@@ -5,7 +5,10 @@ peer runs the same code. Code people already have is written otherwise: ``import
 ``math.exp``, int constants (``1 - p``, ``2 * x``), ``math.hypot`` and ``math.atan2``, data in
 numpy arrays read element by element, ``np.exp`` of a float. Each of those has a cost of its
 own under differentiation (a switched module's look-up, a constant of another type, numpy's
-dispatch), which this suite shows::
+dispatch), which this suite shows. The ``np_`` programs are small numpy programs as users
+write them -- a model's loss over a flat parameter vector, broadcasting, a scalar parameter
+meeting arrays, a loop over an array's entries -- where the gradient's fixed cost per call
+and the cost of each array operation show::
 
     .venv/bin/python -m bench.userstyle            # every program, 5 alternating pairs
     .venv/bin/python -m bench.userstyle springs 9  # one program, 9 pairs
@@ -126,6 +129,74 @@ def numpy_scalars(p):
     return s
 
 
+_nrng = np.random.default_rng(0)
+_LX = _nrng.standard_normal((200, 5))
+_LY = (_nrng.random(200) > 0.5).astype(float)
+_MX = _nrng.standard_normal((64, 2))
+_MY = np.sin(_MX[:, 0]) * _MX[:, 1]
+_SX = _nrng.standard_normal((32, 20))
+_SY = _nrng.integers(0, 10, 32)
+_PX = np.linspace(-1, 1, 100)
+_PY = np.cos(3 * _PX)
+
+
+def np_logreg(w):
+    """Logistic regression over 200 samples in numpy: ``X @ w``, ``np.log1p(np.exp(-z))``,
+    ``np.mean``."""
+    z = _LX @ w
+    return np.mean(np.log1p(np.exp(-z)) + (1 - _LY) * z)
+
+
+def np_mlp(p):
+    """A 2-16-1 tanh network's squared error on 64 points, its weights sliced from one flat
+    parameter vector (what an optimiser hands over)."""
+    W1 = p[:32].reshape(2, 16)
+    b1 = p[32:48]
+    W2 = p[48:64].reshape(16, 1)
+    h = np.tanh(_MX @ W1 + b1)
+    out = (h @ W2)[:, 0] + p[64]
+    return np.mean((out - _MY) ** 2)
+
+
+def np_energy(x):
+    """Pairwise inverse distances of 20 particles in the plane by broadcasting, and a
+    confining term."""
+    P = x.reshape(-1, 2)
+    diff = P[:, None, :] - P[None, :, :]
+    r2 = np.sum(diff * diff, axis=-1) + np.eye(len(P))
+    return np.sum(np.triu(1.0 / np.sqrt(r2), 1)) + 0.1 * np.sum(P ** 2)
+
+
+def np_oscill(k):
+    """Ten damped oscillators by explicit Euler on numpy state, 200 steps."""
+    x = np.ones(10)
+    v = np.zeros(10)
+    dt = 0.01
+    for _ in range(200):
+        a = -k * x - 0.1 * v
+        v = v + dt * a
+        x = x + dt * v
+    return np.sum(x ** 2)
+
+
+def np_softmax(W):
+    """Softmax cross-entropy of a linear layer on 32 samples: ``max``/``exp``/``log`` along
+    an axis with ``keepdims``, the labels' entries by fancy indexing."""
+    z = _SX @ W.reshape(20, 10)
+    z = z - z.max(axis=1, keepdims=True)
+    lp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return -np.mean(lp[np.arange(32), _SY])
+
+
+def np_polyfit(c):
+    """A polynomial's least-squares error by Horner's rule over the coefficients' entries
+    (each a scalar meeting an array)."""
+    acc = np.zeros_like(_PX)
+    for ci in c:
+        acc = acc * _PX + ci
+    return np.sum((acc - _PY) ** 2)
+
+
 PROGRAMS = {
     "pendulum": (pendulum, [1.0, 9.81, 0.1]),
     "logistic": (logistic, [0.1, -0.2, 0.3, 0.0, 0.05]),
@@ -136,13 +207,20 @@ PROGRAMS = {
     "springs": (springs, [_rng.uniform(-2, 2) for _ in range(20000)]),
     "series_fit": (series_fit, [0.5, 0.1]),
     "numpy_scalars": (numpy_scalars, [0.7]),
+    "np_logreg": (np_logreg, _nrng.standard_normal(5)),
+    "np_mlp": (np_mlp, _nrng.standard_normal(65) * 0.3),
+    "np_energy": (np_energy, _nrng.standard_normal(40)),
+    "np_oscill": (np_oscill, _nrng.random(10) + 0.5),
+    "np_softmax": (np_softmax, _nrng.standard_normal(200) * 0.1),
+    "np_polyfit": (np_polyfit, _nrng.standard_normal(8)),
 }
 
 
-def _time(f, x):
+def _time(f, x, reps):
     t0 = time.perf_counter()
-    f(x)
-    return time.perf_counter() - t0
+    for _ in range(reps):
+        f(x)
+    return (time.perf_counter() - t0) / reps
 
 
 def measure(name, pairs=5):
@@ -152,11 +230,11 @@ def measure(name, pairs=5):
     f, x = PROGRAMS[name]
     g = deltaad.grad(f)
     g(x)
-    f(x)
+    reps = max(1, int(2e-3 / max(_time(f, x, 1), 1e-7)))  # timings of ~2 ms at least
     plain, grad, ratios = [], [], []
     for _ in range(pairs):
-        a = _time(f, x)
-        b = _time(g, x)
+        a = _time(f, x, reps)
+        b = _time(g, x, reps)
         plain.append(a)
         grad.append(b)
         ratios.append(b / a)
@@ -170,7 +248,7 @@ def main(argv):
     print("| --- | --- | --- | --- |")
     for name in names:
         a, b, r = measure(name, pairs)
-        print("| %s | %.2f ms | %.2f ms | %.2f |" % (name, a * 1e3, b * 1e3, r), flush=True)
+        print("| %s | %.3f ms | %.3f ms | %.2f |" % (name, a * 1e3, b * 1e3, r), flush=True)
 
 
 if __name__ == "__main__":

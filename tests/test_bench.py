@@ -10,6 +10,7 @@ import os
 import sys
 import time
 
+import numpy as np
 import pytest
 
 import deltaad
@@ -533,15 +534,17 @@ def test_compiled_arrays_bench_runs(capsys):
 
 @pytest.mark.parametrize("name", sorted(__import__("bench.userstyle", fromlist=["PROGRAMS"]).PROGRAMS))
 def test_userstyle_programs_differentiate_as_central_differences(name):
-    """bench.userstyle's programs (math, ints, numpy scalars, as users write them): each
-    gradient agrees with central differences on a few coordinates (the suite only times them)."""
+    """bench.userstyle's programs (math, ints, numpy scalars, small numpy programs, as users
+    write them): each gradient agrees with central differences on a few coordinates (the
+    suite only times them)."""
     from bench import userstyle
 
     f, x = userstyle.PROGRAMS[name]
-    g = deltaad.grad(f)(list(x))
+    copy = np.array if isinstance(x, np.ndarray) else list  # (the np_ programs take arrays)
+    g = deltaad.grad(f)(copy(x))
     for i in sorted({0, len(x) // 2, len(x) - 1}):
         h = 1e-6 * max(1.0, abs(x[i]))
-        up, down = list(x), list(x)
+        up, down = copy(x), copy(x)
         up[i] += h
         down[i] -= h
         fd = (f(up) - f(down)) / (2 * h)
