@@ -777,9 +777,11 @@ def _array_value_and_grad(self, x, args, kwargs, n):
         return None, _pullback(tape, i, i, out, aux, in_def, leaves, False, has_aux, "grad")
     if has_aux:
         aux = _strip_tree(aux, tape)
-    adj = tape.eval([(out.id, seed)], i)
-    if tape.nnodes:  # checkpoint nodes hold the tape: the cycle goes now, as the pullback's
-        tape.release_nodes()
+    try:
+        adj = tape.eval([(out.id, seed)], i)
+    finally:
+        if tape.nnodes:  # checkpoint nodes hold the tape: the cycle goes now, as with the
+            tape.release_nodes()  # pullback's finalizer (also when the sweep raises)
     if type(x) is np.ndarray:
         g = adj[0]
         g = _zero_like(x) if g is None else _restore_type(g, x)
