@@ -560,15 +560,16 @@ cdef object _ADD_REDUCE = None  # numpy.add.reduce
 cdef list _ALL_AXES = []         # nd -> (0, ..., nd - 1)
 
 
-cdef object _sum_all(object g):
-    """``float(np.add.reduce(g, (0, ..., nd - 1)))`` (``float(g)`` for a 0-d one): what
-    ``to_scalar(unbroadcast(g, ()))`` gives on the Python path."""
+cdef object _sum_all(object g, bint as_float):
+    """``np.add.reduce(g, (0, ..., nd - 1))``, what ``unbroadcast(g, ())`` gives on the Python
+    path, as a float when ``as_float`` (``to_scalar`` of it; ``float(g)`` for a 0-d ``g``)."""
     cdef int nd = cnp.PyArray_NDIM(<cnp.ndarray>g)
     if nd == 0:
-        return float(g)
+        return float(g) if as_float else g
     while len(_ALL_AXES) <= nd:
         _ALL_AXES.append(tuple(range(len(_ALL_AXES))))
-    return float(_ADD_REDUCE(g, _ALL_AXES[nd], None, None))
+    r = _ADD_REDUCE(g, _ALL_AXES[nd], None, None)
+    return float(r) if as_float else r
 
 
 @cython.final
@@ -589,7 +590,8 @@ cdef class ArrayRule:
     cdef cnp.ndarray out
     cdef object va, vb  # the operands (vb None for a unary operation; R_SIN, R_COS: a is va)
     cdef object py      # the Python rule, once made
-    cdef int sdual      # 1 or 2: operand a or b is a scalar dual (its cotangent a float); 0 none
+    cdef int sdual      # 1 or 2: operand a or b is a scalar dual (its cotangent a float); 3
+                        # or 4: a 0-d array dual (its cotangent numpy's scalar); 0 neither
 
     def __call__(self, ct):
         cdef Ct c
@@ -615,20 +617,22 @@ cdef class ArrayRule:
                 vals = [self.va]
             keep = tuple([k for k in range(len(on)) if on[k]])
             self.py = _python_rule(_PRIMS[self.code], self.out, vals, list(on), keep,
-                                   [self.sdual - 1] if self.sdual else None)
+                                   [self.sdual - 1] if 0 < self.sdual < 3 else None)
         return self.py(ct)
 
     cdef tuple _scalar_slot(self, tuple cts, object ct):
-        """``cts`` with the scalar dual's cotangent made a float as the Python path makes it
-        (``select`` of ``unbroadcast`` to shape ()): numpy's sum over every axis of the
-        array-shaped cotangent, as a float. Called after the loops' exceptions are checked
-        (numpy's sum clears the flags). ``x - s`` negates the sum of ``ct``, as the Python
-        rule does (a sum of negated entries can differ in the sign of a zero)."""
-        cdef int k = self.sdual - 1
+        """``cts`` with the scalar operand's cotangent made as the Python path makes it
+        (``unbroadcast`` to shape ()): numpy's sum over every axis of the array-shaped
+        cotangent -- a float for a scalar dual (``select``'s), numpy's scalar for a 0-d array
+        dual. Called after the loops' exceptions are checked (numpy's sum clears the flags).
+        ``x - s`` negates the sum of ``ct``, as the Python rule does (a sum of negated entries
+        can differ in the sign of a zero)."""
+        cdef int k = (self.sdual - 1) & 1
+        cdef bint as_float = self.sdual < 3
         if self.kind == R_SUB and k == 1:
-            g = -_sum_all(ct)
+            g = -_sum_all(ct, as_float)
         else:
-            g = _sum_all(cts[k] if k < len(cts) else cts[0])
+            g = _sum_all(cts[k] if k < len(cts) else cts[0], as_float)
         if len(cts) == 1:
             return (g,)
         return (g, cts[1]) if k == 0 else (cts[0], g)
@@ -1117,7 +1121,18 @@ cdef object _binary(int code, object a, object b):
         if like is None:
             like = <cnp.ndarray>vb
         elif not _same_shape(like, <cnp.ndarray>vb):
-            return _NOTHING
+            # a 0-d array dual beside an array dual of more dimensions (x - x.max(),
+            # x / x.sum()): its entry the loops' scalar operand, its cotangent numpy's sum
+            # over every axis (see ArrayRule._scalar_slot); not as a power's exponent
+            if not (oa and ob) or code == POW:
+                return _NOTHING
+            if cnp.PyArray_NDIM(<cnp.ndarray>vb) == 0 and cnp.PyArray_NDIM(like) > 0:
+                sdual, sb, kb = 4, (<double*>cnp.PyArray_DATA(<cnp.ndarray>vb))[0], True
+            elif cnp.PyArray_NDIM(like) == 0 and cnp.PyArray_NDIM(<cnp.ndarray>vb) > 0:
+                sdual, sa, ka = 3, (<double*>cnp.PyArray_DATA(like))[0], True
+                like = <cnp.ndarray>vb
+            else:
+                return _NOTHING
     elif ob or not _scalar(vb, &sb):
         return _NOTHING
     else:
@@ -1193,6 +1208,8 @@ cdef object _binary(int code, object a, object b):
         return _NOTHING
     if sdual:
         rule.sdual = sdual
+        if sdual > 2:
+            return _dual(y, trace, PyLong_AsSsize_t(<object>ia), PyLong_AsSsize_t(<object>ib), rule)
         if sdual == 1:
             return _dual(y, trace, PyLong_AsSsize_t(sid), PyLong_AsSsize_t(<object>ib), rule)
         return _dual(y, trace, PyLong_AsSsize_t(<object>ia), PyLong_AsSsize_t(sid), rule)
