@@ -627,14 +627,12 @@ cdef class ArrayRule:
         dual. Called after the loops' exceptions are checked (numpy's sum clears the flags).
         ``x - s`` negates the sum of ``ct``, as the Python rule does (a sum of negated entries
         can differ in the sign of a zero)."""
-        cdef int k = (self.sdual - 1) & 1
+        cdef int k = (self.sdual - 1) & 1  # (both operands are duals: two cotangents)
         cdef bint as_float = self.sdual < 3
         if self.kind == R_SUB and k == 1:
             g = -_sum_all(ct, as_float)
         else:
-            g = _sum_all(cts[k] if k < len(cts) else cts[0], as_float)
-        if len(cts) == 1:
-            return (g,)
+            g = _sum_all(cts[k], as_float)
         return (g, cts[1]) if k == 0 else (cts[0], g)
 
     cdef object _run(self, Ct* c, intp n, object ct):
@@ -1838,42 +1836,35 @@ cdef object _general(int c, tuple args):
         x = args[k]
         tx = type(x)
         if tx is _Dual:
-            t = x.trace
-            if trace is None:
-                trace = t
-            elif t is not trace:
-                return _NOTHING
-            v = x.value
+            t, v, i = x.trace, x.value, x.id
             if type(v) is not float:
                 return _NOTHING
             if scalar is None:
                 scalar = []
             scalar.append(len(keep))
-            vals.append(v)
-            on.append(True)
-            ids.append(x.id)
-            keep.append(k)
         elif tx is ArrayDual:
-            array = True
             pt = _get(x, OFF_TRACE)
             pv = _get(x, OFF_VALUE)
             pi = _get(x, OFF_ID)
             if pt == NULL or pv == NULL or pi == NULL or type(<object>pv) is not cnp.ndarray:
                 return _NOTHING
-            if trace is None:
-                trace = <object>pt
-            elif <object>pt is not trace:
-                return _NOTHING
-            vals.append(<object>pv)
-            on.append(True)
-            ids.append(<object>pi)
-            keep.append(k)
+            t, v, i = <object>pt, <object>pv, <object>pi
+            array = True
         elif tx is float or tx is int or (
                 tx is cnp.ndarray and _real_type(cnp.PyArray_TYPE(<cnp.ndarray>x))):
             vals.append(x)
             on.append(False)
+            continue
         else:
             return _NOTHING
+        if trace is None:
+            trace = t
+        elif t is not trace:
+            return _NOTHING
+        vals.append(v)
+        on.append(True)
+        ids.append(i)
+        keep.append(k)
     if not array or type(trace) is not Tape or trace.closed:
         return _NOTHING  # (the Python path raises for a finished trace)
     if c == MATMUL:

@@ -20,9 +20,8 @@ from . import delta as _delta
 from ._backend import B
 from .numpy import complex_array as _complex
 from .numpy.array import ArrayDual, array_input, asarray
-from .pytrees import (LEAF, _TUPLE_OF_LEAF, _flat_def, all_floats, all_scalars, flat_args_def, flatten_float_args,
-                      tree_flatten,
-                      tree_unflatten, unflatten_owned)
+from .pytrees import (LEAF, _TUPLE_OF_LEAF, _flat_def, all_floats, all_scalars, flat_args_def,
+                      flatten_float_args, tree_flatten, tree_unflatten, unflatten_owned)
 from .trace import dtype_of as _dtype_of
 from .trace import is_dual, traced
 from .trace import leaf_kind as _leaf_kind
@@ -274,6 +273,11 @@ def _restore_type(g, like):
     return g
 
 
+def _leaf_grad(g, x):
+    """The gradient of input leaf ``x`` from its adjoint ``g`` (None: no path to the output)."""
+    return _zero_like(x) if g is None else _restore_type(g, x)
+
+
 def _zero_like(x):
     if _complex.is_complex_leaf(x):
         return _complex.gradient(None, x)
@@ -433,7 +437,7 @@ class _Pullback:
                 if type(x) is float and type(g) is float:
                     grads.append(g)
                 else:
-                    grads.append(_zero_like(x) if g is None else _restore_type(g, x))
+                    grads.append(_leaf_grad(g, x))
         return grads
 
 
@@ -783,10 +787,9 @@ def _array_value_and_grad(self, x, args, kwargs, n):
         if tape.nnodes:  # checkpoint nodes hold the tape: the cycle goes now, as with the
             tape.release_nodes()  # pullback's finalizer (also when the sweep raises)
     if type(x) is np.ndarray:
-        g = adj[0]
-        g = _zero_like(x) if g is None else _restore_type(g, x)
+        g = _leaf_grad(adj[0], x)
     else:
-        g = [_zero_like(a) if b is None else _restore_type(b, a) for a, b in zip(x, adj)]
+        g = [_leaf_grad(b, a) for a, b in zip(x, adj)]
         if type(x) is tuple:
             g = tuple(g)
     return ((value, aux), g) if has_aux else (value, g), None
@@ -795,6 +798,7 @@ def _array_value_and_grad(self, x, args, kwargs, n):
 def _value_and_grad(self, args, kwargs):
     single, nums = _argnums_tuple(self.argnums, len(args), "grad")
     has_aux = self.has_aux
+    general = None
     if len(nums) == 1 and not self.holomorphic:
         x = args[nums[0]]
         tx = type(x)
@@ -802,14 +806,8 @@ def _value_and_grad(self, args, kwargs):
                 and _float64_arrays(x)):  # one float64 array, or a tuple of them, in short
             r, general = _array_value_and_grad(self, x, args, kwargs, nums[0])
             if r is not None:
-                if single:
-                    return r
-                return (r[0], (r[1],))
-            out, pb, aux = general
-        else:
-            out, pb, aux = _vjp(self.fun, args, kwargs, nums, has_aux, "grad")
-    else:
-        out, pb, aux = _vjp(self.fun, args, kwargs, nums, has_aux, "grad")
+                return r if single else (r[0], (r[1],))
+    out, pb, aux = general or _vjp(self.fun, args, kwargs, nums, has_aux, "grad")
     g = None
     if not self.holomorphic:
         if type(out) is float:  # one real output, the commonest: what the checks below find

@@ -8,7 +8,8 @@ a float bound) cost one numpy call each in the Python mechanism (:func:`.array.a
 dispatch, the partials, the closure, the backward rule. The extension does what ``apply`` does
 for them in C, with numpy's own inner loops; for the other operations of those ufuncs on a
 reverse tape (broadcasting, float32, views, products of matrices) it makes ``apply``'s own
-calls without ``apply``'s frames, and everything else goes to ``apply`` (see its docstring). The pure backend never installs it: it *is* the Python path, whose bits
+calls without ``apply``'s frames, and everything else goes to ``apply`` (see its
+docstring). The pure backend never installs it: it *is* the Python path, whose bits
 the fast path reproduces (``tests/numpy/test_fast.py`` checks both against each other).
 ``DELTAAD_ARRAY_FAST=0`` switches it off (the Python path on the compiled backend too).
 """
