@@ -76,7 +76,7 @@ ARRAYS = Extension(
     "deltaad._arrays",
     sources=["cext/_arrays.pyx"],
     include_dirs=["cext"],
-    depends=["cext/_fpe.h"],
+    depends=["cext/_fpe.h", "cext/_bcast.h"],
     define_macros=DEFINE_MACROS + [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     language="c",
 )

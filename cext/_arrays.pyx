@@ -55,6 +55,7 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.ref cimport Py_INCREF, Py_DECREF, Py_REFCNT
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer
 from cpython.long cimport PyLong_AsSsize_t
+from cpython.pyport cimport PY_SSIZE_T_MAX
 from cpython.slice cimport PySlice_Unpack, PySlice_AdjustIndices
 from cpython.list cimport PyList_GET_ITEM
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
@@ -1415,6 +1416,99 @@ def sum_axis(g, Py_ssize_t axis):
     return r
 
 
+cdef extern from "_bcast.h" nogil:
+    enum: DAD_BCAST_MAXDIMS
+    void dad_bcast(int op, double* o, const char* a, const char* b, int nd, const intp* n,
+                   const intp* sa, const intp* sb)
+
+# The longest innermost row the broadcast loop divides along: past it numpy's loop, called
+# once per row, is faster (its vector division is wider than the SSE2 one compiled here; for
+# +, - and * memory is the bound and the loop here is faster at every length tried).
+cdef intp BCAST_DIV_ROW_MAX = 16
+
+
+cdef object _bcast(int c, object x, object y):
+    """``x + y``, ``x - y``, ``x * y`` or ``x / y`` (``c`` ADD, SUB, MUL, DIV) of two float64
+    ndarrays broadcast against each other, by ``dad_bcast`` (see ``_bcast.h``): numpy's
+    values, in the C-ordered array numpy returns for operands whose strides run outer to
+    inner. None where it does not take them: another dtype or layout (numpy might order its
+    result otherwise), shapes that do not broadcast (numpy's error), nothing to broadcast
+    over (one row: numpy's loop is called once), a division along rows longer than
+    ``BCAST_DIV_ROW_MAX``, an empty result, or a floating-point exception numpy would warn
+    of."""
+    if type(x) is not cnp.ndarray or type(y) is not cnp.ndarray:
+        return None
+    cdef cnp.ndarray a = <cnp.ndarray>x, b = <cnp.ndarray>y
+    if (cnp.PyArray_TYPE(a) != cnp.NPY_DOUBLE or cnp.PyArray_TYPE(b) != cnp.NPY_DOUBLE
+            or not cnp.PyArray_ISBEHAVED_RO(a) or not cnp.PyArray_ISBEHAVED_RO(b)):
+        return None
+    cdef int na = cnp.PyArray_NDIM(a), nb = cnp.PyArray_NDIM(b)
+    cdef int nd = na if na > nb else nb
+    if nd > DAD_BCAST_MAXDIMS:
+        return None
+    cdef intp out[DAD_BCAST_MAXDIMS]
+    cdef intp n[DAD_BCAST_MAXDIMS]
+    cdef intp sa[DAD_BCAST_MAXDIMS]
+    cdef intp sb[DAD_BCAST_MAXDIMS]
+    cdef intp da, db, ta, tb
+    cdef int k, m = 0
+    for k in range(nd):
+        da = cnp.PyArray_DIMS(a)[k - nd + na] if k >= nd - na else 1
+        db = cnp.PyArray_DIMS(b)[k - nd + nb] if k >= nd - nb else 1
+        ta = cnp.PyArray_STRIDES(a)[k - nd + na] if da != 1 else 0
+        tb = cnp.PyArray_STRIDES(b)[k - nd + nb] if db != 1 else 0
+        if da != db and da != 1 and db != 1:
+            return None
+        out[k] = da if da != 1 else db
+        if out[k] == 0:
+            return None
+        if out[k] == 1:
+            continue
+        if ta < 0 or tb < 0 or (ta and ta > _last(sa, m)) or (tb and tb > _last(sb, m)):
+            return None  # (numpy would order its result by these strides)
+        n[m], sa[m], sb[m] = out[k], ta, tb
+        m += 1
+    # merge neighbouring axes both operands step through as one
+    cdef int j = 0
+    for k in range(1, m):
+        if sa[j] == sa[k] * n[k] and sb[j] == sb[k] * n[k]:
+            n[j] *= n[k]
+            sa[j], sb[j] = sa[k], sb[k]
+        else:
+            j += 1
+            n[j], sa[j], sb[j] = n[k], sa[k], sb[k]
+    if m == 0 or j == 0 or (c == DIV and n[j] > BCAST_DIV_ROW_MAX):
+        return None
+    cdef cnp.ndarray r = <cnp.ndarray>cnp.PyArray_SimpleNew(nd, out, cnp.NPY_DOUBLE)
+    dad_clear_fpe(_FPE)
+    with nogil:
+        dad_bcast(c, <double*>cnp.PyArray_BYTES(r), cnp.PyArray_BYTES(a), cnp.PyArray_BYTES(b),
+                  j + 1, n, sa, sb)
+    if _raised():
+        return None
+    return r
+
+
+cdef inline intp _last(intp* s, int m) noexcept:
+    """The last nonzero stride of s[0..m-1] (the largest intp when none: any stride fits)."""
+    cdef int k
+    for k in range(m - 1, -1, -1):
+        if s[k]:
+            return s[k]
+    return PY_SSIZE_T_MAX
+
+
+def binary(int code, x, y):
+    """``_bcast`` for the Python rules' products and quotients (``elementwise``): numpy's
+    result of ``x (+ - * /) y`` by the broadcast loop, or None where it does not take them
+    (the caller then asks numpy)."""
+    if not enabled:
+        return None
+    if not ADD <= code <= DIV:
+        raise ValueError("binary: code %d is not one of +, -, *, /" % code)
+    return _bcast(code, x, y)
+
+
 def pull_capsule():
     """The general sweep's pullback of the fast path's rules (``_core.set_array_hooks``)."""
     return PyCapsule_New(<void*>_pull_sweeping, "deltaad._arrays.pull", NULL)
@@ -1871,7 +1965,9 @@ cdef object _general(int c, tuple args):
         for k in range(n):
             if type(vals[k]) is not cnp.ndarray or cnp.PyArray_NDIM(<cnp.ndarray>vals[k]) == 0:
                 return _NOTHING  # (numpy's error, from the Python path)
-    out = prim.impl(*vals)
+    out = _bcast(c, vals[0], vals[1]) if c <= DIV and n == 2 else None
+    if out is None:
+        out = prim.impl(*vals)
     if type(out) is not cnp.ndarray:
         out = _np_asarray(out)  # (a numpy scalar of 0-d operands: as_ndarray's call)
     rule = _python_rule(prim, out, vals, on, keep, scalar)

@@ -588,6 +588,108 @@ def test_general_lane_errors_as_the_python_path():
         kept[0] @ np.ones((3, 3))
 
 
+def _operand(draw, shape):
+    """An operand broadcasting against ``shape``: leading axes dropped, axes of length 1,
+    a C-ordered array, a strided or transposed view, a broadcast view, or float32."""
+    s = list(shape)[draw(st.integers(0, len(shape))):]
+    s = [1 if draw(st.booleans()) and draw(st.booleans()) else v for v in s]
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    kind = draw(st.sampled_from(["c", "c", "strided", "transposed", "broadcast", "f4", "neg"]))
+    if kind == "strided" and s:
+        return rng.standard_normal([2 * v for v in s])[tuple(slice(None, None, 2) for _ in s)]
+    if kind == "transposed" and len(s) >= 2:
+        return rng.standard_normal(s[::-1]).T
+    if kind == "broadcast":
+        return np.broadcast_to(rng.standard_normal([1] * len(s)), s)
+    if kind == "neg" and s:
+        return rng.standard_normal(s)[..., ::-1]
+    a = rng.standard_normal(s)
+    return a.astype(np.float32) if kind == "f4" else a
+
+
+@st.composite
+def _broadcast_pairs(draw):
+    shape = draw(st.lists(st.integers(1, 5), min_size=0, max_size=4))
+    return draw(st.integers(0, 3)), _operand(draw, shape), _operand(draw, shape)
+
+
+@compiled
+@settings(max_examples=300)
+@given(_broadcast_pairs())
+def test_broadcast_loop_is_numpys(pair):
+    """``_arrays.binary`` (the broadcast loop of ``+ - * /``), where it takes the operands,
+    gives numpy's array: the same bits, shape and strides (numpy's result is C-ordered for
+    the layouts it takes)."""
+    from deltaad import _arrays
+
+    code, a, b = pair
+    r = _arrays.binary(code, a, b)
+    with np.errstate(all="ignore"):
+        e = (np.add, np.subtract, np.multiply, np.true_divide)[code](a, b)
+    if r is not None:
+        assert (r.shape, r.dtype, r.strides) == (e.shape, e.dtype, e.strides)
+        assert r.tobytes() == e.tobytes()
+
+
+@compiled
+def test_broadcast_loop_takes_short_rows_and_declines_the_rest():
+    """It takes the broadcasts along short rows it is for (so the test above is not empty),
+    and declines what numpy must do: shapes that do not broadcast, an exception numpy warns
+    of, another dtype, a result numpy would lay out otherwise, one row, long rows of /."""
+    from deltaad import _arrays
+
+    ct = np.arange(1.0, 61.0).reshape(5, 4, 3)
+    q = np.arange(1.0, 16.0).reshape(5, 1, 3)
+    for code, op in enumerate((np.add, np.subtract, np.multiply, np.true_divide)):
+        for x, y in ((ct, q), (q, ct), (ct[:, :, :1], ct), (ct, ct[0]), (ct[:, ::2], q)):
+            r = _arrays.binary(code, x, y)
+            assert r is not None and r.tobytes() == op(x, y).tobytes()
+    zero = np.zeros((5, 1, 3))
+    assert _arrays.binary(3, ct, zero) is None                     # division by zero
+    assert _arrays.binary(2, ct * 1e300, q * 1e300) is None        # overflow
+    assert _arrays.binary(2, ct, np.ones((5, 2, 3))) is None       # no broadcast: numpy's error
+    assert _arrays.binary(2, ct, q.astype(np.float32)) is None
+    assert _arrays.binary(2, np.ones((3, 4)).T, np.ones(3)) is None  # F-ordered: numpy's order
+    assert _arrays.binary(2, ct.ravel(), ct.ravel()) is None       # one row
+    assert _arrays.binary(3, np.ones((2, 40)), np.ones(40)) is None  # a long row divided
+    assert _arrays.binary(2, np.ones((2, 40)), np.ones(40)) is not None
+
+
+def _short_rows_program(x, means, q):
+    """GMM's shape: (k, n, d) arrays from (n, d) points and (k, d) parameters along rows of d."""
+    xc = x[None, :, :] - means[:, None, :]
+    y = np.exp(q)[:, None, :] * xc + xc / (2.0 + q * q)[:, None, :]
+    z = y / np.sum(y * y, axis=2, keepdims=True) ** 0.5 - xc * y[:, :1, :]
+    return np.sum(z * z) + np.sum(xc * means[:, None, :])
+
+
+@compiled
+def test_broadcast_loop_in_a_gradient():
+    """A program of broadcasts along short rows (forward through the general lane, backward
+    through the rules' products and quotients): values, gradients and jvps bit for bit with
+    the fast path on and off, and the gradient against finite differences; an overflow in a
+    broadcast product warns as numpy does."""
+    rng = np.random.default_rng(11)
+    xs = (rng.standard_normal((7, 3)), rng.standard_normal((4, 3)), 0.3 * rng.standard_normal((4, 3)))
+
+    def run(*xs):
+        out, pb = d.vjp(_short_rows_program, *xs)
+        g = pb(np.ones(()))
+        _, t = d.jvp(_short_rows_program, xs, tuple(np.ones_like(x) for x in xs))
+        return [np.asarray(a).tobytes() for a in (out, *g, t)]
+
+    assert run(*xs) == _switched(False, run, *xs)
+    check_first_order(_short_rows_program, list(xs), seed=11, rtol=2e-4, atol=2e-5)
+
+    def big(x):
+        return np.sum(x[:, None, :] * np.full((1, 2, 3), 1e300))
+
+    for flag in (True, False):
+        with pytest.warns(RuntimeWarning, match="overflow"):
+            g = _switched(flag, d.grad(big), np.full((2, 3), 1e300))
+        assert np.all(g == 2e300)
+
+
 @compiled
 @pytest.mark.parametrize("shape", [(), (1,), (3,), (2, 3), (70,)])
 def test_scalar_dual_meets_array_dual_in_the_loops(shape):

@@ -77,6 +77,31 @@ def _times(t, d, check=True):
     return t * d
 
 
+# The compiled fast path's broadcast arithmetic (``deltaad._arrays.binary``: numpy's bits, or
+# None where it does not take the operands), installed by ``fast``; None on the pure backend.
+BINARY = None
+
+
+def _plain_product(x, y):
+    """``x * y`` of a rule's plain operands: a broadcast product of float64 arrays along short
+    rows (a cotangent times a ``q[:, None, :]`` factor) by the fast path's loop, where numpy
+    calls its loop once per row."""
+    if BINARY is not None:
+        r = BINARY(2, x, y)
+        if r is not None:
+            return r
+    return x * y
+
+
+def _plain_quotient(x, y):
+    """``x / y`` of a rule's plain operands, as :func:`_plain_product`."""
+    if BINARY is not None:
+        r = BINARY(3, x, y)
+        if r is not None:
+            return r
+    return x / y
+
+
 def _zero_where(mask, r):
     if mask is False or not np.any(mask):
         return r
@@ -480,7 +505,7 @@ def _mul_vjp(out, vals, on):
         # a square x * x: both parents' cotangents are the one product ct * x (same bits as
         # computing it twice); the sweep adds it to x's adjoint twice
         def square_rule(ct):
-            g = unbroadcast(ct * a, sa)
+            g = unbroadcast(_plain_product(ct, a), sa)
             return (g, g)
 
         return square_rule
@@ -496,7 +521,8 @@ def _mul_vjp(out, vals, on):
         if type(ct) is ArrayDual or type(ct) is Dual:
             return (unbroadcast(_times(ct, b), sa) if oa else None,
                     unbroadcast(_times(ct, a), sb) if ob else None)
-        return (unbroadcast(ct * b, sa) if oa else None, unbroadcast(ct * a, sb) if ob else None)
+        return (unbroadcast(_plain_product(ct, b), sa) if oa else None,
+                unbroadcast(_plain_product(ct, a), sb) if ob else None)
 
     return rule
 
@@ -526,8 +552,9 @@ def _div_vjp(out, vals, on):
             g = _quotient(ct, b)
             return (unbroadcast(g, sa) if oa else None,
                     unbroadcast(-_times(g, y), sb) if ob else None)
-        g = ct / b
-        return (unbroadcast(g, sa) if oa else None, unbroadcast(-(g * y), sb) if ob else None)
+        g = _plain_quotient(ct, b)
+        return (unbroadcast(g, sa) if oa else None,
+                unbroadcast(-_plain_product(g, y), sb) if ob else None)
 
     return rule
 
