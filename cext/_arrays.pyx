@@ -1416,6 +1416,79 @@ def sum_axis(g, Py_ssize_t axis):
     return r
 
 
+cdef extern from *:
+    """
+    /* numpy's pairwise sum of n contiguous doubles (its DOUBLE_pairwise_sum for a stride of
+       one entry): eight accumulators over blocks of at most 128, halves above that */
+    static double da_pairwise(const double *a, Py_ssize_t n)
+    {
+        if (n < 8) {
+            double res = 0.;
+            for (Py_ssize_t i = 0; i < n; i++)
+                res += a[i];
+            return res;
+        }
+        if (n <= 128) {
+            double r[8], res;
+            Py_ssize_t i;
+            for (int j = 0; j < 8; j++)
+                r[j] = a[j];
+            for (i = 8; i < n - (n % 8); i += 8)
+                for (int j = 0; j < 8; j++)
+                    r[j] += a[i + j];
+            res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+            for (; i < n; i++)
+                res += a[i];
+            return res;
+        }
+        Py_ssize_t n2 = n / 2;
+        n2 -= n2 % 8;
+        return da_pairwise(a, n2) + da_pairwise(a + n2, n - n2);
+    }
+
+    /* o[i] = 0.0 + pairwise sum of row i (rows of m entries): numpy's add.reduce over the
+       last axis of a C-ordered array, which starts each entry at the identity and adds the
+       row's pairwise sum in one call of its loop */
+    static void da_sum_rows(double *restrict o, const double *restrict x, Py_ssize_t rows,
+                            Py_ssize_t m)
+    {
+        for (Py_ssize_t i = 0; i < rows; i++)
+            o[i] = 0.0 + da_pairwise(x + i * m, m);
+    }
+    """
+    void da_sum_rows(double* o, const double* x, Py_ssize_t rows, Py_ssize_t m) nogil
+
+
+def sum_rows(v, tuple axes, bint keepdims):
+    """``np.add.reduce(v, axes, keepdims=keepdims)`` for a C-ordered native float64 array of two
+    or more axes summed over its last axis alone: the same pairwise sums numpy's loop makes,
+    in one loop here, where numpy calls its loop once per row (a (25, 1000, 10) array summed
+    over axis 2: ~520 us in numpy, ~170 here; rows of 3, 7x). None where it does not take
+    ``v`` (or an overflow numpy would warn of): the caller then asks numpy."""
+    if not enabled or type(v) is not cnp.ndarray or len(axes) != 1:
+        return None
+    cdef cnp.ndarray a = <cnp.ndarray>v
+    cdef int nd = cnp.PyArray_NDIM(a)
+    if nd < 2 or nd > CT_MAXDIMS or not _plain(a) or <object>axes[0] != nd - 1:
+        return None
+    cdef intp* dm = cnp.PyArray_DIMS(a)
+    cdef intp m = dm[nd - 1]
+    cdef intp dims[CT_MAXDIMS]
+    cdef int k
+    for k in range(nd - 1):
+        dims[k] = dm[k]
+    dims[nd - 1] = 1
+    cdef cnp.ndarray r = <cnp.ndarray>cnp.PyArray_SimpleNew(nd if keepdims else nd - 1, dims,
+                                                            cnp.NPY_DOUBLE)
+    dad_clear_fpe(_FPE)
+    with nogil:
+        da_sum_rows(<double*>cnp.PyArray_BYTES(r), <double*>cnp.PyArray_BYTES(a),
+                    cnp.PyArray_SIZE(a) // m, m)
+    if _raised():
+        return None
+    return r
+
+
 cdef extern from "_bcast.h" nogil:
     enum: DAD_BCAST_MAXDIMS
     void dad_bcast(int op, double* o, const char* a, const char* b, int nd, const intp* n,

@@ -655,6 +655,42 @@ def test_broadcast_loop_takes_short_rows_and_declines_the_rest():
     assert _arrays.binary(2, np.ones((2, 40)), np.ones(40)) is not None
 
 
+@st.composite
+def _row_arrays(draw):
+    shape = draw(st.lists(st.integers(1, 6), min_size=1, max_size=3))
+    shape.append(draw(st.one_of(st.integers(1, 20), st.integers(1, 300))))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    x = rng.standard_normal(shape) * 10.0 ** rng.integers(-20, 20, shape)
+    special = draw(st.sampled_from([None, -0.0, np.nan, np.inf, 1e308]))
+    if special is not None:
+        x[(0,) * (len(shape) - 1)] = special  # a row of it (an overflow for 1e308)
+    return x
+
+
+@compiled
+@settings(max_examples=200)
+@given(_row_arrays(), st.booleans())
+def test_sum_rows_is_numpys(x, keepdims):
+    """``_arrays.sum_rows`` (np.sum over the last axis in one loop) gives numpy's sums to the
+    bit (its pairwise order), keepdims or not; it declines an overflow (numpy warns), and
+    what is not a C-ordered float64 array summed over its last axis alone."""
+    from deltaad import _arrays
+
+    ax = (x.ndim - 1,)
+    with np.errstate(all="ignore"):
+        e = np.add.reduce(x, ax, None, None, keepdims)
+    r = _arrays.sum_rows(x, ax, keepdims)
+    if np.isinf(e).any() and np.isfinite(x).all():
+        assert r is None
+    else:
+        assert r is not None and r.shape == e.shape and r.tobytes() == e.tobytes()
+    if x.shape[-1] > 2:
+        assert _arrays.sum_rows(x[..., ::2], ax, keepdims) is None  # (a strided view)
+    assert _arrays.sum_rows(x.astype(np.float32), ax, keepdims) is None
+    assert _arrays.sum_rows(x, (0,), keepdims) is None
+    assert _arrays.sum_rows(x.ravel(), (0,), keepdims) is None
+
+
 def _short_rows_program(x, means, q):
     """GMM's shape: (k, n, d) arrays from (n, d) points and (k, d) parameters along rows of d."""
     xc = x[None, :, :] - means[:, None, :]
@@ -668,9 +704,10 @@ def test_broadcast_loop_in_a_gradient():
     """A program of broadcasts along short rows (forward through the general lane, backward
     through the rules' products and quotients): values, gradients and jvps bit for bit with
     the fast path on and off, and the gradient against finite differences; an overflow in a
-    broadcast product warns as numpy does."""
+    broadcast product or a sum over the last axis warns as numpy does."""
     rng = np.random.default_rng(11)
-    xs = (rng.standard_normal((7, 3)), rng.standard_normal((4, 3)), 0.3 * rng.standard_normal((4, 3)))
+    xs = (rng.standard_normal((7, 3)), rng.standard_normal((4, 3)),
+          0.3 * rng.standard_normal((4, 3)))
 
     def run(*xs):
         out, pb = d.vjp(_short_rows_program, *xs)
@@ -688,6 +725,9 @@ def test_broadcast_loop_in_a_gradient():
         with pytest.warns(RuntimeWarning, match="overflow"):
             g = _switched(flag, d.grad(big), np.full((2, 3), 1e300))
         assert np.all(g == 2e300)
+        with pytest.warns(RuntimeWarning, match="overflow"):
+            v = _switched(flag, d.grad(lambda x: np.sum(np.sum(x, axis=1))), np.full((2, 3), 1e308))
+        assert np.all(v == 1.0)
 
 
 @compiled

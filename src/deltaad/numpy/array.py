@@ -1098,12 +1098,27 @@ def _sum_axes(g, axes):
                 idx + "->" + "".join(c for i, c in enumerate(idx) if i not in axes)
         return np.einsum(spec, g)
     if type(g) is np.ndarray:
-        return _ADD_REDUCE(g, axes, None, None)  # (what np.sum calls for an ndarray)
+        return add_reduce(g, axes)
     return np.sum(g, axis=axes)
 
 
 _EINSUM_SPECS = {}  # (ndim, axes) -> the einsum subscripts of that sum
 _ADD_REDUCE = np.add.reduce
+
+# The compiled backend's sum over the last axis (``deltaad._arrays.sum_rows``: numpy's
+# pairwise sums in one loop, where numpy calls its loop once per row; installed by ``fast``),
+# or None.
+SUM_ROWS = None
+
+
+def add_reduce(g, axes, keepdims=False):
+    """``np.sum(g, axis=axes, keepdims=keepdims)`` of an ndarray ``g`` (what np.sum calls for
+    one, without its wrapper), by ``SUM_ROWS`` where it takes the sum."""
+    if SUM_ROWS is not None:
+        r = SUM_ROWS(g, axes, keepdims)
+        if r is not None:
+            return r
+    return _ADD_REDUCE(g, axes, None, None, keepdims)
 
 
 def broadcast(t, shape):

@@ -19,8 +19,7 @@ import os
 from deltaad._plainnumpy import np
 
 from .._backend import B, name as _backend_name
-from . import array, registry
-from . import elementwise
+from . import array, elementwise, registry
 from .elementwise import NEGATIVE
 from .products import MATMUL
 
@@ -82,6 +81,7 @@ def _install():
     array.SUM_AXIS = _arrays.sum_axis  # unbroadcast's sum over one axis, einsum's bits
     array.BROADCAST_VIEW = _arrays.broadcast_view  # broadcast_to's view, by numpy's C API
     elementwise.BINARY = _arrays.binary  # the rules' broadcast products, numpy's bits
+    array.SUM_ROWS = _arrays.sum_rows  # np.sum over the last axis, numpy's bits
 
 
 if _arrays is not None:

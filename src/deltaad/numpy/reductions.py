@@ -26,8 +26,8 @@ from .args import (
 )
 from .. import trace as _trace
 from .array import (
-    ArrayDual, Primitive, _apply_reverse1, _reverse_result, apply, as_ndarray, broadcast,
-    broadcast_to, operand_or_raise, reshape, shape_of,
+    ArrayDual, Primitive, _apply_reverse1, _reverse_result, add_reduce, apply, as_ndarray,
+    broadcast, broadcast_to, operand_or_raise, reshape, shape_of,
 )
 from .define import numpy_valued, register
 from .elementwise import astype
@@ -36,7 +36,7 @@ from .shape import diagonal, ravel, transpose
 
 def _sum_impl(v, axis, keepdims):
     if type(v) is np.ndarray:  # what np.sum calls for an ndarray, without its wrapper
-        return _ADD_REDUCE(v, axis, None, None, keepdims)
+        return add_reduce(v, axis, keepdims)
     return np.sum(v, axis=axis, keepdims=keepdims)
 
 
