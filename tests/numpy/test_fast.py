@@ -691,6 +691,21 @@ def test_sum_rows_is_numpys(x, keepdims):
     assert _arrays.sum_rows(x.ravel(), (0,), keepdims) is None
 
 
+@compiled
+def test_sum_rows_installed_only_where_numpy_sums_alike(monkeypatch):
+    """The fast path checks at install that its row sums add as this numpy does; a loop
+    that adds in another order (here: the row reversed) would not be installed."""
+    assert fast._sums_as_numpy()
+
+    class Reversed:
+        @staticmethod
+        def sum_rows(x, axes, keepdims):
+            return np.add.reduce(x[..., ::-1], axes)
+
+    monkeypatch.setattr(fast, "_arrays", Reversed)
+    assert not fast._sums_as_numpy()
+
+
 def _short_rows_program(x, means, q):
     """GMM's shape: (k, n, d) arrays from (n, d) points and (k, d) parameters along rows of d."""
     xc = x[None, :, :] - means[:, None, :]

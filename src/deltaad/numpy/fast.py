@@ -81,7 +81,20 @@ def _install():
     array.SUM_AXIS = _arrays.sum_axis  # unbroadcast's sum over one axis, einsum's bits
     array.BROADCAST_VIEW = _arrays.broadcast_view  # broadcast_to's view, by numpy's C API
     elementwise.BINARY = _arrays.binary  # the rules' broadcast products, numpy's bits
-    array.SUM_ROWS = _arrays.sum_rows  # np.sum over the last axis, numpy's bits
+    if _sums_as_numpy():
+        array.SUM_ROWS = _arrays.sum_rows  # np.sum over the last axis, numpy's bits
+
+
+def _sums_as_numpy():
+    """Whether ``_arrays.sum_rows`` adds as this numpy does. Its order is numpy's pairwise
+    summation, numpy's own choice: should another numpy sum otherwise, numpy does the sums."""
+    rng = np.random.default_rng(0)
+    for m in (1, 7, 8, 9, 17, 130, 300):
+        x = rng.standard_normal((2, m)) * 10.0 ** rng.integers(-8, 8, (2, m))
+        r = _arrays.sum_rows(x, (1,), False)
+        if r is None or r.tobytes() != np.add.reduce(x, 1).tobytes():
+            return False
+    return True
 
 
 if _arrays is not None:
