@@ -866,3 +866,63 @@ def test_grad_of_arrays_in_a_tuple_same_as_the_general_path(container, case):
     (want_g,) = pb(np.ones(()))
     assert type(g) is container and type(want_g) is container
     assert _bits(out, *g) == _bits(want_out[()], *want_g)
+
+
+@pytest.mark.parametrize("container", [list, tuple])
+@pytest.mark.parametrize("case", ["float", "unused", "nested", "checkpoint", "array", "aux",
+                                  "mixed", "int"])
+def test_grad_of_one_float_list_same_as_the_general_path(container, case):
+    """``grad``/``value_and_grad`` of one list or tuple of floats take a short path: the value,
+    the gradient, their types and bits are the general path's (``vjp`` and its pullback),
+    whatever the output is (a float dual of the tape, a constant, a dual of a nested
+    differentiation, a 0-d array dual) and whatever the list holds."""
+    rng = np.random.default_rng(3)
+    x = [float(v) for v in rng.standard_normal(5)]
+    if case == "mixed":
+        x[3] = np.float64(x[3])  # not all floats: the general path from the start
+    elif case == "int":
+        x[4] = 2
+    x = container(x)
+    c = [float(v) for v in rng.standard_normal(5)]
+    fs = {
+        "float": lambda a: sum(math.sin(u) * v for u, v in zip(a, c)),
+        "unused": lambda a: 1.5,
+        "nested": lambda a: a[0] * deltaad.grad(lambda b: math.sin(a[1] * b[0] * b[1]))(c)[1],
+        "checkpoint": lambda a: deltaad.checkpoint(lambda b: math.cos(b[0]) * b[1])(a) + a[2],
+        "array": lambda a: np.sum(np.array(a) * c),
+        "aux": lambda a: (a[0] * a[1] ** 2, {"n": len(a)}),
+        "mixed": lambda a: a[3] * a[0] + a[2],
+        "int": lambda a: a[4] * a[0] + a[1],
+    }
+    f = fs[case]
+    aux = case == "aux"
+    out, g = deltaad.value_and_grad(f, has_aux=aux)(x)
+    want_out, want_g, want_aux = _general_grad(f, x, has_aux=aux)
+    if aux:
+        out, got_aux = out
+        assert got_aux == want_aux
+    assert type(out) is type(want_out) and type(g) is type(want_g) is container
+    assert [type(v) for v in g] == [type(v) for v in want_g]
+    assert _bits(out, *g) == _bits(want_out, *want_g)
+    g2 = deltaad.grad(f, has_aux=aux)(x)
+    assert _bits(*(g2[0] if aux else g2)) == _bits(*g)
+    (g1,) = deltaad.grad(f, argnums=(0,), has_aux=aux)(x)[0] if aux else \
+        deltaad.grad(f, argnums=(0,))(x)
+    assert _bits(*g1) == _bits(*g)
+
+
+def test_grad_of_one_float_list_errors_as_the_general_path():
+    """Outputs that are not one real number raise the general path's errors on the short path;
+    an exception in the function leaves no trace open."""
+    x = [1.0, 2.0]
+    for f, match in [(lambda a: [a[0], a[1]], "one real number"),
+                     (lambda a: a[0] * 1j, "complex")]:
+        with pytest.raises(TypeError, match=match):
+            deltaad.grad(f)(x)
+
+    def boom(a):
+        raise KeyError("boom")
+
+    with pytest.raises(KeyError):
+        deltaad.grad(boom)(x)
+    assert deltaad.trace.open_traces() == []

@@ -556,12 +556,13 @@ def _run_reverse(tape, fun, args, kwargs, argnums, has_aux, who, leaves, in_def,
     return in_ids, wanted, out, aux
 
 
-def _vjp(fun, args, kwargs, argnums, has_aux, who):
-    """Run ``fun`` on a fresh tape, differentiating the arguments in ``argnums``."""
+def _vjp(fun, args, kwargs, argnums, has_aux, who, flat=True):
+    """Run ``fun`` on a fresh tape, differentiating the arguments in ``argnums`` (``flat``:
+    trying one list of floats as such first)."""
     sel = tuple([args[n] for n in argnums])
     x = sel[0] if len(sel) == 1 else None
     ran = None
-    if (type(x) is list or type(x) is tuple) and x and type(x[0]) is float:
+    if flat and (type(x) is list or type(x) is tuple) and x and type(x[0]) is float:
         # one list of floats, the commonest: its items are read once, into the input duals
         # (no checked copy first); the leaves are the argument itself, whose floats the
         # pullback never reads (every gradient is a float) and jacrev reads at once. (A list
@@ -795,19 +796,54 @@ def _array_value_and_grad(self, x, args, kwargs, n):
     return ((value, aux), g) if has_aux else (value, g), None
 
 
+def _flat_value_and_grad(self, x, args, kwargs, nums):
+    """``value_and_grad`` of one list or tuple of floats, the commonest scalar call: ``_vjp``'s
+    run of it and, when the output is a float dual of the tape and the float sweep applies,
+    the pullback's seed, sweep and gradient without the pullback object and the tree walks.
+    Otherwise ``(None, (out, pb, aux))`` as ``_vjp`` gives them, for the general checks; ``(None,
+    None)`` when ``x`` is not all floats (the general path then runs on a fresh tape)."""
+    has_aux = self.has_aux
+    in_def = flat_args_def(x)
+    tape, ran = traced(B.Tape, _run_reverse, self.fun, args, kwargs, nums, has_aux, "grad", x,
+                       in_def, "flat")
+    if ran is None:
+        return None, None
+    in_ids, wanted, out, aux = ran
+    if type(out) is Dual and out.trace is tape:
+        try:
+            adj = tape.eval([(out.id, 1.0)], wanted, True)  # (None, nothing swept: not floats)
+        except BaseException:
+            if tape.nnodes:  # checkpoint nodes hold the tape: the cycle goes now
+                tape.release_nodes()
+            raise
+        if adj is not None:
+            if tape.nnodes:
+                tape.release_nodes()
+            if has_aux:
+                aux = _strip_tree(aux, tape)
+            g = adj if type(x) is list else tuple(adj)
+            return ((out.value, aux), g) if has_aux else (out.value, g), None
+    return None, _pullback(tape, in_ids, wanted, out, aux, in_def, x, "flat", has_aux, "grad")
+
+
 def _value_and_grad(self, args, kwargs):
     single, nums = _argnums_tuple(self.argnums, len(args), "grad")
     has_aux = self.has_aux
-    general = None
+    general = tried = None
     if len(nums) == 1 and not self.holomorphic:
         x = args[nums[0]]
         tx = type(x)
-        if (tx is np.ndarray and x.dtype == _FLOAT64 or (tx is tuple or tx is list) and x
+        if (tx is list or tx is tuple) and x and type(x[0]) is float:  # one list of floats
+            r, general = tried = _flat_value_and_grad(self, x, args, kwargs, nums)
+            if r is not None:
+                return r if single else (r[0], (r[1],))
+        elif (tx is np.ndarray and x.dtype == _FLOAT64 or (tx is tuple or tx is list) and x
                 and _float64_arrays(x)):  # one float64 array, or a tuple of them, in short
             r, general = _array_value_and_grad(self, x, args, kwargs, nums[0])
             if r is not None:
                 return r if single else (r[0], (r[1],))
-    out, pb, aux = general or _vjp(self.fun, args, kwargs, nums, has_aux, "grad")
+    # (a list of floats that was not all floats is not tried as one again)
+    out, pb, aux = general or _vjp(self.fun, args, kwargs, nums, has_aux, "grad", tried is None)
     g = None
     if not self.holomorphic:
         if type(out) is float:  # one real output, the commonest: what the checks below find
