@@ -787,6 +787,16 @@ def _general_grad(f, x, has_aux=False):
     return out, g, aux
 
 
+def _both_paths(f, x, aux):
+    """``value_and_grad``'s value and gradient and the general path's, the aux compared."""
+    out, g = deltaad.value_and_grad(f, has_aux=aux)(x)
+    want_out, want_g, want_aux = _general_grad(f, x, has_aux=aux)
+    if aux:
+        out, got_aux = out
+        assert got_aux == want_aux
+    return out, g, want_out, want_g
+
+
 def _bits(*xs):
     return [np.asarray(v).tobytes() + str(np.asarray(v).dtype).encode() for v in xs]
 
@@ -812,11 +822,7 @@ def test_grad_of_one_array_same_as_the_general_path(case):
     }
     f = fs[case]
     aux = case == "aux"
-    out, g = deltaad.value_and_grad(f, has_aux=aux)(x)
-    want_out, want_g, want_aux = _general_grad(f, x, has_aux=aux)
-    if aux:
-        out, got_aux = out
-        assert got_aux == want_aux
+    out, g, want_out, want_g = _both_paths(f, x, aux)
     assert type(out) is type(want_out) and type(g) is type(want_g)
     assert _bits(out, g) == _bits(want_out, want_g)
     assert _bits(deltaad.grad(f, has_aux=aux)(x)[0] if aux else deltaad.grad(f)(x)) == _bits(g)
@@ -896,11 +902,7 @@ def test_grad_of_one_float_list_same_as_the_general_path(container, case):
     }
     f = fs[case]
     aux = case == "aux"
-    out, g = deltaad.value_and_grad(f, has_aux=aux)(x)
-    want_out, want_g, want_aux = _general_grad(f, x, has_aux=aux)
-    if aux:
-        out, got_aux = out
-        assert got_aux == want_aux
+    out, g, want_out, want_g = _both_paths(f, x, aux)
     assert type(out) is type(want_out) and type(g) is type(want_g) is container
     assert [type(v) for v in g] == [type(v) for v in want_g]
     assert _bits(out, *g) == _bits(want_out, *want_g)
