@@ -1489,6 +1489,84 @@ def sum_rows(v, tuple axes, bint keepdims):
     return r
 
 
+cdef extern from *:
+    """
+    /* w = (x == m) as 0.0/1.0 for x of lo x mid x hi entries reduced over its middle to m
+       (lo x hi), counting the matches of each of m's entries in cnt (hi entries, zeroed
+       here per i); 0 when every entry of m is matched exactly once, -1 otherwise */
+    static int da_extremum_mask(double *restrict w, const double *restrict x,
+                                const double *restrict m, Py_ssize_t lo, Py_ssize_t mid,
+                                Py_ssize_t hi, Py_ssize_t *restrict cnt)
+    {
+        for (Py_ssize_t i = 0; i < lo; i++) {
+            const double *mi = m + i * hi;
+            for (Py_ssize_t k = 0; k < hi; k++)
+                cnt[k] = 0;
+            for (Py_ssize_t j = 0; j < mid; j++) {
+                const double *xr = x + (i * mid + j) * hi;
+                double *wr = w + (i * mid + j) * hi;
+                for (Py_ssize_t k = 0; k < hi; k++) {
+                    int e = xr[k] == mi[k];
+                    cnt[k] += e;
+                    wr[k] = e ? 1.0 : 0.0;
+                }
+            }
+            for (Py_ssize_t k = 0; k < hi; k++)
+                if (cnt[k] != 1)
+                    return -1;
+        }
+        return 0;
+    }
+    """
+    int da_extremum_mask(double* w, const double* x, const double* m, Py_ssize_t lo,
+                         Py_ssize_t mid, Py_ssize_t hi, Py_ssize_t* cnt) nogil
+
+
+def extremum_weights(x, m, tuple axes):
+    """The weights of ``np.max``/``np.min``'s cotangent where every slice has exactly one
+    extremum: ``(x == m)`` as float64, what the Python rule makes then (``mask / 1``), in one
+    pass instead of numpy's comparison, count, sum and cast. ``x`` a C-ordered float64 array
+    reduced over ``axes`` (consecutive axes) to the C-ordered float64 ``m`` (keepdims or
+    not); None where it does not take them or a slice has ties or no match (a nan
+    extremum): the Python rule then."""
+    if not enabled or type(x) is not cnp.ndarray or type(m) is not cnp.ndarray:
+        return None
+    cdef cnp.ndarray a = <cnp.ndarray>x, b = <cnp.ndarray>m
+    if not _plain(a) or not _plain(b) or not axes:
+        return None
+    cdef int nd = cnp.PyArray_NDIM(a), k
+    cdef int first = axes[0], last = axes[len(axes) - 1]
+    if not 0 <= first <= last < nd or last - first + 1 != len(axes):
+        return None
+    for k in range(len(axes)):
+        if <int>axes[k] != first + k:
+            return None
+    cdef intp* dm = cnp.PyArray_DIMS(a)
+    cdef intp lo = 1, mid = 1, hi = 1
+    for k in range(nd):
+        if k < first:
+            lo *= dm[k]
+        elif k <= last:
+            mid *= dm[k]
+        else:
+            hi *= dm[k]
+    if cnp.PyArray_SIZE(b) != lo * hi:
+        return None
+    cdef Py_ssize_t* cnt = <Py_ssize_t*>PyMem_Malloc(hi * sizeof(Py_ssize_t))
+    if cnt == NULL:
+        raise MemoryError()
+    cdef cnp.ndarray w
+    cdef int r
+    try:
+        w = <cnp.ndarray>cnp.PyArray_SimpleNew(nd, dm, cnp.NPY_DOUBLE)
+        with nogil:
+            r = da_extremum_mask(<double*>cnp.PyArray_BYTES(w), <double*>cnp.PyArray_BYTES(a),
+                                 <double*>cnp.PyArray_BYTES(b), lo, mid, hi, cnt)
+    finally:
+        PyMem_Free(cnt)
+    return w if r == 0 else None
+
+
 cdef extern from "_bcast.h" nogil:
     enum: DAD_BCAST_MAXDIMS
     void dad_bcast(int op, double* o, const char* a, const char* b, int nd, const intp* n,

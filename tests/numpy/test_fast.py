@@ -706,6 +706,78 @@ def test_sum_rows_installed_only_where_numpy_sums_alike(monkeypatch):
     assert not fast._sums_as_numpy()
 
 
+@st.composite
+def _reduced(draw):
+    shape = draw(st.lists(st.integers(1, 5), min_size=1, max_size=4))
+    first = draw(st.integers(0, len(shape) - 1))
+    last = draw(st.integers(first, len(shape) - 1))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    kind = draw(st.sampled_from(["distinct", "distinct", "ties", "nan", "zeros"]))
+    if kind == "distinct":
+        x = rng.standard_normal(shape)
+    elif kind == "ties":
+        x = rng.integers(0, 3, shape).astype(float)
+    elif kind == "nan":
+        x = rng.standard_normal(shape)
+        x.flat[draw(st.integers(0, x.size - 1))] = np.nan
+    else:
+        x = np.where(rng.random(shape) < 0.5, 0.0, -0.0)
+    return x, tuple(range(first, last + 1)), draw(st.booleans()), draw(st.booleans())
+
+
+@compiled
+@settings(max_examples=300)
+@given(_reduced())
+def test_extremum_weights_are_the_python_rules(c):
+    """``_arrays.extremum_weights``: where every slice has exactly one extremum (and none is
+    nan), ``(x == m)`` as float64, the Python rule's weights to the bit; None where a slice
+    has ties (also 0.0 against -0.0) or a nan extremum, where the axes are not consecutive,
+    and for float32."""
+    from deltaad import _arrays
+
+    x, axes, keepdims, is_max = c
+    m = (np.max if is_max else np.min)(x, axis=axes, keepdims=keepdims)
+    mk = np.asarray(m).reshape([1 if k in axes else n for k, n in enumerate(x.shape)])
+    mask = x == mk
+    one = np.all(np.sum(mask, axis=axes) == 1)
+    w = _arrays.extremum_weights(x, np.asarray(m), axes)
+    if one:
+        assert w is not None and w.tobytes() == mask.astype(float).tobytes()
+    else:
+        assert w is None
+    assert _arrays.extremum_weights(x.astype(np.float32), np.asarray(m, np.float32), axes) is None
+    if x.ndim >= 3:
+        assert _arrays.extremum_weights(x, np.max(x, axis=(0, 2)), (0, 2)) is None
+
+
+def _max_program(x):
+    """max/min over one axis, two and all of them."""
+    y = x - np.max(x, axis=1, keepdims=True) + np.min(x, axis=0) + np.max(x)
+    z = np.max(x * x, axis=1) + np.min(x[:, :, None] * x[:, None, :], axis=(1, 2))
+    return np.sum(np.exp(y) * 1.5) + np.sum(z * z)
+
+
+@compiled
+def test_extremum_weights_in_a_gradient():
+    """A program of max/min: gradients and jvps bit for bit with the fast path on and off,
+    with ties (a repeated column and row: the cotangent split among them) and without, and
+    against finite differences without ties."""
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((6, 5))
+    tied = x.copy()
+    tied[:, 3] = tied[:, 1]
+    tied[5] = tied[2]
+
+    def run(x):
+        out, pb = d.vjp(_max_program, x)
+        _, t = d.jvp(_max_program, (x,), (np.ones_like(x),))
+        return [np.asarray(a).tobytes() for a in (out, *pb(np.ones(())), t)]
+
+    for v in (x, tied):
+        assert run(v) == _switched(False, run, v)
+    check_first_order(_max_program, [x], seed=12, rtol=2e-4, atol=2e-5)
+
+
 def _short_rows_program(x, means, q):
     """GMM's shape: (k, n, d) arrays from (n, d) points and (k, d) parameters along rows of d."""
     xc = x[None, :, :] - means[:, None, :]

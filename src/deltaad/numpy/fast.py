@@ -19,7 +19,7 @@ import os
 from deltaad._plainnumpy import np
 
 from .._backend import B, name as _backend_name
-from . import array, elementwise, registry
+from . import array, elementwise, reductions, registry
 from .elementwise import NEGATIVE
 from .products import MATMUL
 
@@ -81,6 +81,7 @@ def _install():
     array.SUM_AXIS = _arrays.sum_axis  # unbroadcast's sum over one axis, einsum's bits
     array.BROADCAST_VIEW = _arrays.broadcast_view  # broadcast_to's view, by numpy's C API
     elementwise.BINARY = _arrays.binary  # the rules' broadcast products, numpy's bits
+    reductions.EXTREMUM_WEIGHTS = _arrays.extremum_weights  # max/min's weights in C
     if _sums_as_numpy():
         array.SUM_ROWS = _arrays.sum_rows  # np.sum over the last axis, numpy's bits
 

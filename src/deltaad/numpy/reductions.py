@@ -268,6 +268,9 @@ def _choose_impl(v, axis, keepdims, f, kw):
 
 
 _EXTREMUM_REDUCE = {np.max: np.maximum.reduce, np.min: np.minimum.reduce}
+# The compiled fast path's weights where every slice has one extremum
+# (``deltaad._arrays.extremum_weights``), installed by ``fast``; None on the pure backend.
+EXTREMUM_WEIGHTS = None
 _MIN_REDUCE = np.minimum.reduce
 _COUNT = np.count_nonzero
 
@@ -277,6 +280,10 @@ def _choose_weights(x, out, axis, keepdims, kw):
     0 everywhere in a slice whose extremum is ``initial`` alone."""
     xv = as_ndarray(strip(x))
     ov = as_ndarray(strip(out))
+    if EXTREMUM_WEIGHTS is not None and not kw:  # one extremum per slice, in one C pass
+        w = EXTREMUM_WEIGHTS(xv, ov, axis)
+        if w is not None:
+            return w
     if not keepdims:
         ov = ov.reshape(expand_shape(xv.shape, axis))
     mask = xv == ov
