@@ -575,6 +575,7 @@ cdef object _sum_all(object g, bint as_float):
 
 @cython.final
 @cython.no_gc
+@cython.freelist(65536)
 @cython.auto_pickle(False)
 cdef class ArrayRule:
     """A binding's linear map ``rule(ct) -> cotangents of the recorded parents``, computed by
@@ -922,7 +923,45 @@ cdef inline ArrayRule _rule(int kind, int code, bint oa, bint ob, cnp.ndarray ou
     r.out = out
     r.va = va
     r.vb = vb
+    if (kind == R_ADD or kind == R_SUB or kind == R_NEG or kind == R_MUL2 or kind == R_SQUARE
+            or kind == R_SIN or kind == R_COS or (kind == R_SCALE and code == MUL)):
+        # These rules read only the output's shape (the loops' template, the cotangent's
+        # check), and their Python rules never read the output: a shared array of that shape
+        # stands in, so the output is held by its dual alone and goes (or back to the pool)
+        # when the program drops it, not at the end of the differentiation. Likewise the
+        # operands that neither rule reads (of + and -, of negation, the dual of a product by
+        # a constant: the Python rules read their shapes only).
+        r.out = _template(out)
+        if kind == R_ADD or kind == R_SUB or kind == R_NEG or (kind == R_SCALE and not ob):
+            if type(va) is cnp.ndarray and _same_shape(<cnp.ndarray>va, out):
+                r.va = r.out
+        if kind == R_ADD or kind == R_SUB or (kind == R_SCALE and not oa):
+            if type(vb) is cnp.ndarray and _same_shape(<cnp.ndarray>vb, out):
+                r.vb = r.out
     return r
+
+
+cdef object _last_template = None  # the template last handed out (one shape, the commonest)
+cdef dict _TEMPLATES = {}           # shape -> its template
+cdef object _ZERO = None            # the one 0.0 every template reads
+
+
+cdef cnp.ndarray _template(cnp.ndarray y):
+    """A read-only float64 array of ``y``'s shape, shared by every rule that needs only a
+    shape: one 0.0 broadcast (every stride 0), a few bytes whatever the shape."""
+    global _last_template, _ZERO
+    if _last_template is not None and _same_shape(<cnp.ndarray>_last_template, y):
+        return <cnp.ndarray>_last_template
+    shape = (<object>y).shape
+    t = _TEMPLATES.get(shape)
+    if t is None:
+        if _ZERO is None:
+            _ZERO = cnp.PyArray_ZEROS(0, NULL, cnp.NPY_DOUBLE, 0)
+        if len(_TEMPLATES) >= 4096:
+            _TEMPLATES.clear()
+        t = _TEMPLATES[shape] = broadcast_view(_ZERO, shape, (0,) * len(shape))
+    _last_template = t
+    return <cnp.ndarray>t
 
 
 cdef inline PyObject* _get(object o, Py_ssize_t off) noexcept:
@@ -986,13 +1025,16 @@ cdef object _unary(int code, object x):
     cdef ArrayRule rule
     dad_clear_fpe(_FPE)
     y = _u(code, a, n)
-    rule = _rule(R_SCALE, code, True, False, y, v, None)
     if code == NEG:
-        rule.kind = R_NEG
+        rule = _rule(R_NEG, code, True, False, y, v, None)
     elif code == SIN:  # the partial cos(a) made by the sweep (its loop raises as sin's)
-        rule.kind = R_SIN
+        rule = _rule(R_SIN, code, True, False, y, v, None)
     elif code == COS and _normal(a, n):  # -(sin(a)) by the sweep (raises as cos for these)
-        rule.kind = R_COS
+        rule = _rule(R_COS, code, True, False, y, v, None)
+    else:
+        rule = _rule(R_SCALE, code, True, False, y, v, None)
+    if code == NEG or code == SIN or rule.kind == R_COS:
+        pass
     elif code == COS:
         d = _u(NEG, _u(SIN, a, n), n)
     elif code == TAN:

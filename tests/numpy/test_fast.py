@@ -778,6 +778,50 @@ def test_extremum_weights_in_a_gradient():
     check_first_order(_max_program, [x], seed=12, rtol=2e-4, atol=2e-5)
 
 
+_SHAPE_ONLY = {  # operations whose rules keep no output and no operand they do not read
+    "add": lambda x, y, c: x + y, "sub": lambda x, y, c: x - y, "neg": lambda x, y, c: -x,
+    "scale": lambda x, y, c: x * 2.0, "rscale": lambda x, y, c: 3.0 * x,
+    "const": lambda x, y, c: x * c, "rconst": lambda x, y, c: c * x,
+    "mul": lambda x, y, c: x * y, "square": lambda x, y, c: x * x,
+    "sin": lambda x, y, c: np.sin(x), "cos": lambda x, y, c: np.cos(x),
+}
+
+
+@compiled
+@pytest.mark.parametrize("op", sorted(_SHAPE_ONLY))
+def test_rules_that_read_shapes_only_keep_no_output(op):
+    """The rules of + - * negation sin cos keep neither their output nor an operand they do
+    not read (a shared array of the shape stands in): the output goes when the program drops
+    it. Their Python rules (nested differentiation) still give the Python path's bits."""
+    import weakref
+
+    rng = np.random.default_rng(13)
+    c = rng.standard_normal(100)
+    f = _SHAPE_ONLY[op]
+    gone = []
+
+    def g(x, y):
+        r = f(x, y, c)
+        ref = weakref.ref(r.value)  # (100 entries: not a pooled small array)
+        out = np.sum(r + 1.0)  # (+ keeps neither: the sum's rule keeps a shape)
+        del r
+        gone.append(ref() is None)
+        return out
+
+    x, y = rng.standard_normal(100), rng.standard_normal(100)
+    d.grad(g, argnums=(0, 1))(x, y)
+    assert gone == [True]
+
+    def h(x, y):
+        return np.sum(np.sin(f(x, y, c)) * x)
+
+    def run(x, y):
+        hv = d.grad(lambda x, y: np.sum(d.grad(h, argnums=(0, 1))(x, y)[0] * c), argnums=(0, 1))
+        return [a.tobytes() for a in (*d.grad(h, argnums=(0, 1))(x, y), *hv(x, y))]
+
+    assert run(x, y) == _switched(False, run, x, y)
+
+
 def _short_rows_program(x, means, q):
     """GMM's shape: (k, n, d) arrays from (n, d) points and (k, d) parameters along rows of d."""
     xc = x[None, :, :] - means[:, None, :]
