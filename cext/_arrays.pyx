@@ -1423,6 +1423,22 @@ cdef extern from *:
                      Py_ssize_t hi) nogil
 
 
+cdef inline void _lo_mid_hi(intp* dm, int nd, int first, int last, intp* lo, intp* mid,
+                            intp* hi) noexcept:
+    """The entries before axis ``first``, in axes ``first..last`` and after ``last`` of an
+    array of shape ``dm``: a C-ordered array as lo x mid x hi for a sum or an extremum over
+    those axes."""
+    cdef int k
+    lo[0] = mid[0] = hi[0] = 1
+    for k in range(nd):
+        if k < first:
+            lo[0] *= dm[k]
+        elif k <= last:
+            mid[0] *= dm[k]
+        else:
+            hi[0] *= dm[k]
+
+
 def sum_axis(g, Py_ssize_t axis):
     """``np.einsum`` of ``g`` summed over ``axis`` alone, for a C-ordered native float64 array
     ``g`` whose axes after ``axis`` hold two entries or more: each entry of the result is
@@ -1440,13 +1456,10 @@ def sum_axis(g, Py_ssize_t axis):
         return None
     cdef intp* dm = cnp.PyArray_DIMS(a)
     cdef intp dims[CT_MAXDIMS]
-    cdef intp lo = 1, mid = dm[axis], hi = 1
+    cdef intp lo, mid, hi
     cdef int k, j = 0
+    _lo_mid_hi(dm, nd, axis, axis, &lo, &mid, &hi)
     for k in range(nd):
-        if k < axis:
-            lo *= dm[k]
-        elif k > axis:
-            hi *= dm[k]
         if k != axis:
             dims[j] = dm[k]
             j += 1
@@ -1584,14 +1597,8 @@ def extremum_weights(x, m, tuple axes):
         if <int>axes[k] != first + k:
             return None
     cdef intp* dm = cnp.PyArray_DIMS(a)
-    cdef intp lo = 1, mid = 1, hi = 1
-    for k in range(nd):
-        if k < first:
-            lo *= dm[k]
-        elif k <= last:
-            mid *= dm[k]
-        else:
-            hi *= dm[k]
+    cdef intp lo, mid, hi
+    _lo_mid_hi(dm, nd, first, last, &lo, &mid, &hi)
     if cnp.PyArray_SIZE(b) != lo * hi:
         return None
     cdef Py_ssize_t* cnt = <Py_ssize_t*>PyMem_Malloc(hi * sizeof(Py_ssize_t))

@@ -756,6 +756,22 @@ def _run_array(tape, fun, args, kwargs, n, x, has_aux):
     return i, out, aux
 
 
+def _sweep_once(tape, out_id, seed, wanted, floats_only=False):
+    """The adjoints of ``wanted`` for one seed of a gradient's only sweep (``tape.eval``; None
+    when ``floats_only`` and the float sweep does not apply: nothing swept). Once swept,
+    checkpoint nodes' hold on the tape goes at once (also when the sweep raises), as the
+    pullback's finalizer lets it go for the general path."""
+    try:
+        adj = tape.eval([(out_id, seed)], wanted, floats_only)
+    except BaseException:
+        if tape.nnodes:
+            tape.release_nodes()
+        raise
+    if adj is not None and tape.nnodes:
+        tape.release_nodes()
+    return adj
+
+
 def _array_value_and_grad(self, x, args, kwargs, n):
     """``value_and_grad`` of one argument that is a float64 ndarray or a tuple or list of them
     (a model's parameters), the commonest array calls: what ``_vjp`` and the pullback do for
@@ -782,11 +798,7 @@ def _array_value_and_grad(self, x, args, kwargs, n):
         return None, _pullback(tape, i, i, out, aux, in_def, leaves, False, has_aux, "grad")
     if has_aux:
         aux = _strip_tree(aux, tape)
-    try:
-        adj = tape.eval([(out.id, seed)], i)
-    finally:
-        if tape.nnodes:  # checkpoint nodes hold the tape: the cycle goes now, as with the
-            tape.release_nodes()  # pullback's finalizer (also when the sweep raises)
+    adj = _sweep_once(tape, out.id, seed, i)
     if type(x) is np.ndarray:
         g = _leaf_grad(adj[0], x)
     else:
@@ -810,15 +822,8 @@ def _flat_value_and_grad(self, x, args, kwargs, nums):
         return None, None
     in_ids, wanted, out, aux = ran
     if type(out) is Dual and out.trace is tape:
-        try:
-            adj = tape.eval([(out.id, 1.0)], wanted, True)  # (None, nothing swept: not floats)
-        except BaseException:
-            if tape.nnodes:  # checkpoint nodes hold the tape: the cycle goes now
-                tape.release_nodes()
-            raise
+        adj = _sweep_once(tape, out.id, 1.0, wanted, True)  # (None: not floats, not swept)
         if adj is not None:
-            if tape.nnodes:
-                tape.release_nodes()
             if has_aux:
                 aux = _strip_tree(aux, tape)
             g = adj if type(x) is list else tuple(adj)

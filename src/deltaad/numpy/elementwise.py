@@ -82,24 +82,18 @@ def _times(t, d, check=True):
 BINARY = None
 
 
-def _plain_product(x, y):
-    """``x * y`` of a rule's plain operands: a broadcast product of float64 arrays along short
-    rows (a cotangent times a ``q[:, None, :]`` factor) by the fast path's loop, where numpy
-    calls its loop once per row."""
+def _plain_op(code, x, y):
+    """``x * y`` (``code`` 2) or ``x / y`` (3) of a rule's plain operands: a broadcast along
+    short rows of float64 arrays (a cotangent times a ``q[:, None, :]`` factor) by the fast
+    path's loop, where numpy calls its loop once per row; numpy otherwise."""
     if BINARY is not None:
-        r = BINARY(2, x, y)
+        r = BINARY(code, x, y)
         if r is not None:
             return r
-    return x * y
+    return x * y if code == _TIMES else x / y
 
 
-def _plain_quotient(x, y):
-    """``x / y`` of a rule's plain operands, as :func:`_plain_product`."""
-    if BINARY is not None:
-        r = BINARY(3, x, y)
-        if r is not None:
-            return r
-    return x / y
+_TIMES, _OVER = 2, 3  # (the fast path's codes of multiply and divide)
 
 
 def _zero_where(mask, r):
@@ -505,7 +499,7 @@ def _mul_vjp(out, vals, on):
         # a square x * x: both parents' cotangents are the one product ct * x (same bits as
         # computing it twice); the sweep adds it to x's adjoint twice
         def square_rule(ct):
-            g = unbroadcast(_plain_product(ct, a), sa)
+            g = unbroadcast(_plain_op(_TIMES, ct, a), sa)
             return (g, g)
 
         return square_rule
@@ -521,8 +515,8 @@ def _mul_vjp(out, vals, on):
         if type(ct) is ArrayDual or type(ct) is Dual:
             return (unbroadcast(_times(ct, b), sa) if oa else None,
                     unbroadcast(_times(ct, a), sb) if ob else None)
-        return (unbroadcast(_plain_product(ct, b), sa) if oa else None,
-                unbroadcast(_plain_product(ct, a), sb) if ob else None)
+        return (unbroadcast(_plain_op(_TIMES, ct, b), sa) if oa else None,
+                unbroadcast(_plain_op(_TIMES, ct, a), sb) if ob else None)
 
     return rule
 
@@ -552,9 +546,9 @@ def _div_vjp(out, vals, on):
             g = _quotient(ct, b)
             return (unbroadcast(g, sa) if oa else None,
                     unbroadcast(-_times(g, y), sb) if ob else None)
-        g = _plain_quotient(ct, b)
+        g = _plain_op(_OVER, ct, b)
         return (unbroadcast(g, sa) if oa else None,
-                unbroadcast(-_plain_product(g, y), sb) if ob else None)
+                unbroadcast(-_plain_op(_TIMES, g, y), sb) if ob else None)
 
     return rule
 
