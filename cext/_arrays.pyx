@@ -262,25 +262,36 @@ cdef inline bint _same_shape(cnp.ndarray a, cnp.ndarray b):
 # Kept arrays. A small array costs numpy about as much to make and free (~1100 instructions)
 # as the rest of a fast operation, and a gradient makes one per value, partial and cotangent,
 # then frees them all when its tape dies. So every array of at most POOL_N entries made here
-# is also held in a ring of POOL_MAX slots, handed out in turn (the next gradient finds the
-# arrays the last one made: the ring starts again at its first slot when a binding's id is
-# lower than the last one's, i.e. on a new tape): one that nothing else holds any more (reference count 1, no
-# weak reference, no base, its own C-ordered aligned writeable native float64 memory, the
-# shape wanted) is reused, its entries all overwritten by the loop that makes the new array;
-# any other is let go and a fresh array takes its slot. An array someone holds (a result, a
-# view's base, a weak reference) is never touched. Off while tracemalloc traces (read when an
-# operation records on a tape other than the last one), so memory measurements see every
-# array; ``release()`` empties the ring.
+# is also held in a ring for its number of entries (the arrays of one size line up, whatever
+# the shapes of the others), handed out in turn and started again at its first slot on a new
+# tape (the next gradient finds the arrays the last one made, in order): one that nothing
+# else holds any more (reference count 1, no weak reference, no base, its own C-ordered
+# aligned writeable native float64 memory, the shape wanted) is reused, its entries all
+# overwritten by the loop that makes the new array. A ring holds about RING_BYTES of arrays
+# (``_ring_cap``), so that a long program lapping it meets arrays still in the caches (a ring
+# of 4096 slots handed out arrays last touched thousands of operations before: a cache miss
+# each, the larger part of a long program's growth). An array still held when its slot comes
+# round (a value a rule keeps until the tape dies) is parked in a first-in first-out queue of
+# PARK_MAX: the rings take their new arrays from the queue's head once their holders let go
+# (the next lap of a gradient finds the arrays the last one kept), else from numpy. An array
+# someone holds (a result, a view's base, a weak reference) is never touched. Off while
+# tracemalloc traces (read when an operation records on a tape other than the last one), so
+# memory measurements see every array; ``release()`` empties the rings and the queue.
 cdef extern from "numpy/arrayobject.h":
     ctypedef struct PyArrayObject_fields:
         PyObject* weakreflist
 
 cdef enum:
-    POOL_MAX = 4096
+    POOL_MAX = 512      # a ring's slots at most (of one-entry arrays)
     POOL_N = 64
-cdef PyObject* _pool[POOL_MAX]
-cdef Py_ssize_t _pool_n = 0     # slots filled
-cdef Py_ssize_t _pool_at = 0    # the next slot to hand out
+    PARK_MAX = 16384
+    RING_BYTES = 98304
+cdef PyObject* _pool[POOL_N + 1][POOL_MAX]
+cdef PyObject* _park[PARK_MAX]
+cdef Py_ssize_t _park_head = 0  # the oldest parked array's slot
+cdef Py_ssize_t _park_n = 0     # arrays parked
+cdef Py_ssize_t _pool_n[POOL_N + 1]   # slots filled, by size
+cdef Py_ssize_t _pool_at[POOL_N + 1]  # the next slot to hand out, by size
 cdef bint _pool_on = True
 cdef PyObject* _pool_trace = NULL  # the tape last recorded on (compared, never dereferenced)
 cdef Py_ssize_t _pool_last = 0     # the id of the binding last pushed
@@ -321,40 +332,81 @@ cdef cnp.ndarray _empty_shape(int nd, intp* dims, intp size):
     if not _pool_on or size > POOL_N:
         return <cnp.ndarray>cnp.PyArray_SimpleNew(nd, dims, cnp.NPY_DOUBLE)
     if _sweeping:
-        return _ring_take(_spool, &_spool_n, &_spool_at, SWEEP_MAX, nd, dims)
-    return _ring_take(_pool, &_pool_n, &_pool_at, POOL_MAX, nd, dims)
+        return _ring_take(_spool[size], &_spool_n[size], &_spool_at[size], _ring_cap(size),
+                          nd, dims)
+    return _ring_take(_pool[size], &_pool_n[size], &_pool_at[size], _ring_cap(size), nd, dims)
+
+
+cdef inline Py_ssize_t _ring_cap(intp size) noexcept:
+    """The slots of the ring of arrays of ``size`` entries: about RING_BYTES of arrays
+    (an array object, its shape and its entries: ~200 bytes and 8 a entry)."""
+    cdef Py_ssize_t c = RING_BYTES // (200 + 8 * size)
+    return c if c < POOL_MAX else POOL_MAX
 
 
 cdef cnp.ndarray _ring_take(PyObject** ring, Py_ssize_t* filled, Py_ssize_t* at,
                             Py_ssize_t cap, int nd, intp* dims):
-    """The next slot's array of a ring of kept arrays, or a new one in its place."""
+    """The next slot's array of a ring of kept arrays, or another in its place (the parked
+    queue's oldest when free, else a new one)."""
+    global _park_n
     cdef Py_ssize_t k = at[0] if at[0] < cap else 0
     cdef PyObject* o
+    cdef PyObject* n
     at[0] = k + 1
     if k < filled[0] and _reusable(ring[k], nd, dims):
         return <cnp.ndarray>ring[k]
-    cdef cnp.ndarray r = <cnp.ndarray>cnp.PyArray_SimpleNew(nd, dims, cnp.NPY_DOUBLE)
-    Py_INCREF(r)
+    n = _unpark(nd, dims)
+    if n == NULL:
+        r = cnp.PyArray_SimpleNew(nd, dims, cnp.NPY_DOUBLE)
+        Py_INCREF(r)
+        n = <PyObject*>r
     if k < filled[0]:
         o = ring[k]
-        ring[k] = <PyObject*>r
-        Py_DECREF(<object>o)  # the ring is consistent should freeing it run Python code
+        ring[k] = n
+        if o.ob_refcnt > 1 and _park_n < PARK_MAX:  # held: parked until let go
+            _park[(_park_head + _park_n) % PARK_MAX] = o
+            _park_n += 1
+        else:
+            Py_DECREF(<object>o)  # the ring is consistent should freeing it run Python code
     else:
-        ring[k] = <PyObject*>r
+        ring[k] = n
         filled[0] = k + 1
-    return r
+    return <cnp.ndarray>n
+
+
+cdef PyObject* _unpark(int nd, intp* dims) noexcept:
+    """The parked queue's oldest array (its reference handed over) if nothing else holds
+    it and it has the shape ``dims``, else NULL. An oldest one of another shape that nothing
+    holds is let go (a queue full of a finished program's shapes would serve no other), and
+    one still held goes to the back of the queue (it does not block the others)."""
+    global _park_head, _park_n
+    cdef PyObject* o
+    cdef int tries
+    for tries in range(2):
+        if _park_n == 0:
+            return NULL
+        o = _park[_park_head]
+        _park[_park_head] = NULL
+        _park_head = (_park_head + 1) % PARK_MAX
+        if _reusable(o, nd, dims):
+            _park_n -= 1
+            return o
+        if o.ob_refcnt == 1:
+            _park_n -= 1
+            Py_DECREF(<object>o)
+        else:
+            _park[(_park_head + _park_n - 1) % PARK_MAX] = o
+            return NULL
+    return NULL
 
 
 # The sweep's own ring: the cotangents and adjoint sums the fast rules make die a few bindings
-# later, while the main ring's slots the sweep would meet hold the values recorded (a tape of
-# more arrays than the main ring's slots laps it within one gradient). It starts again at its
-# first slot on a new sweep (another adjoint list), so a gradient finds the arrays of the last
-# one's sweep in the order it makes them (their shapes line up)
-cdef enum:
-    SWEEP_MAX = 4096
-cdef PyObject* _spool[SWEEP_MAX]
-cdef Py_ssize_t _spool_n = 0
-cdef Py_ssize_t _spool_at = 0
+# later, while the main ring's slots may hold values the tape keeps. It starts again at its
+# first slot on a new sweep (another adjoint list); adjoints held past their slot's turn are
+# parked as the main ring's are
+cdef PyObject* _spool[POOL_N + 1][POOL_MAX]
+cdef Py_ssize_t _spool_n[POOL_N + 1]
+cdef Py_ssize_t _spool_at[POOL_N + 1]
 cdef bint _sweeping = False
 cdef PyObject* _spool_adj = NULL  # the sweep's adjoint list (compared, never dereferenced)
 
@@ -362,10 +414,10 @@ cdef PyObject* _spool_adj = NULL  # the sweep's adjoint list (compared, never de
 cdef int _pull_sweeping(object rule, Py_ssize_t p1, Py_ssize_t p2, list adj,
                         object ct) except -1:
     """``_pull`` taking its new arrays from the sweep's ring."""
-    global _sweeping, _spool_adj, _spool_at
+    global _sweeping, _spool_adj
     if <PyObject*>adj != _spool_adj:
         _spool_adj = <PyObject*>adj
-        _spool_at = 0
+        memset(_spool_at, 0, sizeof(_spool_at))
     _sweeping = True
     try:
         return _pull(rule, p1, p2, adj, ct)
@@ -385,31 +437,40 @@ cdef inline int _pool_check(object trace) except -1:
 cdef inline int _pool_pushed(Py_ssize_t i) except -1:
     """After pushing binding ``i``: a lower id than the last one's starts a new tape (or
     follows a truncation), and the ring's next lap."""
-    global _pool_last, _pool_at, _pool_on
+    global _pool_last, _pool_on
     if i < _pool_last:
-        _pool_at = 0
+        memset(_pool_at, 0, sizeof(_pool_at))
         _pool_on = not _tm_is_tracing()
     _pool_last = i
     return 0
 
 
 def release():
-    """Let go of the kept arrays (see ``_empty_like``)."""
-    global _pool_n, _pool_at
+    """Let go of the kept arrays (see ``_empty_like``) and the swapped matrix (see ``_swap``)."""
+    global _park_n, _park_head, _swap_of, _swapped
     cdef PyObject* o
-    global _spool_n, _spool_at
-    while _pool_n > 0:
-        _pool_n -= 1
-        o = _pool[_pool_n]
-        _pool[_pool_n] = NULL
+    cdef Py_ssize_t z
+    for z in range(POOL_N + 1):
+        while _pool_n[z] > 0:
+            _pool_n[z] -= 1
+            o = _pool[z][_pool_n[z]]
+            _pool[z][_pool_n[z]] = NULL
+            Py_DECREF(<object>o)
+        _pool_at[z] = 0
+        while _spool_n[z] > 0:
+            _spool_n[z] -= 1
+            o = _spool[z][_spool_n[z]]
+            _spool[z][_spool_n[z]] = NULL
+            Py_DECREF(<object>o)
+        _spool_at[z] = 0
+    while _park_n > 0:
+        o = _park[_park_head]
+        _park[_park_head] = NULL
+        _park_head = (_park_head + 1) % PARK_MAX
+        _park_n -= 1
         Py_DECREF(<object>o)
-    _pool_at = 0
-    while _spool_n > 0:
-        _spool_n -= 1
-        o = _spool[_spool_n]
-        _spool[_spool_n] = NULL
-        Py_DECREF(<object>o)
-    _spool_at = 0
+    _park_head = 0
+    _swap_of = _swapped = None
 
 
 # An operand of a loop: an array's buffer (step 8) or a scalar (step 0), as numpy passes a
@@ -584,16 +645,17 @@ cdef class ArrayRule:
 
     cdef int kind
     cdef int code
-    cdef bint oa, ob
+    cdef char oa, ob
+    cdef char sdual     # 1 or 2: operand a or b is a scalar dual (its cotangent a float); 3
+                        # or 4: a 0-d array dual (its cotangent numpy's scalar); 0 neither
     cdef object d       # R_SCALE: the partial (array), or None with ds; R_MUL2/R_SQUARE: b/a
-    cdef double ds
     cdef object e       # R_MUL2: a (or None with es); R_DIV: y; R_MATVEC: the matrix swapped
-    cdef double es
     cdef cnp.ndarray out
     cdef object va, vb  # the operands (vb None for a unary operation; R_SIN, R_COS: a is va)
     cdef object py      # the Python rule, once made
-    cdef int sdual      # 1 or 2: operand a or b is a scalar dual (its cotangent a float); 3
-                        # or 4: a 0-d array dual (its cotangent numpy's scalar); 0 neither
+    cdef double ds
+    cdef double es
+    cdef intp i0, i1    # R_GETITEM of a 1-D slice: its start and step
 
     def __call__(self, ct):
         cdef Ct c
@@ -924,14 +986,21 @@ cdef inline ArrayRule _rule(int kind, int code, bint oa, bint ob, cnp.ndarray ou
     r.va = va
     r.vb = vb
     if (kind == R_ADD or kind == R_SUB or kind == R_NEG or kind == R_MUL2 or kind == R_SQUARE
-            or kind == R_SIN or kind == R_COS or (kind == R_SCALE and code == MUL)):
+            or kind == R_SIN or kind == R_COS or kind >= R_MATVEC
+            or (kind == R_SCALE and (code == MUL or code == MAXIMUM or code == MINIMUM))):
         # These rules read only the output's shape (the loops' template, the cotangent's
-        # check), and their Python rules never read the output: a shared array of that shape
-        # stands in, so the output is held by its dual alone and goes (or back to the pool)
-        # when the program drops it, not at the end of the differentiation. Likewise the
-        # operands that neither rule reads (of + and -, of negation, the dual of a product by
-        # a constant: the Python rules read their shapes only).
+        # check), and their Python rules never read the output (maximum's reads its dtype):
+        # a shared array of that shape stands in, so the output is held by its dual alone
+        # and goes (or back to the pool) when the program drops it, not at the end of the
+        # differentiation. Likewise the operands that neither rule reads (of + and -, of
+        # negation, the dual of a product by a constant, of a product by a constant matrix,
+        # the array indexed: the Python rules read their shapes only).
         r.out = _template(out)
+        if kind == R_MATVEC or kind == R_GETITEM:
+            if oa:
+                r.va = _template(<cnp.ndarray>va)
+            else:
+                r.vb = _template(<cnp.ndarray>vb)
         if kind == R_ADD or kind == R_SUB or kind == R_NEG or (kind == R_SCALE and not ob):
             if type(va) is cnp.ndarray and _same_shape(<cnp.ndarray>va, out):
                 r.va = r.out
@@ -948,7 +1017,8 @@ cdef object _ZERO = None            # the one 0.0 every template reads
 
 cdef cnp.ndarray _template(cnp.ndarray y):
     """A read-only float64 array of ``y``'s shape, shared by every rule that needs only a
-    shape: one 0.0 broadcast (every stride 0), a few bytes whatever the shape."""
+    shape (of a float64 array): one 0.0 broadcast (every stride 0), a few bytes whatever the
+    shape."""
     global _last_template, _ZERO
     if _last_template is not None and _same_shape(<cnp.ndarray>_last_template, y):
         return <cnp.ndarray>_last_template
@@ -962,6 +1032,37 @@ cdef cnp.ndarray _template(cnp.ndarray y):
         t = _TEMPLATES[shape] = broadcast_view(_ZERO, shape, (0,) * len(shape))
     _last_template = t
     return <cnp.ndarray>t
+
+
+# The swapped view of the constant matrix last multiplied (``x @ K``): one object for every
+# binding of that product instead of a view each. Checked against the matrix each time (its
+# shape, strides or data can change in place). Kept until ``release()``: a matrix of at most
+# SWAP_MAX entries.
+cdef enum:
+    SWAP_MAX = 1024
+cdef object _swap_of = None
+cdef object _swapped = None
+
+
+cdef object _swap(cnp.ndarray K):
+    """``swap(K)`` (``np.swapaxes(K, -1, -2)``) of a 2-D matrix, the one made last time
+    while it is still ``K``'s."""
+    global _swap_of, _swapped
+    cdef cnp.ndarray t
+    if K is _swap_of:
+        t = <cnp.ndarray>_swapped
+        if (cnp.PyArray_DATA(t) == cnp.PyArray_DATA(K)
+                and cnp.PyArray_DIMS(t)[0] == cnp.PyArray_DIMS(K)[1]
+                and cnp.PyArray_DIMS(t)[1] == cnp.PyArray_DIMS(K)[0]
+                and cnp.PyArray_STRIDES(t)[0] == cnp.PyArray_STRIDES(K)[1]
+                and cnp.PyArray_STRIDES(t)[1] == cnp.PyArray_STRIDES(K)[0]
+                and cnp.PyArray_DESCR(t) == cnp.PyArray_DESCR(K)):
+            return t
+    t = <cnp.ndarray>cnp.PyArray_SwapAxes(K, 0, 1)
+    if cnp.PyArray_SIZE(K) <= SWAP_MAX:
+        _swap_of = K
+        _swapped = t
+    return t
 
 
 cdef inline PyObject* _get(object o, Py_ssize_t off) noexcept:
@@ -1296,7 +1397,7 @@ cdef object _matmul(object a, object b):
     if not _plain(y):
         raise TypeError("deltaad array fast path: numpy.matmul gave %r" % (y,))
     cdef ArrayRule rule = _rule(R_MATVEC, MATMUL, oa, ob, <cnp.ndarray>y, va, vb)
-    rule.e = cnp.PyArray_SwapAxes(K, 0, 1)  # swap(b): np.swapaxes(b, -1, -2)
+    rule.e = _swap(K)  # swap(b): np.swapaxes(b, -1, -2)
     return _dual(<cnp.ndarray>y, trace, PyLong_AsSsize_t(<object>pi), -1, rule)
 
 
@@ -1878,9 +1979,12 @@ cdef object _getitem(object x, object idx):
         y = v[idx]
         if type(y) is not cnp.ndarray:
             return _NOTHING
-    # code 1: a 1-D slice, its start and step read back from the view and its base
+    # code 1: a 1-D slice, its start and step kept (the rule keeps shapes, not the arrays)
     cdef ArrayRule rule = _rule(R_GETITEM, one, True, False, <cnp.ndarray>y, v, None)
     rule.e = idx
+    if one:
+        rule.i0 = at[0]
+        rule.i1 = at[1]
     r = _dual(<cnp.ndarray>y, trace, PyLong_AsSsize_t(<object>pi), -1, rule)
     _put(<PyObject*>r, OFF_SLICED, True)  # numpy's is a view (an in-place operator refuses)
     return r
@@ -2054,15 +2158,11 @@ cdef tuple _shape_cotangents(ArrayRule r, object ct):
             return (_scatter(ct, (<object>v).shape, (<object>v).dtype, r.e, True),)
         z = _empty_like(v)  # np.zeros(shape, dtype=float64)
         memset(cnp.PyArray_BYTES(z), 0, cnp.PyArray_SIZE(z) * sizeof(double))
-        st = cnp.PyArray_STRIDES(v)[0] if r.code == 1 else 0
-        if st != 0 and _float64(ct) and _has_shape(<cnp.ndarray>ct, 1, cnp.PyArray_DIMS(r.out)):
+        if r.code == 1 and _float64(ct) and _has_shape(<cnp.ndarray>ct, 1, cnp.PyArray_DIMS(r.out)):
             # z[start::step] = ct, the slice's entries copied as numpy's assignment copies them
-            # (start and step: where the view of v starts, its stride in v's)
             n = cnp.PyArray_DIMS(r.out)[0]
             if n:
-                _copy1(cnp.PyArray_BYTES(z)
-                       + 8 * ((cnp.PyArray_BYTES(r.out) - cnp.PyArray_BYTES(v)) // st),
-                       8 * (cnp.PyArray_STRIDES(r.out)[0] // st),
+                _copy1(cnp.PyArray_BYTES(z) + 8 * r.i0, 8 * r.i1,
                        cnp.PyArray_BYTES(<cnp.ndarray>ct),
                        cnp.PyArray_STRIDES(<cnp.ndarray>ct)[0], n)
         else:

@@ -483,6 +483,50 @@ def test_arrays_kept_for_reuse_are_never_ones_held():
     assert view.tobytes() == view_saved.tobytes()
 
 
+@compiled
+@pytest.mark.parametrize("steps", [3, 400, 3000])
+def test_long_programs_lap_the_rings_of_kept_arrays(steps):
+    """Programs that make more small arrays than a ring of kept arrays holds (it laps within
+    a gradient; the values rules keep are parked until the tape lets go), of several sizes and
+    shapes at once, with values the caller keeps along the way and a second program of other
+    shapes after the first: gradients bit for bit with the fast path on and off, repeated, and
+    every value the caller kept unchanged."""
+    rng = np.random.default_rng(steps)
+    K = rng.standard_normal((3, 3)) / 3.0
+
+    def f(x, y, z, kept):
+        for i in range(steps):
+            x = np.sin(x) * 0.9 + y[:3] @ K   # (3,), matrices and slices of (5,)
+            y = np.concatenate([x, y[3:] * 0.5]) + np.cos(y)   # (5,)
+            z = np.tanh(z * x[0] + 0.1)        # (4, 2), a scalar dual's broadcast
+            if i % 97 == 0 and kept is not None:
+                kept.append((x.value.copy(), x.value, y.value))
+        return np.sum(x * x) + np.sum(y) + np.sum(z)
+
+    def g(w):
+        u = w
+        for _ in range(steps // 2 + 1):
+            u = np.maximum(np.sin(u) * 2.0, 0.25) - u[::-1]
+        return np.sum(u * u)
+
+    args = (rng.uniform(-1, 1, 3), rng.uniform(-1, 1, 5), rng.uniform(-1, 1, (4, 2)))
+    w = rng.uniform(-1, 1, 7)
+
+    def run(kept=None):
+        out = []
+        for _ in range(2):
+            out += [a.tobytes() for a in d.grad(lambda *a: f(*a, kept), argnums=(0, 1, 2))(*args)]
+            out.append(d.grad(g)(w).tobytes())
+        return out
+
+    kept = []
+    on = run(kept)
+    assert on == _switched(False, run)
+    assert run() == on
+    for copy, value, y in kept:
+        assert copy.tobytes() == value.tobytes() and y.shape == (5,)
+
+
 # --------------------------------------------------------------------------------------------
 # The general lane: operations the loops do not take, by the Python path's steps from C
 
@@ -778,19 +822,24 @@ def test_extremum_weights_in_a_gradient():
     check_first_order(_max_program, [x], seed=12, rtol=2e-4, atol=2e-5)
 
 
+_MATRIX = np.random.default_rng(17).standard_normal((100, 100)) / 10.0
 _SHAPE_ONLY = {  # operations whose rules keep no output and no operand they do not read
     "add": lambda x, y, c: x + y, "sub": lambda x, y, c: x - y, "neg": lambda x, y, c: -x,
     "scale": lambda x, y, c: x * 2.0, "rscale": lambda x, y, c: 3.0 * x,
     "const": lambda x, y, c: x * c, "rconst": lambda x, y, c: c * x,
     "mul": lambda x, y, c: x * y, "square": lambda x, y, c: x * x,
     "sin": lambda x, y, c: np.sin(x), "cos": lambda x, y, c: np.cos(x),
+    "matvec": lambda x, y, c: x @ _MATRIX, "rmatvec": lambda x, y, c: _MATRIX @ x,
+    "slice": lambda x, y, c: x[::-1], "concat": lambda x, y, c: np.concatenate([x[:40], y[40:]]),
+    "maximum": lambda x, y, c: np.maximum(x, 0.0), "minimum": lambda x, y, c: np.minimum(0.5, y),
 }
 
 
 @compiled
 @pytest.mark.parametrize("op", sorted(_SHAPE_ONLY))
 def test_rules_that_read_shapes_only_keep_no_output(op):
-    """The rules of + - * negation sin cos keep neither their output nor an operand they do
+    """The rules of + - * negation sin cos, of a product by a constant matrix, of a slice, a
+    concatenation and a maximum with a bound keep neither their output nor an operand they do
     not read (a shared array of the shape stands in): the output goes when the program drops
     it. Their Python rules (nested differentiation) still give the Python path's bits."""
     import weakref
@@ -984,3 +1033,42 @@ def test_zero_d_array_dual_meets_array_dual_in_the_loops(shape):
         m0 = np.array(0.25)
         g = d.grad(lambda x, m: np.sum((x - m) * w), argnums=(0, 1))(x, m0)[1]
         assert g.shape == () and g == 0.0 and math.copysign(1.0, g) == -1.0
+
+
+@compiled
+def test_matrix_changed_in_place_between_products():
+    """``x @ K`` after ``K``'s shape changed in place swaps the matrix as it now is (the
+    swapped view kept from the last product is checked against the matrix)."""
+    K = np.arange(1.0, 7.0).reshape(2, 3) / 7.0
+
+    def f(x):
+        return np.sum(np.sin(x @ K) * x[0])
+
+    def run(x):
+        v, g = d.value_and_grad(f)(x)
+        return [np.asarray(a).tobytes() for a in (v, g)]
+
+    for shape, x in (((2, 3), np.array([0.4, -1.2])), ((3, 2), np.array([0.4, -1.2, 0.7])),
+                     ((2, 3), np.array([-0.3, 0.9]))):
+        K.shape = shape
+        assert run(x) == _switched(False, run, x)
+        check_first_order(f, [x], seed=3)
+
+
+@compiled
+def test_swapped_matrix_let_go_on_release_memory():
+    """The swapped view of the matrix last multiplied (one for every product by it) keeps a
+    small matrix alive until ``release_memory``."""
+    import gc
+    import weakref
+
+    from deltaad import _core
+
+    K = np.array([[1.0, 2.0], [3.0, 4.0]])
+    ref = weakref.ref(K)
+    g = d.grad(lambda x: np.sum(x @ K))(np.ones(2))
+    assert np.array_equal(g, [3.0, 7.0])
+    del K
+    _core.release_memory()
+    gc.collect()
+    assert ref() is None
