@@ -445,24 +445,27 @@ cdef inline int _pool_pushed(Py_ssize_t i) except -1:
     return 0
 
 
+cdef int _empty_ring(PyObject** ring, Py_ssize_t* filled, Py_ssize_t* at) except -1:
+    """Let go of a ring's arrays (the ring consistent at each step: freeing one may run
+    Python code)."""
+    cdef PyObject* o
+    while filled[0] > 0:
+        filled[0] -= 1
+        o = ring[filled[0]]
+        ring[filled[0]] = NULL
+        Py_DECREF(<object>o)
+    at[0] = 0
+    return 0
+
+
 def release():
     """Let go of the kept arrays (see ``_empty_like``) and the swapped matrix (see ``_swap``)."""
     global _park_n, _park_head, _swap_of, _swapped
     cdef PyObject* o
     cdef Py_ssize_t z
     for z in range(POOL_N + 1):
-        while _pool_n[z] > 0:
-            _pool_n[z] -= 1
-            o = _pool[z][_pool_n[z]]
-            _pool[z][_pool_n[z]] = NULL
-            Py_DECREF(<object>o)
-        _pool_at[z] = 0
-        while _spool_n[z] > 0:
-            _spool_n[z] -= 1
-            o = _spool[z][_spool_n[z]]
-            _spool[z][_spool_n[z]] = NULL
-            Py_DECREF(<object>o)
-        _spool_at[z] = 0
+        _empty_ring(_pool[z], &_pool_n[z], &_pool_at[z])
+        _empty_ring(_spool[z], &_spool_n[z], &_spool_at[z])
     while _park_n > 0:
         o = _park[_park_head]
         _park[_park_head] = NULL
