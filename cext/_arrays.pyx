@@ -268,7 +268,7 @@ cdef inline bint _same_shape(cnp.ndarray a, cnp.ndarray b):
 # else holds any more (reference count 1, no weak reference, no base, its own C-ordered
 # aligned writeable native float64 memory, the shape wanted) is reused, its entries all
 # overwritten by the loop that makes the new array. A ring holds about RING_BYTES of arrays
-# (``_ring_cap``), so that a long program lapping it meets arrays still in the caches (a ring
+# (``_RING_CAP``), so that a long program lapping it meets arrays still in the caches (a ring
 # of 4096 slots handed out arrays last touched thousands of operations before: a cache miss
 # each, the larger part of a long program's growth). An array still held when its slot comes
 # round (a value a rule keeps until the tape dies) is parked in a first-in first-out queue of
@@ -332,23 +332,23 @@ cdef cnp.ndarray _empty_shape(int nd, intp* dims, intp size):
     if not _pool_on or size > POOL_N:
         return <cnp.ndarray>cnp.PyArray_SimpleNew(nd, dims, cnp.NPY_DOUBLE)
     if _sweeping:
-        return _ring_take(_spool[size], &_spool_n[size], &_spool_at[size], _ring_cap(size),
+        return _ring_take(_spool[size], &_spool_n[size], &_spool_at[size], _RING_CAP[size],
                           nd, dims)
-    return _ring_take(_pool[size], &_pool_n[size], &_pool_at[size], _ring_cap(size), nd, dims)
+    return _ring_take(_pool[size], &_pool_n[size], &_pool_at[size], _RING_CAP[size], nd, dims)
 
 
-cdef inline Py_ssize_t _ring_cap(intp size) noexcept:
-    """The slots of the ring of arrays of ``size`` entries: about RING_BYTES of arrays
-    (an array object, its shape and its entries: ~200 bytes and 8 a entry)."""
-    cdef Py_ssize_t c = RING_BYTES // (200 + 8 * size)
-    return c if c < POOL_MAX else POOL_MAX
+# The slots of the ring of arrays of each size: about RING_BYTES of arrays (an array object,
+# its shape and its entries: ~200 bytes and 8 a entry)
+cdef Py_ssize_t _RING_CAP[POOL_N + 1]
+for _z in range(POOL_N + 1):
+    _RING_CAP[_z] = min(RING_BYTES // (200 + 8 * _z), POOL_MAX)
+del _z
 
 
 cdef cnp.ndarray _ring_take(PyObject** ring, Py_ssize_t* filled, Py_ssize_t* at,
                             Py_ssize_t cap, int nd, intp* dims):
     """The next slot's array of a ring of kept arrays, or another in its place (the parked
     queue's oldest when free, else a new one)."""
-    global _park_n
     cdef Py_ssize_t k = at[0] if at[0] < cap else 0
     cdef PyObject* o
     cdef PyObject* n
@@ -364,8 +364,7 @@ cdef cnp.ndarray _ring_take(PyObject** ring, Py_ssize_t* filled, Py_ssize_t* at,
         o = ring[k]
         ring[k] = n
         if o.ob_refcnt > 1 and _park_n < PARK_MAX:  # held: parked until let go
-            _park[(_park_head + _park_n) % PARK_MAX] = o
-            _park_n += 1
+            _park_push(o)
         else:
             Py_DECREF(<object>o)  # the ring is consistent should freeing it run Python code
     else:
@@ -374,29 +373,40 @@ cdef cnp.ndarray _ring_take(PyObject** ring, Py_ssize_t* filled, Py_ssize_t* at,
     return <cnp.ndarray>n
 
 
+cdef inline void _park_push(PyObject* o) noexcept:
+    """Put ``o`` (its reference handed over) at the back of the parked queue (not full)."""
+    global _park_n
+    _park[(_park_head + _park_n) % PARK_MAX] = o
+    _park_n += 1
+
+
+cdef inline PyObject* _park_pop() noexcept:
+    """Take the parked queue's oldest array (not empty; its reference handed over)."""
+    global _park_head, _park_n
+    cdef PyObject* o = _park[_park_head]
+    _park[_park_head] = NULL
+    _park_head = (_park_head + 1) % PARK_MAX
+    _park_n -= 1
+    return o
+
+
 cdef PyObject* _unpark(int nd, intp* dims) noexcept:
     """The parked queue's oldest array (its reference handed over) if nothing else holds
     it and it has the shape ``dims``, else NULL. An oldest one of another shape that nothing
     holds is let go (a queue full of a finished program's shapes would serve no other), and
     one still held goes to the back of the queue (it does not block the others)."""
-    global _park_head, _park_n
     cdef PyObject* o
     cdef int tries
     for tries in range(2):
         if _park_n == 0:
             return NULL
-        o = _park[_park_head]
-        _park[_park_head] = NULL
-        _park_head = (_park_head + 1) % PARK_MAX
+        o = _park_pop()
         if _reusable(o, nd, dims):
-            _park_n -= 1
             return o
-        if o.ob_refcnt == 1:
-            _park_n -= 1
-            Py_DECREF(<object>o)
-        else:
-            _park[(_park_head + _park_n - 1) % PARK_MAX] = o
+        if o.ob_refcnt != 1:
+            _park_push(o)
             return NULL
+        Py_DECREF(<object>o)
     return NULL
 
 
@@ -460,17 +470,14 @@ cdef int _empty_ring(PyObject** ring, Py_ssize_t* filled, Py_ssize_t* at) except
 
 def release():
     """Let go of the kept arrays (see ``_empty_like``) and the swapped matrix (see ``_swap``)."""
-    global _park_n, _park_head, _swap_of, _swapped
+    global _park_head, _swap_of, _swapped
     cdef PyObject* o
     cdef Py_ssize_t z
     for z in range(POOL_N + 1):
         _empty_ring(_pool[z], &_pool_n[z], &_pool_at[z])
         _empty_ring(_spool[z], &_spool_n[z], &_spool_at[z])
     while _park_n > 0:
-        o = _park[_park_head]
-        _park[_park_head] = NULL
-        _park_head = (_park_head + 1) % PARK_MAX
-        _park_n -= 1
+        o = _park_pop()
         Py_DECREF(<object>o)
     _park_head = 0
     _swap_of = _swapped = None
