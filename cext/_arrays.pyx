@@ -1091,6 +1091,22 @@ cdef inline void _put(PyObject* o, Py_ssize_t off, object v) noexcept:
     (<PyObject**>((<char*>o) + off))[0] = <PyObject*>v
 
 
+cdef inline object _tape_of(object x):
+    """The tape array dual ``x`` records on, or None (another trace, or a slot unset: its value
+    and binding id are set when this is a tape)."""
+    cdef PyObject* pt = _get(x, OFF_TRACE)
+    if pt == NULL or _get(x, OFF_VALUE) == NULL or _get(x, OFF_ID) == NULL:
+        return None
+    if type(<object>pt) is not Tape:  # (a closed tape: the push raises, as the Python path does)
+        return None
+    return <object>pt
+
+
+cdef inline Py_ssize_t _id_of(object x) except? -1:
+    """The binding id of array dual ``x`` (set: see ``_tape_of``)."""
+    return PyLong_AsSsize_t(<object>_get(x, OFF_ID))
+
+
 cdef object _dual(cnp.ndarray value, object trace, Py_ssize_t p1, Py_ssize_t p2,
                   ArrayRule rule):
     """The array dual of ``value`` with a binding of ``rule`` on ``trace`` whose parents are
@@ -1979,14 +1995,11 @@ cdef object _getitem(object x, object idx):
     _NOTHING (also for a 0-d result: the Python path makes it a scalar dual)."""
     if not _basic_index(idx):
         return _NOTHING
-    cdef PyObject* pt = _get(x, OFF_TRACE)
-    cdef PyObject* pv = _get(x, OFF_VALUE)
-    cdef PyObject* pi = _get(x, OFF_ID)
-    if pt == NULL or pv == NULL or pi == NULL:
+    trace = _tape_of(x)
+    if trace is None:
         return _NOTHING
-    trace = <object>pt
-    v = <object>pv
-    if type(trace) is not Tape or not _float64(v):
+    v = <object>_get(x, OFF_VALUE)
+    if not _float64(v):
         return _NOTHING
     _pool_check(trace)
     cdef intp at[3]
@@ -2005,7 +2018,7 @@ cdef object _getitem(object x, object idx):
     if one:
         rule.i0 = at[0]
         rule.i1 = at[1]
-    r = _dual(<cnp.ndarray>y, trace, PyLong_AsSsize_t(<object>pi), -1, rule)
+    r = _dual(<cnp.ndarray>y, trace, _id_of(x), -1, rule)
     _put(<PyObject*>r, OFF_SLICED, True)  # numpy's is a view (an in-place operator refuses)
     return r
 
@@ -2256,14 +2269,11 @@ cdef object _view(int kind, object x, object shape):
             if type(n) is not int or not -1 <= n <= PY_SSIZE_T_MAX:
                 return _NOTHING
             dims[k] = n
-    cdef PyObject* pt = _get(x, OFF_TRACE)
-    cdef PyObject* pv = _get(x, OFF_VALUE)
-    cdef PyObject* pi = _get(x, OFF_ID)
-    if pt == NULL or pv == NULL or pi == NULL:
+    trace = _tape_of(x)
+    if trace is None:
         return _NOTHING
-    trace = <object>pt
-    v = <object>pv
-    if type(trace) is not Tape or not _float64(v):
+    v = <object>_get(x, OFF_VALUE)
+    if not _float64(v):
         return _NOTHING
     if kind == R_TRANSPOSE and cnp.PyArray_NDIM(<cnp.ndarray>v) < 2:
         return _NOTHING  # (the Python path gives x itself)
@@ -2277,7 +2287,7 @@ cdef object _view(int kind, object x, object shape):
     if type(y) is not cnp.ndarray:
         return _NOTHING
     cdef ArrayRule rule = _rule(kind, 0, True, False, <cnp.ndarray>y, v, None)
-    return _dual(<cnp.ndarray>y, trace, PyLong_AsSsize_t(<object>pi), -1, rule)
+    return _dual(<cnp.ndarray>y, trace, _id_of(x), -1, rule)
 
 
 cdef tuple _view_cotangent(ArrayRule r, object ct):
@@ -2315,20 +2325,21 @@ cdef object _CHOOSE_VJP = None  # reductions._choose_vjp
 cdef object _AXES_OF = None    # args.axes_of
 cdef object _MAX_REDUCE = None, _MIN_REDUCE = None  # numpy.maximum.reduce, numpy.minimum.reduce
 cdef object _NP_MAX = None, _NP_MIN = None          # np.max, np.min (the Python rule's ``f``)
-cdef object _NP_SUM = None
 cdef bint _SUM_ROWS = False    # whether the Python path sums last axes by sum_rows
 cdef dict _RAXES = {}          # (axis, ndim) -> axes_of(axis, ndim)
 cdef object _NP_FLOAT64 = None  # numpy.float64
 
 
-def setup_reductions(reducers, sum_vjp, choose_vjp, axes_of, max_reduce, min_reduce, np_max,
-                     np_min, np_float64, bint sum_rows):
+def setup_reductions(reducers, methods, sum_vjp, choose_vjp, axes_of, max_reduce, min_reduce,
+                     np_max, np_min, np_float64, bint sum_rows):
     """Bind the reductions to the Python side: ``reducers`` maps numpy's functions to (1 sum,
     2 max, 3 min), the fast path taken while the registry's rule of each is the one it held
-    here; the Python rules' makers, ``axes_of``, numpy's extremum reductions, and whether the
-    Python path's sums call ``sum_rows``."""
+    here; ``methods`` the array dual's methods of the same (``x.sum``) to (numpy's function,
+    the Python method each falls back to); the Python rules' makers, ``axes_of``, numpy's
+    extremum reductions, numpy's float64, and whether the Python path's sums call
+    ``sum_rows``."""
     global _REDUCERS, _SUM_VJP, _CHOOSE_VJP, _AXES_OF, _MAX_REDUCE, _MIN_REDUCE, _NP_MAX
-    global _NP_MIN, _SUM_ROWS, _NP_FLOAT64, _NP_SUM
+    global _NP_MIN, _SUM_ROWS, _NP_FLOAT64
     if _FUNCTIONS is None:
         raise RuntimeError("setup_reductions: call setup_shape first")
     _REDUCERS = {f: (which, _FUNCTIONS[f]) for f, which in reducers.items()}
@@ -2339,9 +2350,25 @@ def setup_reductions(reducers, sum_vjp, choose_vjp, axes_of, max_reduce, min_red
     _MIN_REDUCE = min_reduce
     _NP_MAX = np_max
     _NP_MIN = np_min
-    _NP_SUM = [f for f, which in reducers.items() if which == 1][0]
     _NP_FLOAT64 = np_float64
     _SUM_ROWS = sum_rows
+    for name, (func, python) in methods.items():
+        setattr(ArrayDual, name, _reduction_method(func, python))
+
+
+def _reduction_method(func, python):
+    """The array dual's method of the reduction ``func`` (``x.sum(axis)`` is ``np.sum(x,
+    axis)``), falling back to its ``python`` method."""
+    def method(self, *args, **kwargs):
+        if enabled:
+            r = _reduce_call(func, (self,) + args, kwargs)
+            if r is not _NOTHING:
+                return r
+        return python(self, *args, **kwargs)
+
+    method.__name__ = python.__name__
+    method.__doc__ = python.__doc__
+    return method
 
 
 cdef object _reduce_call(object func, tuple args, dict kwargs):
@@ -2375,14 +2402,11 @@ cdef object _reduce_call(object func, tuple args, dict kwargs):
                 return _NOTHING
     elif axis is not None and type(axis) is not int:
         return _NOTHING
-    cdef PyObject* pt = _get(x, OFF_TRACE)
-    cdef PyObject* pv = _get(x, OFF_VALUE)
-    cdef PyObject* pi = _get(x, OFF_ID)
-    if pt == NULL or pv == NULL or pi == NULL:
+    trace = _tape_of(x)
+    if trace is None:
         return _NOTHING
-    trace = <object>pt
-    v = <object>pv
-    if type(trace) is not Tape or not _float64(v):
+    v = <object>_get(x, OFF_VALUE)
+    if not _float64(v):
         return _NOTHING
     cdef int nd = cnp.PyArray_NDIM(<cnp.ndarray>v)
     key = (axis, nd)
@@ -2415,7 +2439,7 @@ cdef object _reduce_call(object func, tuple args, dict kwargs):
     rule.ob = keepdims
     rule.e = axes
     rule.i0 = <intp>bits
-    return _dual(<cnp.ndarray>out, trace, PyLong_AsSsize_t(<object>pi), -1, rule)
+    return _dual(<cnp.ndarray>out, trace, _id_of(x), -1, rule)
 
 
 cdef object _reduction_python_rule(ArrayRule r):
@@ -2791,29 +2815,6 @@ def bind_methods(cls, python_methods, ufuncs):
                 return r
         return ravel_py(self, order)
 
-    sum_py, max_py, min_py = py["sum"], py["max"], py["min"]
-
-    def sum(self, *args, **kwargs):
-        if enabled and _REDUCERS is not None:
-            r = _reduce_call(_NP_SUM, (self,) + args, kwargs)
-            if r is not _NOTHING:
-                return r
-        return sum_py(self, *args, **kwargs)
-
-    def max(self, *args, **kwargs):
-        if enabled and _REDUCERS is not None:
-            r = _reduce_call(_NP_MAX, (self,) + args, kwargs)
-            if r is not _NOTHING:
-                return r
-        return max_py(self, *args, **kwargs)
-
-    def min(self, *args, **kwargs):
-        if enabled and _REDUCERS is not None:
-            r = _reduce_call(_NP_MIN, (self,) + args, kwargs)
-            if r is not _NOTHING:
-                return r
-        return min_py(self, *args, **kwargs)
-
     def T(self):
         if enabled:
             r = _view(R_TRANSPOSE, self, None)
@@ -2843,7 +2844,7 @@ def bind_methods(cls, python_methods, ufuncs):
 
     for f in (__array_ufunc__, __add__, __radd__, __sub__, __rsub__, __mul__, __rmul__,
               __truediv__, __rtruediv__, __pow__, __matmul__, __rmatmul__, __neg__,
-              __getitem__, __array_function__, reshape, ravel, sum, max, min):
+              __getitem__, __array_function__, reshape, ravel):
         f.__doc__ = py[f.__name__].__doc__
         setattr(cls, f.__name__, f)
     cls.T = property(T, doc=py["T"].__doc__)

@@ -41,8 +41,7 @@ HELPERS = (np.sign,)
 
 _METHODS = ("__array_ufunc__", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
             "__rmul__", "__truediv__", "__rtruediv__", "__pow__", "__matmul__", "__rmatmul__",
-            "__neg__", "__getitem__", "__array_function__", "reshape", "ravel", "T",
-            "sum", "max", "min")
+            "__neg__", "__getitem__", "__array_function__", "reshape", "ravel", "T")
 
 
 def python_rule(prim, out, vals, on, keep, scalar=None):
@@ -89,6 +88,8 @@ def _install():
         array.SUM_ROWS = _arrays.sum_rows  # np.sum over the last axis, numpy's bits
     # np.sum, np.max, np.min of an array dual in C (their values numpy's calls, as above)
     _arrays.setup_reductions({np.sum: 1, np.max: 2, np.amax: 2, np.min: 3, np.amin: 3},
+                             {m: (f, getattr(array.ArrayDual, m))
+                              for m, f in (("sum", np.sum), ("max", np.max), ("min", np.min))},
                              reductions._sum_vjp, reductions._choose_vjp, args.axes_of,
                              np.maximum.reduce, np.minimum.reduce, np.max, np.min, np.float64,
                              sum_rows)
