@@ -1091,19 +1091,20 @@ cdef inline void _put(PyObject* o, Py_ssize_t off, object v) noexcept:
     (<PyObject**>((<char*>o) + off))[0] = <PyObject*>v
 
 
-cdef inline object _tape_of(object x):
-    """The tape array dual ``x`` records on, or None (another trace, or a slot unset: its value
-    and binding id are set when this is a tape)."""
+cdef inline object _taped_float64(object x):
+    """The value of array dual ``x`` when it is a float64 ndarray and ``x`` records on a tape
+    (its trace and binding id then set), or None (another trace or value, a slot unset)."""
     cdef PyObject* pt = _get(x, OFF_TRACE)
-    if pt == NULL or _get(x, OFF_VALUE) == NULL or _get(x, OFF_ID) == NULL:
+    cdef PyObject* pv = _get(x, OFF_VALUE)
+    if pt == NULL or pv == NULL or _get(x, OFF_ID) == NULL:
         return None
-    if type(<object>pt) is not Tape:  # (a closed tape: the push raises, as the Python path does)
-        return None
-    return <object>pt
+    if type(<object>pt) is not Tape or not _float64(<object>pv):  # (a closed tape: the push
+        return None                                               # raises, as in Python)
+    return <object>pv
 
 
 cdef inline Py_ssize_t _id_of(object x) except? -1:
-    """The binding id of array dual ``x`` (set: see ``_tape_of``)."""
+    """The binding id of array dual ``x`` (set: see ``_taped_float64``)."""
     return PyLong_AsSsize_t(<object>_get(x, OFF_ID))
 
 
@@ -1684,14 +1685,17 @@ cdef object _sum_rows(object v, tuple axes, bint keepdims):
 cdef extern from *:
     """
     /* w = (x == m) as 0.0/1.0 for x of lo x mid x hi entries reduced over its middle to m
-       (lo x hi), counting the matches of each of m's entries in cnt (hi entries, zeroed
-       here per i); 0 when every entry of m is matched exactly once, -1 otherwise */
+       (lo x hi), times the cotangent c (lo x hi) unless c is NULL: the weights of max/min's
+       Python rule, or its cotangent ct * weights, in one pass. Counts the matches of each of
+       m's entries in cnt (hi entries, zeroed here per i); 0 when every entry of m is matched
+       exactly once, -1 otherwise (w then unfinished) */
     static int da_extremum_mask(double *restrict w, const double *restrict x,
-                                const double *restrict m, Py_ssize_t lo, Py_ssize_t mid,
-                                Py_ssize_t hi, Py_ssize_t *restrict cnt)
+                                const double *restrict m, const double *restrict c,
+                                Py_ssize_t lo, Py_ssize_t mid, Py_ssize_t hi,
+                                Py_ssize_t *restrict cnt)
     {
         for (Py_ssize_t i = 0; i < lo; i++) {
-            const double *mi = m + i * hi;
+            const double *mi = m + i * hi, *ci = c ? c + i * hi : NULL;
             for (Py_ssize_t k = 0; k < hi; k++)
                 cnt[k] = 0;
             for (Py_ssize_t j = 0; j < mid; j++) {
@@ -1700,7 +1704,7 @@ cdef extern from *:
                 for (Py_ssize_t k = 0; k < hi; k++) {
                     int e = xr[k] == mi[k];
                     cnt[k] += e;
-                    wr[k] = e ? 1.0 : 0.0;
+                    wr[k] = ci ? ci[k] * (e ? 1.0 : 0.0) : (e ? 1.0 : 0.0);
                 }
             }
             for (Py_ssize_t k = 0; k < hi; k++)
@@ -1710,8 +1714,8 @@ cdef extern from *:
         return 0;
     }
     """
-    int da_extremum_mask(double* w, const double* x, const double* m, Py_ssize_t lo,
-                         Py_ssize_t mid, Py_ssize_t hi, Py_ssize_t* cnt) nogil
+    int da_extremum_mask(double* w, const double* x, const double* m, const double* c,
+                         Py_ssize_t lo, Py_ssize_t mid, Py_ssize_t hi, Py_ssize_t* cnt) nogil
 
 
 def extremum_weights(x, m, tuple axes):
@@ -1747,7 +1751,7 @@ def extremum_weights(x, m, tuple axes):
         w = <cnp.ndarray>cnp.PyArray_SimpleNew(nd, dm, cnp.NPY_DOUBLE)
         with nogil:
             r = da_extremum_mask(<double*>cnp.PyArray_BYTES(w), <double*>cnp.PyArray_BYTES(a),
-                                 <double*>cnp.PyArray_BYTES(b), lo, mid, hi, cnt)
+                                 <double*>cnp.PyArray_BYTES(b), NULL, lo, mid, hi, cnt)
     finally:
         PyMem_Free(cnt)
     return w if r == 0 else None
@@ -1995,12 +1999,10 @@ cdef object _getitem(object x, object idx):
     _NOTHING (also for a 0-d result: the Python path makes it a scalar dual)."""
     if not _basic_index(idx):
         return _NOTHING
-    trace = _tape_of(x)
-    if trace is None:
+    v = _taped_float64(x)
+    if v is None:
         return _NOTHING
-    v = <object>_get(x, OFF_VALUE)
-    if not _float64(v):
-        return _NOTHING
+    trace = <object>_get(x, OFF_TRACE)
     _pool_check(trace)
     cdef intp at[3]
     cdef int one = 0
@@ -2269,12 +2271,10 @@ cdef object _view(int kind, object x, object shape):
             if type(n) is not int or not -1 <= n <= PY_SSIZE_T_MAX:
                 return _NOTHING
             dims[k] = n
-    trace = _tape_of(x)
-    if trace is None:
+    v = _taped_float64(x)
+    if v is None:
         return _NOTHING
-    v = <object>_get(x, OFF_VALUE)
-    if not _float64(v):
-        return _NOTHING
+    trace = <object>_get(x, OFF_TRACE)
     if kind == R_TRANSPOSE and cnp.PyArray_NDIM(<cnp.ndarray>v) < 2:
         return _NOTHING  # (the Python path gives x itself)
     _pool_check(trace)
@@ -2402,12 +2402,10 @@ cdef object _reduce_call(object func, tuple args, dict kwargs):
                 return _NOTHING
     elif axis is not None and type(axis) is not int:
         return _NOTHING
-    trace = _tape_of(x)
-    if trace is None:
+    v = _taped_float64(x)
+    if v is None:
         return _NOTHING
-    v = <object>_get(x, OFF_VALUE)
-    if not _float64(v):
-        return _NOTHING
+    trace = <object>_get(x, OFF_TRACE)
     cdef int nd = cnp.PyArray_NDIM(<cnp.ndarray>v)
     key = (axis, nd)
     axes = _RAXES.get(key)
@@ -2496,41 +2494,6 @@ cdef tuple _sum_cotangent(ArrayRule r, object ct):
     return _reduction_python_rule(r)(ct)
 
 
-cdef extern from *:
-    """
-    /* g = c * (x == m ? 1.0 : 0.0) for x of lo x mid x hi entries reduced over its middle to
-       m (lo x hi) with cotangent c (lo x hi): the Python rule's cotangent times weights, in
-       one pass; 0 when every entry of m is matched exactly once, -1 otherwise (g then
-       unfinished). cnt: hi entries, zeroed here per i */
-    static int da_extremum_pull(double *restrict g, const double *restrict x,
-                                const double *restrict m, const double *restrict c,
-                                Py_ssize_t lo, Py_ssize_t mid, Py_ssize_t hi,
-                                Py_ssize_t *restrict cnt)
-    {
-        for (Py_ssize_t i = 0; i < lo; i++) {
-            const double *mi = m + i * hi, *ci = c + i * hi;
-            for (Py_ssize_t k = 0; k < hi; k++)
-                cnt[k] = 0;
-            for (Py_ssize_t j = 0; j < mid; j++) {
-                const double *xr = x + (i * mid + j) * hi;
-                double *gr = g + (i * mid + j) * hi;
-                for (Py_ssize_t k = 0; k < hi; k++) {
-                    int e = xr[k] == mi[k];
-                    cnt[k] += e;
-                    gr[k] = ci[k] * (e ? 1.0 : 0.0);
-                }
-            }
-            for (Py_ssize_t k = 0; k < hi; k++)
-                if (cnt[k] != 1)
-                    return -1;
-        }
-        return 0;
-    }
-    """
-    int da_extremum_pull(double* g, const double* x, const double* m, const double* c,
-                         Py_ssize_t lo, Py_ssize_t mid, Py_ssize_t hi, Py_ssize_t* cnt) nogil
-
-
 cdef tuple _choose_cotangent(ArrayRule r, object ct):
     """An extremum's cotangent: ``ct`` at each slice's one extremum, 0.0 elsewhere (``ct`` times
     the 0.0/1.0 weights, the Python rule's products); the Python rule for a cotangent that is
@@ -2562,7 +2525,7 @@ cdef tuple _choose_cotangent(ArrayRule r, object ct):
                 g = _empty_like(x)
                 dad_clear_fpe(_FPE)
                 with nogil:
-                    rc = da_extremum_pull(<double*>cnp.PyArray_BYTES(g),
+                    rc = da_extremum_mask(<double*>cnp.PyArray_BYTES(g),
                                           <double*>cnp.PyArray_BYTES(x),
                                           <double*>cnp.PyArray_BYTES(m),
                                           <double*>cnp.PyArray_BYTES(c), lo, mid, hi, cnt)
