@@ -626,6 +626,10 @@ cdef enum:
     R_MATVEC      # a 1-D dual times a constant matrix (either side): (ct @ the matrix^T,)
     R_GETITEM     # x[idx], basic indices: (zeros of x's shape with ct at idx,)
     R_CONCAT      # np.concatenate: (ct[cut] for the dual operands' cuts)
+    R_RESHAPE     # x.reshape(shape), np.reshape: (ct reshaped to x's shape,)
+    R_TRANSPOSE   # x.T: (ct.T,)
+    R_SUM         # np.sum: (ct, the reduced axes put back, broadcast over the operand,)
+    R_CHOOSE      # np.max/np.min: (ct at each slice's one extremum, 0.0 elsewhere,)
 
 
 cdef object _ADD_REDUCE = None  # numpy.add.reduce
@@ -665,7 +669,8 @@ cdef class ArrayRule:
     cdef object py      # the Python rule, once made
     cdef double ds
     cdef double es
-    cdef intp i0, i1    # R_GETITEM of a 1-D slice: its start and step
+    cdef intp i0, i1    # R_GETITEM of a 1-D slice: its start and step; R_SUM, R_CHOOSE:
+                        # i0 the reduced axes as bits (ob: keepdims)
 
     def __call__(self, ct):
         cdef Ct c
@@ -996,7 +1001,7 @@ cdef inline ArrayRule _rule(int kind, int code, bint oa, bint ob, cnp.ndarray ou
     r.va = va
     r.vb = vb
     if (kind == R_ADD or kind == R_SUB or kind == R_NEG or kind == R_MUL2 or kind == R_SQUARE
-            or kind == R_SIN or kind == R_COS or kind >= R_MATVEC
+            or kind == R_SIN or kind == R_COS or R_MATVEC <= kind <= R_SUM
             or (kind == R_SCALE and (code == MUL or code == MAXIMUM or code == MINIMUM))):
         # These rules read only the output's shape (the loops' template, the cotangent's
         # check), and their Python rules never read the output (maximum's reads its dtype):
@@ -1006,7 +1011,7 @@ cdef inline ArrayRule _rule(int kind, int code, bint oa, bint ob, cnp.ndarray ou
         # negation, the dual of a product by a constant, of a product by a constant matrix,
         # the array indexed: the Python rules read their shapes only).
         r.out = _template(out)
-        if kind == R_MATVEC or kind == R_GETITEM:
+        if kind == R_MATVEC or kind == R_GETITEM or R_RESHAPE <= kind <= R_SUM:
             if oa:
                 r.va = _template(<cnp.ndarray>va)
             else:
@@ -1084,6 +1089,23 @@ cdef inline void _put(PyObject* o, Py_ssize_t off, object v) noexcept:
     """Set a slot of a fresh array dual (all NULL)."""
     Py_INCREF(v)
     (<PyObject**>((<char*>o) + off))[0] = <PyObject*>v
+
+
+cdef inline object _taped_float64(object x):
+    """The value of array dual ``x`` when it is a float64 ndarray and ``x`` records on a tape
+    (its trace and binding id then set), or None (another trace or value, a slot unset)."""
+    cdef PyObject* pt = _get(x, OFF_TRACE)
+    cdef PyObject* pv = _get(x, OFF_VALUE)
+    if pt == NULL or pv == NULL or _get(x, OFF_ID) == NULL:
+        return None
+    if type(<object>pt) is not Tape or not _float64(<object>pv):  # (a closed tape: the push
+        return None                                               # raises, as in Python)
+    return <object>pv
+
+
+cdef inline Py_ssize_t _id_of(object x) except? -1:
+    """The binding id of array dual ``x`` (set: see ``_taped_float64``)."""
+    return PyLong_AsSsize_t(<object>_get(x, OFF_ID))
 
 
 cdef object _dual(cnp.ndarray value, object trace, Py_ssize_t p1, Py_ssize_t p2,
@@ -1631,6 +1653,11 @@ def sum_rows(v, tuple axes, bint keepdims):
     in one loop here, where numpy calls its loop once per row (a (25, 1000, 10) array summed
     over axis 2: ~520 us in numpy, ~170 here; rows of 3, 7x). None where it does not take
     ``v`` (or an overflow numpy would warn of): the caller then asks numpy."""
+    return _sum_rows(v, axes, keepdims)
+
+
+cdef object _sum_rows(object v, tuple axes, bint keepdims):
+    """``sum_rows``."""
     if not enabled or type(v) is not cnp.ndarray or len(axes) != 1:
         return None
     cdef cnp.ndarray a = <cnp.ndarray>v
@@ -1658,14 +1685,17 @@ def sum_rows(v, tuple axes, bint keepdims):
 cdef extern from *:
     """
     /* w = (x == m) as 0.0/1.0 for x of lo x mid x hi entries reduced over its middle to m
-       (lo x hi), counting the matches of each of m's entries in cnt (hi entries, zeroed
-       here per i); 0 when every entry of m is matched exactly once, -1 otherwise */
+       (lo x hi), times the cotangent c (lo x hi) unless c is NULL: the weights of max/min's
+       Python rule, or its cotangent ct * weights, in one pass. Counts the matches of each of
+       m's entries in cnt (hi entries, zeroed here per i); 0 when every entry of m is matched
+       exactly once, -1 otherwise (w then unfinished) */
     static int da_extremum_mask(double *restrict w, const double *restrict x,
-                                const double *restrict m, Py_ssize_t lo, Py_ssize_t mid,
-                                Py_ssize_t hi, Py_ssize_t *restrict cnt)
+                                const double *restrict m, const double *restrict c,
+                                Py_ssize_t lo, Py_ssize_t mid, Py_ssize_t hi,
+                                Py_ssize_t *restrict cnt)
     {
         for (Py_ssize_t i = 0; i < lo; i++) {
-            const double *mi = m + i * hi;
+            const double *mi = m + i * hi, *ci = c ? c + i * hi : NULL;
             for (Py_ssize_t k = 0; k < hi; k++)
                 cnt[k] = 0;
             for (Py_ssize_t j = 0; j < mid; j++) {
@@ -1674,7 +1704,7 @@ cdef extern from *:
                 for (Py_ssize_t k = 0; k < hi; k++) {
                     int e = xr[k] == mi[k];
                     cnt[k] += e;
-                    wr[k] = e ? 1.0 : 0.0;
+                    wr[k] = ci ? ci[k] * (e ? 1.0 : 0.0) : (e ? 1.0 : 0.0);
                 }
             }
             for (Py_ssize_t k = 0; k < hi; k++)
@@ -1684,8 +1714,8 @@ cdef extern from *:
         return 0;
     }
     """
-    int da_extremum_mask(double* w, const double* x, const double* m, Py_ssize_t lo,
-                         Py_ssize_t mid, Py_ssize_t hi, Py_ssize_t* cnt) nogil
+    int da_extremum_mask(double* w, const double* x, const double* m, const double* c,
+                         Py_ssize_t lo, Py_ssize_t mid, Py_ssize_t hi, Py_ssize_t* cnt) nogil
 
 
 def extremum_weights(x, m, tuple axes):
@@ -1721,7 +1751,7 @@ def extremum_weights(x, m, tuple axes):
         w = <cnp.ndarray>cnp.PyArray_SimpleNew(nd, dm, cnp.NPY_DOUBLE)
         with nogil:
             r = da_extremum_mask(<double*>cnp.PyArray_BYTES(w), <double*>cnp.PyArray_BYTES(a),
-                                 <double*>cnp.PyArray_BYTES(b), lo, mid, hi, cnt)
+                                 <double*>cnp.PyArray_BYTES(b), NULL, lo, mid, hi, cnt)
     finally:
         PyMem_Free(cnt)
     return w if r == 0 else None
@@ -1969,15 +1999,10 @@ cdef object _getitem(object x, object idx):
     _NOTHING (also for a 0-d result: the Python path makes it a scalar dual)."""
     if not _basic_index(idx):
         return _NOTHING
-    cdef PyObject* pt = _get(x, OFF_TRACE)
-    cdef PyObject* pv = _get(x, OFF_VALUE)
-    cdef PyObject* pi = _get(x, OFF_ID)
-    if pt == NULL or pv == NULL or pi == NULL:
+    v = _taped_float64(x)
+    if v is None:
         return _NOTHING
-    trace = <object>pt
-    v = <object>pv
-    if type(trace) is not Tape or not _float64(v):
-        return _NOTHING
+    trace = <object>_get(x, OFF_TRACE)
     _pool_check(trace)
     cdef intp at[3]
     cdef int one = 0
@@ -1995,7 +2020,7 @@ cdef object _getitem(object x, object idx):
     if one:
         rule.i0 = at[0]
         rule.i1 = at[1]
-    r = _dual(<cnp.ndarray>y, trace, PyLong_AsSsize_t(<object>pi), -1, rule)
+    r = _dual(<cnp.ndarray>y, trace, _id_of(x), -1, rule)
     _put(<PyObject*>r, OFF_SLICED, True)  # numpy's is a view (an in-place operator refuses)
     return r
 
@@ -2162,6 +2187,12 @@ cdef tuple _shape_cotangents(ArrayRule r, object ct):
     cdef cnp.ndarray v, z
     cdef tuple cuts
     cdef intp st, n
+    if r.kind == R_RESHAPE or r.kind == R_TRANSPOSE:
+        return _view_cotangent(r, ct)
+    if r.kind == R_SUM:
+        return _sum_cotangent(r, ct)
+    if r.kind == R_CHOOSE:
+        return _choose_cotangent(r, ct)
     if r.kind == R_GETITEM:
         v = <cnp.ndarray>r.va
         if type(ct) is not cnp.ndarray:
@@ -2195,6 +2226,315 @@ cdef int _pull_shape(ArrayRule r, Py_ssize_t p1, Py_ssize_t p2, list adj, object
     parents' adjoints as the sweep sums them."""
     cdef tuple cts = _shape_cotangents(r, ct)
     return _sum_into(cts, p1, p2, adj)
+
+
+# --------------------------------------------------------------------------------------------
+# Views: ``x.reshape(shape)``, ``x.ravel()`` and ``np.reshape(x, shape)`` (C order, a shape of
+# ints), ``x.T`` of two dimensions or more: numpy's view (or copy) of the value, as the Python
+# path's primitives make it; the rule keeps shapes only.
+
+cdef object _RESHAPE_VJP = None    # array._reshape_vjp
+cdef object _TRANSPOSE_VJP = None  # array._transpose_vjp
+cdef object _NP_RESHAPE = None     # np.reshape
+cdef object _RESHAPE_FN = None     # the registry's rule of np.reshape (ours while it is)
+
+
+def setup_views(reshape_vjp, transpose_vjp, np_reshape):
+    """Bind the views to the Python side: the Python rules' makers and ``np.reshape``."""
+    global _RESHAPE_VJP, _TRANSPOSE_VJP, _NP_RESHAPE, _RESHAPE_FN
+    if _FUNCTIONS is None:
+        raise RuntimeError("setup_views: call setup_shape first")
+    _RESHAPE_VJP = reshape_vjp
+    _TRANSPOSE_VJP = transpose_vjp
+    _NP_RESHAPE = np_reshape
+    _RESHAPE_FN = _FUNCTIONS[np_reshape]
+
+
+cdef object _view(int kind, object x, object shape):
+    """``x.reshape(shape)`` (R_RESHAPE; ``shape`` a tuple of Python ints or one) or ``x.T``
+    (R_TRANSPOSE) of an array dual of a tape holding a float64 ndarray, or _NOTHING."""
+    cdef intp dims[CT_MAXDIMS]
+    cdef cnp.PyArray_Dims newshape
+    cdef Py_ssize_t nd = 0, k
+    if _RESHAPE_VJP is None or type(x) is not ArrayDual:
+        return _NOTHING
+    if kind == R_RESHAPE:
+        if type(shape) is int:
+            shape = (shape,)
+        elif type(shape) is not tuple:
+            return _NOTHING
+        nd = len(<tuple>shape)
+        if nd > CT_MAXDIMS:
+            return _NOTHING
+        for k in range(nd):
+            n = (<tuple>shape)[k]
+            if type(n) is not int or not -1 <= n <= PY_SSIZE_T_MAX:
+                return _NOTHING
+            dims[k] = n
+    v = _taped_float64(x)
+    if v is None:
+        return _NOTHING
+    trace = <object>_get(x, OFF_TRACE)
+    if kind == R_TRANSPOSE and cnp.PyArray_NDIM(<cnp.ndarray>v) < 2:
+        return _NOTHING  # (the Python path gives x itself)
+    _pool_check(trace)
+    if kind == R_RESHAPE:
+        newshape.ptr = dims
+        newshape.len = nd
+        y = cnp.PyArray_Newshape(<cnp.ndarray>v, &newshape, cnp.NPY_CORDER)  # (numpy's error)
+    else:
+        y = cnp.PyArray_Transpose(<cnp.ndarray>v, NULL)
+    if type(y) is not cnp.ndarray:
+        return _NOTHING
+    cdef ArrayRule rule = _rule(kind, 0, True, False, <cnp.ndarray>y, v, None)
+    return _dual(<cnp.ndarray>y, trace, _id_of(x), -1, rule)
+
+
+cdef tuple _view_cotangent(ArrayRule r, object ct):
+    """A reshape's cotangent: ``ct.reshape(x's shape)``; a transpose's: ``ct.T`` (numpy's views
+    of an ndarray, as the Python rules make them); the Python rule for another ``ct``."""
+    cdef cnp.PyArray_Dims shape
+    cdef cnp.ndarray v = <cnp.ndarray>r.va
+    if type(ct) is cnp.ndarray and _same_shape(<cnp.ndarray>ct, r.out):
+        if r.kind == R_TRANSPOSE:
+            return (cnp.PyArray_Transpose(<cnp.ndarray>ct, NULL),)
+        shape.ptr = cnp.PyArray_DIMS(v)
+        shape.len = cnp.PyArray_NDIM(v)
+        return (cnp.PyArray_Newshape(<cnp.ndarray>ct, &shape, cnp.NPY_CORDER),)
+    if r.py is None:
+        if r.kind == R_TRANSPOSE:
+            r.py = _TRANSPOSE_VJP(r.out, (v,), (True,),
+                                  tuple(range(cnp.PyArray_NDIM(v) - 1, -1, -1)))
+        else:
+            r.py = _RESHAPE_VJP(r.out, (v,), (True,), (<object>r.out).shape)
+    return r.py(ct)
+
+
+# --------------------------------------------------------------------------------------------
+# Reductions: ``np.sum`` of an array dual over any axes, ``np.max``/``np.min`` (and ``amax``,
+# ``amin``) over consecutive ones, keepdims or not. The value is numpy's call the Python path
+# makes (``reductions._sum_impl``, ``_choose_impl``); the sum's rule keeps shapes only, the
+# extremum's the operand and the extremum, its weights made when the sweep needs them in the
+# pass that makes the cotangent (the Python path makes them when it records: the same 0.0s
+# and 1.0s times the same cotangent). Any other cotangent, and a slice with ties or a nan
+# extremum, go to the Python rule, made then.
+
+cdef dict _REDUCERS = None     # np.sum, np.max, ... -> (1 sum, 2 max, 3 min; the registry's rule)
+cdef object _SUM_VJP = None    # reductions._sum_vjp
+cdef object _CHOOSE_VJP = None  # reductions._choose_vjp
+cdef object _AXES_OF = None    # args.axes_of
+cdef object _MAX_REDUCE = None, _MIN_REDUCE = None  # numpy.maximum.reduce, numpy.minimum.reduce
+cdef object _NP_MAX = None, _NP_MIN = None          # np.max, np.min (the Python rule's ``f``)
+cdef bint _SUM_ROWS = False    # whether the Python path sums last axes by sum_rows
+cdef dict _RAXES = {}          # (axis, ndim) -> axes_of(axis, ndim)
+cdef object _NP_FLOAT64 = None  # numpy.float64
+
+
+def setup_reductions(reducers, methods, sum_vjp, choose_vjp, axes_of, max_reduce, min_reduce,
+                     np_max, np_min, np_float64, bint sum_rows):
+    """Bind the reductions to the Python side: ``reducers`` maps numpy's functions to (1 sum,
+    2 max, 3 min), the fast path taken while the registry's rule of each is the one it held
+    here; ``methods`` the array dual's methods of the same (``x.sum``) to (numpy's function,
+    the Python method each falls back to); the Python rules' makers, ``axes_of``, numpy's
+    extremum reductions, numpy's float64, and whether the Python path's sums call
+    ``sum_rows``."""
+    global _REDUCERS, _SUM_VJP, _CHOOSE_VJP, _AXES_OF, _MAX_REDUCE, _MIN_REDUCE, _NP_MAX
+    global _NP_MIN, _SUM_ROWS, _NP_FLOAT64
+    if _FUNCTIONS is None:
+        raise RuntimeError("setup_reductions: call setup_shape first")
+    _REDUCERS = {f: (which, _FUNCTIONS[f]) for f, which in reducers.items()}
+    _SUM_VJP = sum_vjp
+    _CHOOSE_VJP = choose_vjp
+    _AXES_OF = axes_of
+    _MAX_REDUCE = max_reduce
+    _MIN_REDUCE = min_reduce
+    _NP_MAX = np_max
+    _NP_MIN = np_min
+    _NP_FLOAT64 = np_float64
+    _SUM_ROWS = sum_rows
+    for name, (func, python) in methods.items():
+        setattr(ArrayDual, name, _reduction_method(func, python))
+
+
+def _reduction_method(func, python):
+    """The array dual's method of the reduction ``func`` (``x.sum(axis)`` is ``np.sum(x,
+    axis)``), falling back to its ``python`` method."""
+    def method(self, *args, **kwargs):
+        if enabled:
+            r = _reduce_call(func, (self,) + args, kwargs)
+            if r is not _NOTHING:
+                return r
+        return python(self, *args, **kwargs)
+
+    method.__name__ = python.__name__
+    method.__doc__ = python.__doc__
+    return method
+
+
+cdef object _reduce_call(object func, tuple args, dict kwargs):
+    """``func(*args, **kwargs)`` for a reducer ``func`` called as ``f(a[, axis], axis=,
+    keepdims=)`` on an array dual of a tape holding a float64 ndarray, an axis None, an int or
+    a tuple of ints and keepdims a bool (what ``reductions._reverse_reduction`` takes), or
+    _NOTHING."""
+    red = _REDUCERS.get(func)
+    if red is None or _FUNCTIONS.get(func) is not (<tuple>red)[1]:
+        return _NOTHING
+    cdef int which = (<tuple>red)[0]
+    cdef Py_ssize_t n = len(args)
+    if n == 0 or n > 2:
+        return _NOTHING
+    x = args[0]
+    if type(x) is not ArrayDual:
+        return _NOTHING
+    axis = args[1] if n == 2 else None
+    keepdims = False
+    if kwargs:
+        for name, val in kwargs.items():
+            if name == "axis" and n == 1:
+                axis = val
+            elif name == "keepdims" and (val is True or val is False):
+                keepdims = val
+            else:
+                return _NOTHING
+    if type(axis) is tuple:
+        for ax in <tuple>axis:
+            if type(ax) is not int:
+                return _NOTHING
+    elif axis is not None and type(axis) is not int:
+        return _NOTHING
+    v = _taped_float64(x)
+    if v is None:
+        return _NOTHING
+    trace = <object>_get(x, OFF_TRACE)
+    cdef int nd = cnp.PyArray_NDIM(<cnp.ndarray>v)
+    key = (axis, nd)
+    axes = _RAXES.get(key)
+    if axes is None:
+        axes = _AXES_OF(axis, nd)  # (numpy's error for an axis out of range, as the Python path)
+        if len(_RAXES) > 1024:
+            _RAXES.clear()
+        _RAXES[key] = axes
+    cdef unsigned long long bits = 0
+    cdef int first = nd, last = -1, k
+    for a in <tuple>axes:
+        k = a
+        bits |= (<unsigned long long>1) << k
+        first = k if k < first else first
+        last = k if k > last else last
+    if which != 1 and (last < 0 or last - first + 1 != len(<tuple>axes) or not _plain(v)):
+        return _NOTHING  # (an extremum over axes apart, or nothing: the Python path)
+    _pool_check(trace)
+    if which == 1:
+        out = _sum_rows(v, <tuple>axes, keepdims) if _SUM_ROWS else None
+        if out is None:
+            out = _ADD_REDUCE(v, axes, None, None, keepdims)
+    else:
+        out = (_MAX_REDUCE if which == 2 else _MIN_REDUCE)(v, axes, None, None, keepdims)
+    if type(out) is not cnp.ndarray:
+        out = _np_asarray(out)  # (numpy's scalar: the 0-d array the Python path makes)
+    cdef ArrayRule rule = _rule(R_SUM if which == 1 else R_CHOOSE, which, True, False,
+                                <cnp.ndarray>out, v, None)
+    rule.ob = keepdims
+    rule.e = axes
+    rule.i0 = <intp>bits
+    return _dual(<cnp.ndarray>out, trace, _id_of(x), -1, rule)
+
+
+cdef object _reduction_python_rule(ArrayRule r):
+    """The Python rule of a reduction's binding, made on first need."""
+    if r.py is None:
+        if r.kind == R_SUM:
+            r.py = _SUM_VJP(r.out, (r.va,), (True,), r.e, bool(r.ob))
+        else:
+            r.py = _CHOOSE_VJP(r.out, [r.va], [True], r.e, bool(r.ob),
+                               _NP_MAX if r.code == 2 else _NP_MIN, {})
+    return r.py
+
+
+cdef inline object _scalar_ct(object ct, cnp.ndarray out):
+    """The cotangent of a 0-d reduction that is a float or numpy's float64 (a 0-d array dual's
+    cotangent from the loops is numpy's scalar) as the 0-d array the Python rule's reshape
+    makes of it; any other ``ct`` as it is."""
+    if cnp.PyArray_NDIM(out) == 0 and (type(ct) is float or type(ct) is _NP_FLOAT64):
+        return _np_asarray(ct)
+    return ct
+
+
+cdef tuple _sum_cotangent(ArrayRule r, object ct):
+    """A sum's cotangent: ``ct`` with the reduced axes put back (numpy's reshape) and
+    broadcast over the operand's shape, the read-only view ``array.broadcast_to`` makes of a
+    C-ordered array (stride 0 along an axis of length 1); the Python rule for another."""
+    cdef cnp.ndarray v = <cnp.ndarray>r.va
+    cdef cnp.ndarray g
+    cdef int nd = cnp.PyArray_NDIM(v), k
+    cdef intp* vd = cnp.PyArray_DIMS(v)
+    cdef intp dims[CT_MAXDIMS]
+    cdef intp st[CT_MAXDIMS]
+    cdef cnp.PyArray_Dims shape
+    cdef unsigned long long bits = <unsigned long long>r.i0
+    ct = _scalar_ct(ct, r.out)
+    if (type(ct) is cnp.ndarray and _same_shape(<cnp.ndarray>ct, r.out)
+            and cnp.PyArray_SIZE(v) > 0 and nd <= CT_MAXDIMS):
+        g = <cnp.ndarray>ct
+        if not r.ob:  # ct.reshape(the shape keepdims gives)
+            for k in range(nd):
+                dims[k] = 1 if (bits >> k) & 1 else vd[k]
+            shape.ptr = dims
+            shape.len = nd
+            g = <cnp.ndarray>cnp.PyArray_Newshape(g, &shape, cnp.NPY_CORDER)
+        if cnp.PyArray_IS_C_CONTIGUOUS(g) and cnp.PyArray_NDIM(g) == nd:
+            for k in range(nd):
+                st[k] = 0 if cnp.PyArray_DIMS(g)[k] == 1 else cnp.PyArray_STRIDES(g)[k]
+            descr = <object>cnp.PyArray_DESCR(g)
+            Py_INCREF(descr)  # (stolen)
+            b = _NewFromDescr(<PyTypeObject*>cnp.ndarray, <cnp.PyArray_Descr*>descr, nd, vd, st,
+                              cnp.PyArray_BYTES(g), 0, NULL)
+            cnp.set_array_base(<cnp.ndarray>b, g)
+            return (b,)
+    return _reduction_python_rule(r)(ct)
+
+
+cdef tuple _choose_cotangent(ArrayRule r, object ct):
+    """An extremum's cotangent: ``ct`` at each slice's one extremum, 0.0 elsewhere (``ct`` times
+    the 0.0/1.0 weights, the Python rule's products); the Python rule for a cotangent that is
+    not a float64 array of the extremum's shape, a slice with ties or a nan extremum, or a
+    product that raises a floating-point exception (inf times 0.0: numpy reports it)."""
+    cdef cnp.ndarray x = <cnp.ndarray>r.va
+    cdef cnp.ndarray m = <cnp.ndarray>r.out
+    cdef cnp.ndarray c, g
+    cdef Py_ssize_t small[64]
+    cdef Py_ssize_t* cnt = small
+    cdef intp lo, mid, hi
+    cdef int first = 0, last = -1, k, rc
+    cdef unsigned long long bits = <unsigned long long>r.i0
+    ct = _scalar_ct(ct, m)
+    if _float64(ct) and _same_shape(<cnp.ndarray>ct, m) and _plain(x) and _plain(m):
+        c = <cnp.ndarray>cnp.PyArray_GETCONTIGUOUS(<cnp.ndarray>ct)
+        if _plain(c):
+            for k in range(cnp.PyArray_NDIM(x)):
+                if (bits >> k) & 1:
+                    if last < 0:
+                        first = k
+                    last = k
+            _lo_mid_hi(cnp.PyArray_DIMS(x), cnp.PyArray_NDIM(x), first, last, &lo, &mid, &hi)
+            if hi > 64:
+                cnt = <Py_ssize_t*>PyMem_Malloc(hi * sizeof(Py_ssize_t))
+                if cnt == NULL:
+                    raise MemoryError()
+            try:
+                g = _empty_like(x)
+                dad_clear_fpe(_FPE)
+                with nogil:
+                    rc = da_extremum_mask(<double*>cnp.PyArray_BYTES(g),
+                                          <double*>cnp.PyArray_BYTES(x),
+                                          <double*>cnp.PyArray_BYTES(m),
+                                          <double*>cnp.PyArray_BYTES(c), lo, mid, hi, cnt)
+                if rc == 0 and not _raised():
+                    return (g,)
+            finally:
+                if cnt != small:
+                    PyMem_Free(cnt)
+    return _reduction_python_rule(r)(ct)
 
 
 # --------------------------------------------------------------------------------------------
@@ -2422,23 +2762,55 @@ def bind_methods(cls, python_methods, ufuncs):
 
     getitem = py["__getitem__"]
     array_function = py["__array_function__"]
+    reshape_py, ravel_py, T_py = py["reshape"], py["ravel"], py["T"].fget
+
+    def reshape(self, *shape, order="C"):
+        if enabled and order == "C":
+            r = _view(R_RESHAPE, self, shape[0] if len(shape) == 1 else shape)
+            if r is not _NOTHING:
+                return r
+        return reshape_py(self, *shape, order=order)
+
+    def ravel(self, order="C"):
+        if enabled and order == "C":
+            r = _view(R_RESHAPE, self, (-1,))
+            if r is not _NOTHING:
+                return r
+        return ravel_py(self, order)
+
+    def T(self):
+        if enabled:
+            r = _view(R_TRANSPOSE, self, None)
+            if r is not _NOTHING:
+                return r
+        return T_py(self)
 
     def __getitem__(self, idx):
         r = _getitem(self, idx) if enabled else _NOTHING
         return getitem(self, idx) if r is _NOTHING else r
 
     def __array_function__(self, func, types, args, kwargs):
-        if func is _NP_CONCATENATE and enabled and _FUNCTIONS.get(func) is _CONCATENATE:
-            r = _concat_call(args, kwargs)
+        if enabled:
+            if func is _NP_CONCATENATE:
+                r = _concat_call(args, kwargs) if _FUNCTIONS.get(func) is _CONCATENATE else _NOTHING
+            elif func is _NP_RESHAPE:
+                r = (_view(R_RESHAPE, args[0], args[1])
+                     if len(args) == 2 and not kwargs and _FUNCTIONS.get(func) is _RESHAPE_FN
+                     else _NOTHING)
+            elif _REDUCERS is not None:
+                r = _reduce_call(func, args, kwargs)
+            else:
+                r = _NOTHING
             if r is not _NOTHING:
                 return r
         return array_function(self, func, types, args, kwargs)
 
     for f in (__array_ufunc__, __add__, __radd__, __sub__, __rsub__, __mul__, __rmul__,
               __truediv__, __rtruediv__, __pow__, __matmul__, __rmatmul__, __neg__,
-              __getitem__, __array_function__):
+              __getitem__, __array_function__, reshape, ravel):
         f.__doc__ = py[f.__name__].__doc__
         setattr(cls, f.__name__, f)
+    cls.T = property(T, doc=py["T"].__doc__)
 
 
 def is_enabled():

@@ -21,13 +21,14 @@ import inspect
 
 from deltaad._plainnumpy import np
 
+from .. import trace as _trace
 from .._backend import B
 from ..trace import is_dual, traced
 from ..trace import value as strip
 from . import registry
 from .array import (
-    ArrayDual, Dual, Primitive, apply, array_input, broadcast, operand_or_raise, shape_of,
-    unbroadcast,
+    ArrayDual, Dual, Primitive, apply, array_input, as_ndarray, broadcast, operand_or_raise,
+    shape_of, unbroadcast,
 )
 from .registry import holds_dual
 from .registry import register as _register
@@ -86,8 +87,10 @@ def _revalued(out, ref, func):
         return t(*items) if hasattr(out, "_fields") else t(items)
     if t is float:
         return float(ref)
-    if t is np.ndarray:
-        r = np.asarray(ref)
+    if t is np.ndarray or t in _trace.recorded_arrays and type(ref) is t:
+        # (deltaad.compile's recording: its record of func's own call, so that the replay
+        # computes numpy's value as the call without compile does)
+        r = as_ndarray(ref)  # (numpy's scalar as the 0-d array the dual holds)
         if r.shape != out.shape:
             raise AssertionError("deltaad: the rule for %s gives shape %s where numpy gives %s"
                                  % (registry.qualified_name(func), out.shape, r.shape))

@@ -4,7 +4,7 @@ The commonest elementwise operations on small float64 arrays (``+ - * /``, ``**`
 ``negative`` and the table's ``sin``, ``cos``, ``tan``, ``tanh``, ``exp``, ``log``, ``sqrt``,
 ``square``, ``absolute``, ``arctan``, ``sinh``, ``cosh``, ``expm1``, ``log1p``, ``reciprocal``;
 ``@`` by a constant matrix; basic indexing, ``np.concatenate``, ``np.maximum``/``np.minimum`` with
-a float bound) cost one numpy call each in the Python mechanism (:func:`.array.apply`) several times over: the
+a float bound; ``np.sum``, ``np.max``, ``np.min``; ``reshape``, ``ravel``, ``.T``) cost one numpy call each in the Python mechanism (:func:`.array.apply`) several times over: the
 dispatch, the partials, the closure, the backward rule. The extension does what ``apply`` does
 for them in C, with numpy's own inner loops; for the other operations of those ufuncs on a
 reverse tape (broadcasting, float32, views, products of matrices) it makes ``apply``'s own
@@ -19,7 +19,7 @@ import os
 from deltaad._plainnumpy import np
 
 from .._backend import B, name as _backend_name
-from . import array, elementwise, reductions, registry
+from . import args, array, elementwise, reductions, registry
 from .elementwise import NEGATIVE
 from .products import MATMUL
 
@@ -41,7 +41,7 @@ HELPERS = (np.sign,)
 
 _METHODS = ("__array_ufunc__", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
             "__rmul__", "__truediv__", "__rtruediv__", "__pow__", "__matmul__", "__rmatmul__",
-            "__neg__", "__getitem__", "__array_function__")
+            "__neg__", "__getitem__", "__array_function__", "reshape", "ravel", "T")
 
 
 def python_rule(prim, out, vals, on, keep, scalar=None):
@@ -75,6 +75,7 @@ def _install():
     _arrays.bind_methods(array.ArrayDual, {m: getattr(array.ArrayDual, m) for m in _METHODS},
                          UFUNCS)
     _arrays.setup_shape(array.scatter, array.getitem, np.concatenate, registry.FUNCTIONS)
+    _arrays.setup_views(array._reshape_vjp, array._transpose_vjp, np.reshape)
     B.set_array_add(_arrays.add_capsule())  # the sweep's sum of array adjoints
     # the sweep's pullback of the fast bindings; release_memory empties its kept arrays
     B.set_array_hooks(_arrays.pull_capsule(), _arrays.release)
@@ -82,8 +83,16 @@ def _install():
     array.BROADCAST_VIEW = _arrays.broadcast_view  # broadcast_to's view, by numpy's C API
     elementwise.BINARY = _arrays.binary  # the rules' broadcast products, numpy's bits
     reductions.EXTREMUM_WEIGHTS = _arrays.extremum_weights  # max/min's weights in C
-    if _sums_as_numpy():
+    sum_rows = _sums_as_numpy()
+    if sum_rows:
         array.SUM_ROWS = _arrays.sum_rows  # np.sum over the last axis, numpy's bits
+    # np.sum, np.max, np.min of an array dual in C (their values numpy's calls, as above)
+    _arrays.setup_reductions({np.sum: 1, np.max: 2, np.amax: 2, np.min: 3, np.amin: 3},
+                             {m: (f, getattr(array.ArrayDual, m))
+                              for m, f in (("sum", np.sum), ("max", np.max), ("min", np.min))},
+                             reductions._sum_vjp, reductions._choose_vjp, args.axes_of,
+                             np.maximum.reduce, np.minimum.reduce, np.max, np.min, np.float64,
+                             sum_rows)
 
 
 def _sums_as_numpy():
