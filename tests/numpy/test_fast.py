@@ -1079,6 +1079,7 @@ def test_swapped_matrix_let_go_on_release_memory():
 
 
 _REDUCERS = {"sum": np.sum, "max": np.max, "min": np.min, "amax": np.amax, "amin": np.amin,
+             "mean": np.mean, "x.mean": lambda x, *a, **kw: x.mean(*a, **kw),
              "x.sum": lambda x, *a, **kw: x.sum(*a, **kw),
              "x.max": lambda x, *a, **kw: x.max(*a, **kw),
              "x.min": lambda x, *a, **kw: x.min(*a, **kw)}
@@ -1086,8 +1087,8 @@ _REDUCERS = {"sum": np.sum, "max": np.max, "min": np.min, "amax": np.amax, "amin
 
 @st.composite
 def _reduction_calls(draw):
-    """A reduction the fast path takes or leaves to the Python path: np.sum / max / min / amax /
-    amin and the methods x.sum / max / min, the axis by keyword or by position, of 0-d to 4-d operands (C-ordered, transposed, sliced), the axis absent, None, an int
+    """A reduction the fast path takes or leaves to the Python path: np.sum / mean / max / min /
+    amax / amin and the methods x.sum / mean / max / min, the axis by keyword or by position, of 0-d to 4-d operands (C-ordered, transposed, sliced), the axis absent, None, an int
     (negative too), a tuple (empty, consecutive or not, out of range), keepdims absent, False
     or True; values distinct, tied, with a nan, signed zeros or infinities."""
     shape = tuple(draw(st.lists(st.integers(0 if draw(st.booleans()) else 1, 4), max_size=4)))
@@ -1196,6 +1197,9 @@ def test_reductions_recorded_by_the_fast_path():
                          ("max transposed", np.max(x.T, 0)), ("x.sum", x.sum(0)),
                          ("x.max", x.max(axis=2, keepdims=True)), ("x.min", x.min())):
             kinds[label] = type(y.trace.binding(y.id)[1]).__name__
+        for label, y in (("mean", np.mean(x, axis=(1, 2))), ("x.mean", x.mean(0))):
+            (s,), _ = y.trace.binding(y.id)  # (the sum divided by the count)
+            kinds[label] = type(y.trace.binding(s)[1]).__name__
         return np.sum(x)
 
     d.grad(f)(x)
@@ -1203,7 +1207,7 @@ def test_reductions_recorded_by_the_fast_path():
                      "sum transposed": "ArrayRule", "max": "ArrayRule",
                      "amin axes": "ArrayRule", "max apart": "function",
                      "max transposed": "function", "x.sum": "ArrayRule", "x.max": "ArrayRule",
-                     "x.min": "ArrayRule"}, kinds
+                     "x.min": "ArrayRule", "mean": "ArrayRule", "x.mean": "ArrayRule"}, kinds
 
 
 @st.composite
