@@ -2311,9 +2311,10 @@ cdef tuple _view_cotangent(ArrayRule r, object ct):
 
 
 # --------------------------------------------------------------------------------------------
-# Reductions: ``np.sum`` of an array dual over any axes, ``np.max``/``np.min`` (and ``amax``,
-# ``amin``) over consecutive ones, keepdims or not. The value is numpy's call the Python path
-# makes (``reductions._sum_impl``, ``_choose_impl``); the sum's rule keeps shapes only, the
+# Reductions: ``np.sum`` and ``np.mean`` of an array dual over any axes, ``np.max``/``np.min``
+# (and ``amax``, ``amin``, and the methods) over consecutive ones, keepdims or not. The value
+# is numpy's call the Python path makes (``reductions._sum_impl``, ``_choose_impl``; the mean
+# that sum divided by the count, as ``_mean_of`` divides it); the sum's rule keeps shapes only, the
 # extremum's the operand and the extremum, its weights made when the sweep needs them in the
 # pass that makes the cotangent (the Python path makes them when it records: the same 0.0s
 # and 1.0s times the same cotangent). Any other cotangent, and a slice with ties or a nan
