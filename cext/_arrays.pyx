@@ -2311,15 +2311,17 @@ cdef tuple _view_cotangent(ArrayRule r, object ct):
 
 
 # --------------------------------------------------------------------------------------------
-# Reductions: ``np.sum`` of an array dual over any axes, ``np.max``/``np.min`` (and ``amax``,
-# ``amin``) over consecutive ones, keepdims or not. The value is numpy's call the Python path
-# makes (``reductions._sum_impl``, ``_choose_impl``); the sum's rule keeps shapes only, the
+# Reductions: ``np.sum`` and ``np.mean`` of an array dual over any axes, ``np.max``/``np.min``
+# (and ``amax``, ``amin``, and the methods) over consecutive ones, keepdims or not. The value
+# is numpy's call the Python path makes (``reductions._sum_impl``, ``_choose_impl``; the mean
+# that sum divided by the count, as ``_mean_of`` divides it); the sum's rule keeps shapes only, the
 # extremum's the operand and the extremum, its weights made when the sweep needs them in the
 # pass that makes the cotangent (the Python path makes them when it records: the same 0.0s
 # and 1.0s times the same cotangent). Any other cotangent, and a slice with ties or a nan
 # extremum, go to the Python rule, made then.
 
-cdef dict _REDUCERS = None     # np.sum, np.max, ... -> (1 sum, 2 max, 3 min; the registry's rule)
+cdef dict _REDUCERS = None     # np.sum, np.max, ... -> (1 sum, 2 max, 3 min, 4 mean; the
+                               # registry's rule)
 cdef object _SUM_VJP = None    # reductions._sum_vjp
 cdef object _CHOOSE_VJP = None  # reductions._choose_vjp
 cdef object _AXES_OF = None    # args.axes_of
@@ -2327,13 +2329,14 @@ cdef object _MAX_REDUCE = None, _MIN_REDUCE = None  # numpy.maximum.reduce, nump
 cdef object _NP_MAX = None, _NP_MIN = None          # np.max, np.min (the Python rule's ``f``)
 cdef bint _SUM_ROWS = False    # whether the Python path sums last axes by sum_rows
 cdef dict _RAXES = {}          # (axis, ndim) -> axes_of(axis, ndim)
+cdef object _NAN = float("nan")
 cdef object _NP_FLOAT64 = None  # numpy.float64
 
 
 def setup_reductions(reducers, methods, sum_vjp, choose_vjp, axes_of, max_reduce, min_reduce,
                      np_max, np_min, np_float64, bint sum_rows):
     """Bind the reductions to the Python side: ``reducers`` maps numpy's functions to (1 sum,
-    2 max, 3 min), the fast path taken while the registry's rule of each is the one it held
+    2 max, 3 min, 4 mean), the fast path taken while the registry's rule of each is the one it held
     here; ``methods`` the array dual's methods of the same (``x.sum``) to (numpy's function,
     the Python method each falls back to); the Python rules' makers, ``axes_of``, numpy's
     extremum reductions, numpy's float64, and whether the Python path's sums call
@@ -2421,10 +2424,11 @@ cdef object _reduce_call(object func, tuple args, dict kwargs):
         bits |= (<unsigned long long>1) << k
         first = k if k < first else first
         last = k if k > last else last
-    if which != 1 and (last < 0 or last - first + 1 != len(<tuple>axes) or not _plain(v)):
+    cdef bint summed = which == 1 or which == 4
+    if not summed and (last < 0 or last - first + 1 != len(<tuple>axes) or not _plain(v)):
         return _NOTHING  # (an extremum over axes apart, or nothing: the Python path)
     _pool_check(trace)
-    if which == 1:
+    if summed:
         out = _sum_rows(v, <tuple>axes, keepdims) if _SUM_ROWS else None
         if out is None:
             out = _ADD_REDUCE(v, axes, None, None, keepdims)
@@ -2432,12 +2436,20 @@ cdef object _reduce_call(object func, tuple args, dict kwargs):
         out = (_MAX_REDUCE if which == 2 else _MIN_REDUCE)(v, axes, None, None, keepdims)
     if type(out) is not cnp.ndarray:
         out = _np_asarray(out)  # (numpy's scalar: the 0-d array the Python path makes)
-    cdef ArrayRule rule = _rule(R_SUM if which == 1 else R_CHOOSE, which, True, False,
+    cdef ArrayRule rule = _rule(R_SUM if summed else R_CHOOSE, which, True, False,
                                 <cnp.ndarray>out, v, None)
     rule.ob = keepdims
     rule.e = axes
     rule.i0 = <intp>bits
-    return _dual(<cnp.ndarray>out, trace, _id_of(x), -1, rule)
+    r = _dual(<cnp.ndarray>out, trace, _id_of(x), -1, rule)
+    if which != 4:
+        return r
+    # the mean: the sum over n entries divided by float(n) (``reductions._mean_of``)
+    cdef intp count = 1
+    for k in range(nd):
+        if (bits >> k) & 1:
+            count *= cnp.PyArray_DIMS(<cnp.ndarray>v)[k]
+    return r / <double>count if count else r * _NAN
 
 
 cdef object _reduction_python_rule(ArrayRule r):

@@ -1079,6 +1079,7 @@ def test_swapped_matrix_let_go_on_release_memory():
 
 
 _REDUCERS = {"sum": np.sum, "max": np.max, "min": np.min, "amax": np.amax, "amin": np.amin,
+             "mean": np.mean, "x.mean": lambda x, *a, **kw: x.mean(*a, **kw),
              "x.sum": lambda x, *a, **kw: x.sum(*a, **kw),
              "x.max": lambda x, *a, **kw: x.max(*a, **kw),
              "x.min": lambda x, *a, **kw: x.min(*a, **kw)}
@@ -1086,10 +1087,12 @@ _REDUCERS = {"sum": np.sum, "max": np.max, "min": np.min, "amax": np.amax, "amin
 
 @st.composite
 def _reduction_calls(draw):
-    """A reduction the fast path takes or leaves to the Python path: np.sum / max / min / amax /
-    amin and the methods x.sum / max / min, the axis by keyword or by position, of 0-d to 4-d operands (C-ordered, transposed, sliced), the axis absent, None, an int
-    (negative too), a tuple (empty, consecutive or not, out of range), keepdims absent, False
-    or True; values distinct, tied, with a nan, signed zeros or infinities."""
+    """A reduction the fast path takes or leaves to the Python path: np.sum / mean / max / min /
+    amax / amin and the methods x.sum / mean / max / min, the axis by keyword or by position;
+    of 0-d to 4-d operands (empty ones too; C-ordered, transposed, sliced); the axis absent,
+    None, an int (negative, out of range), a tuple (empty, repeated, consecutive or not);
+    keepdims absent, False or True; values distinct, tied, with a nan, signed zeros or an
+    infinity."""
     shape = tuple(draw(st.lists(st.integers(0 if draw(st.booleans()) else 1, 4), max_size=4)))
     nd = len(shape)
     axis = draw(st.one_of(
@@ -1167,8 +1170,8 @@ def _reduction_results(c):
 @settings(max_examples=400)
 @given(_reduction_calls())
 def test_reductions_same_bits_as_python_path(c):
-    """np.sum, np.max, np.min (amax, amin) of an array dual, by the fast path and by the
-    Python path: the same values, gradients, warnings and errors, to the bit, whatever the
+    """np.sum, np.mean, np.max, np.min (amax, amin, the methods) of an array dual, by the
+    fast path and by the Python path: the same values, gradients, warnings and errors, to the bit, whatever the
     axes, keepdims, layout, ties, nans and cotangents (a broadcast one, a transposed one, one
     whose inf meets a 0.0 weight)."""
     on = _reduction_results(c)
@@ -1196,6 +1199,9 @@ def test_reductions_recorded_by_the_fast_path():
                          ("max transposed", np.max(x.T, 0)), ("x.sum", x.sum(0)),
                          ("x.max", x.max(axis=2, keepdims=True)), ("x.min", x.min())):
             kinds[label] = type(y.trace.binding(y.id)[1]).__name__
+        for label, y in (("mean", np.mean(x, axis=(1, 2))), ("x.mean", x.mean(0))):
+            (s,), _ = y.trace.binding(y.id)  # (the sum divided by the count)
+            kinds[label] = type(y.trace.binding(s)[1]).__name__
         return np.sum(x)
 
     d.grad(f)(x)
@@ -1203,7 +1209,7 @@ def test_reductions_recorded_by_the_fast_path():
                      "sum transposed": "ArrayRule", "max": "ArrayRule",
                      "amin axes": "ArrayRule", "max apart": "function",
                      "max transposed": "function", "x.sum": "ArrayRule", "x.max": "ArrayRule",
-                     "x.min": "ArrayRule"}, kinds
+                     "x.min": "ArrayRule", "mean": "ArrayRule", "x.mean": "ArrayRule"}, kinds
 
 
 @st.composite
@@ -1273,8 +1279,9 @@ def test_views_recorded_by_the_fast_path():
 
     def f(x):
         m = x.reshape(2, 3)
-        for label, y in (("reshape", m), ("tuple", x.reshape((3, 2))), ("np", np.reshape(x, (6, 1))),
-                         ("ravel", m.ravel()), ("T", m.T), ("list", x.reshape([2, 3]))):
+        for label, y in (("reshape", m), ("tuple", x.reshape((3, 2))),
+                         ("np", np.reshape(x, (6, 1))), ("ravel", m.ravel()), ("T", m.T),
+                         ("list", x.reshape([2, 3]))):
             kinds[label] = type(y.trace.binding(y.id)[1]).__name__
         assert x.T is x
         return np.sum(m.T)

@@ -3,14 +3,16 @@
 The commonest elementwise operations on small float64 arrays (``+ - * /``, ``**`` by a constant,
 ``negative`` and the table's ``sin``, ``cos``, ``tan``, ``tanh``, ``exp``, ``log``, ``sqrt``,
 ``square``, ``absolute``, ``arctan``, ``sinh``, ``cosh``, ``expm1``, ``log1p``, ``reciprocal``;
-``@`` by a constant matrix; basic indexing, ``np.concatenate``, ``np.maximum``/``np.minimum`` with
-a float bound; ``np.sum``, ``np.max``, ``np.min``; ``reshape``, ``ravel``, ``.T``) cost one numpy call each in the Python mechanism (:func:`.array.apply`) several times over: the
-dispatch, the partials, the closure, the backward rule. The extension does what ``apply`` does
-for them in C, with numpy's own inner loops; for the other operations of those ufuncs on a
-reverse tape (broadcasting, float32, views, products of matrices) it makes ``apply``'s own
-calls without ``apply``'s frames, and everything else goes to ``apply`` (see its
-docstring). The pure backend never installs it: it *is* the Python path, whose bits
-the fast path reproduces (``tests/numpy/test_fast.py`` checks both against each other).
+``@`` by a constant matrix; basic indexing, ``np.concatenate``, ``np.maximum``/``np.minimum``
+with a float bound), the reductions ``np.sum``, ``np.mean``, ``np.max`` and ``np.min`` and the
+views ``reshape``, ``ravel`` and ``.T`` cost one numpy call each in the Python mechanism
+(:func:`.array.apply`) several times over: the dispatch, the partials, the closure, the
+backward rule. The extension does what ``apply`` does for them in C, with numpy's own inner
+loops and functions; for the other operations of those ufuncs on a reverse tape
+(broadcasting, float32, views, products of matrices) it makes ``apply``'s own calls without
+``apply``'s frames, and everything else goes to ``apply`` (see its docstring). The pure
+backend never installs it: it *is* the Python path, whose bits the fast path reproduces
+(``tests/numpy/test_fast.py`` checks both against each other).
 ``DELTAAD_ARRAY_FAST=0`` switches it off (the Python path on the compiled backend too).
 """
 
@@ -87,9 +89,10 @@ def _install():
     if sum_rows:
         array.SUM_ROWS = _arrays.sum_rows  # np.sum over the last axis, numpy's bits
     # np.sum, np.max, np.min of an array dual in C (their values numpy's calls, as above)
-    _arrays.setup_reductions({np.sum: 1, np.max: 2, np.amax: 2, np.min: 3, np.amin: 3},
+    _arrays.setup_reductions({np.sum: 1, np.max: 2, np.amax: 2, np.min: 3, np.amin: 3, np.mean: 4},
                              {m: (f, getattr(array.ArrayDual, m))
-                              for m, f in (("sum", np.sum), ("max", np.max), ("min", np.min))},
+                              for m, f in (("sum", np.sum), ("max", np.max), ("min", np.min),
+                                           ("mean", np.mean))},
                              reductions._sum_vjp, reductions._choose_vjp, args.axes_of,
                              np.maximum.reduce, np.minimum.reduce, np.max, np.min, np.float64,
                              sum_rows)
