@@ -1944,6 +1944,11 @@ def broadcast_view(g, tuple shape, tuple strides):
     for k in range(nd):
         dims[k] = shape[k]
         st[k] = strides[k]
+    return _read_only_view(a, nd, dims, st)
+
+
+cdef object _read_only_view(cnp.ndarray a, int nd, intp* dims, intp* st):
+    """The read-only view of ``a``'s data over ``dims`` with strides ``st`` (``a`` its base)."""
     cdef cnp.PyArray_Descr* descr = cnp.PyArray_DESCR(a)
     Py_INCREF(<object>descr)  # (stolen)
     r = _NewFromDescr(<PyTypeObject*>cnp.ndarray, descr, nd, dims, st, cnp.PyArray_BYTES(a), 0,
@@ -2497,12 +2502,7 @@ cdef tuple _sum_cotangent(ArrayRule r, object ct):
         if cnp.PyArray_IS_C_CONTIGUOUS(g) and cnp.PyArray_NDIM(g) == nd:
             for k in range(nd):
                 st[k] = 0 if cnp.PyArray_DIMS(g)[k] == 1 else cnp.PyArray_STRIDES(g)[k]
-            descr = <object>cnp.PyArray_DESCR(g)
-            Py_INCREF(descr)  # (stolen)
-            b = _NewFromDescr(<PyTypeObject*>cnp.ndarray, <cnp.PyArray_Descr*>descr, nd, vd, st,
-                              cnp.PyArray_BYTES(g), 0, NULL)
-            cnp.set_array_base(<cnp.ndarray>b, g)
-            return (b,)
+            return (_read_only_view(g, nd, vd, st),)
     return _reduction_python_rule(r)(ct)
 
 
