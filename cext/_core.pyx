@@ -27,6 +27,9 @@ from cpython.object cimport PyObject_RichCompare, Py_LT, Py_LE, Py_EQ, Py_NE, Py
 
 cdef extern from "Python.h":
     void PyType_Modified(PyTypeObject* t)
+    void PyObject_GC_UnTrack(void* o)
+    void PyObject_GC_Track(void* o)
+    int PyObject_GC_IsTracked(PyObject* o)
     void PyObject_Free(void* p)
     ctypedef struct PyListObject:
         PyObject** ob_item
@@ -284,27 +287,170 @@ def read_tangents(list leaves, Trace level):
     return vals, tans
 
 
+# The input list of duals of the last gradient of a list of floats, kept whole by
+# ``free_inputs`` instead of its duals freed one by one: the next ``float_inputs`` takes them
+# over in place (``_reuse_inputs``), so each input's dual is touched once between two gradients
+# rather than once to free it and once to make it again. Past the caches (a list of 10^6
+# floats: 48 MB of duals) each touch is a miss per dual. The list is untracked by the garbage
+# collector while kept (a collection would visit every dual in it; no cycle goes through it:
+# only this module refers to it), tracked again when handed out. ``_istash_h`` is the handle
+# its duals were made on (each holds a reference to it). Both None when nothing is kept; let
+# go (its duals freed as before, ``_free_input_list``) when another list is kept, by
+# ``release_memory`` and when tracemalloc starts tracing (``_drop_input_stash``).
+cdef object _istash = None
+cdef object _istash_h = None
+
+
 def free_inputs(list holder, Py_ssize_t k, Trace trace):
-    """Drop ``holder[k]``, the list of input duals of ``trace`` (``float_inputs``'), freeing
-    its duals in one C loop: each float dual that only the list holds goes straight to the
-    kept duals, without a deallocation call per dual (the last pass over an input list's
-    duals, so its cost per input shows in a gradient of a long list). Only when nothing but
-    ``holder`` refers to the list (else the user kept it, and it stays as it is); duals that
-    something else holds are left to the list's own deallocation."""
-    global _dfree_n
+    """Drop ``holder[k]``, the list of input duals of ``trace`` (``float_inputs``'): kept as
+    it is for the next ``float_inputs`` to take its duals (see ``_istash``) when nothing but
+    ``holder`` refers to it (else the user kept it, and it stays as it is); the list kept
+    before goes (``_free_input_list``)."""
+    global _istash, _istash_h
     if not 0 <= k < len(holder):
         return
     cdef PyObject* lp = (<PyListObject*>holder).ob_item[k]
     if lp.ob_type != <PyTypeObject*>list or lp.ob_refcnt != 1 or not _dfree_on:
         holder[k] = None
         return
-    cdef PyObject** items = (<PyListObject*>lp).ob_item
-    cdef Py_ssize_t j, m = len(<list>lp), n = m
-    cdef Py_ssize_t top = _dfree_n, start = _dfree_n
-    cdef PyObject* d
+    cdef object old = _istash
+    cdef object old_h = _istash_h
+    PyObject_GC_UnTrack(lp)
+    _istash = <object>lp  # counted: holder's reference goes below
+    _istash_h = trace.h
+    holder[k] = None
+    if old is not None:
+        _free_input_list(old, old_h)
+
+
+cdef list _float_inputs(Trace trace, Tape tape, object xs, object ts, Py_ssize_t m):
+    """The ``m`` input duals of ``float_inputs`` for the floats ``xs``: a tape's (``tape`` is
+    ``trace``; ids from its ``n``, bindings there, below its capacity; ``ts`` None) or a
+    forward level's (``tape`` None; tangents ``ts``, ``m`` of them). None, with nothing kept,
+    if an item is not a float. The duals are, in turn, the kept input list's (``_istash``),
+    kept ones (``_dfree``) and fresh ones; the kept list is the result itself when it has
+    ``m`` items and all of them are taken (no list made, none freed)."""
+    global _istash, _istash_h
+    cdef Py_ssize_t k, mt = m, r = 0, start = tape.n if tape is not None else 0
+    cdef object stash = _istash  # taken off first: nothing else sees it while this runs
+    cdef object stash_h = _istash_h
+    cdef list out
+    cdef bint in_place = stash is not None and len(<list>stash) == m
+    if stash is not None:
+        _istash = None
+        _istash_h = None
+    out = <list>stash if in_place else PyList_New(m)  # (slots NULL until set)
+    cdef PyObject** it = _items(xs, &k)  # read after the allocation (which may run Python)
+    cdef PyObject** tt = _items(ts, &mt) if ts is not None else NULL
+    if k != m or mt != m or (tape is not None and tape.n != start):
+        return None  # (``out`` goes, with any duals in it)
     cdef PyObject* h = <PyObject*>trace.h
+    cdef PyObject** oi = (<PyListObject*>out).ob_item
+    cdef Binding* b = tape.b + start if tape is not None else NULL  # below cap (the caller's)
+    if stash is not None:
+        r = _reuse_inputs(stash, stash_h, oi, it, tt, m, h, start, b)
+    if in_place:
+        if r < m:  # (rare: the program kept an input or put something else in the list)
+            # a list of its own after all: the duals made go there, the rest go with the
+            # kept list (consistent while the allocation may run Python code)
+            out = PyList_New(m)
+            oi = (<PyListObject*>out).ob_item
+            memcpy(oi, (<PyListObject*>stash).ob_item, r * sizeof(PyObject*))
+            memset((<PyListObject*>stash).ob_item, 0, r * sizeof(PyObject*))
+            it = _items(xs, &k)
+            tt = _items(ts, &mt) if ts is not None else NULL
+            if k != m or mt != m or (tape is not None and tape.n != start):
+                return None
+            b = tape.b + start if tape is not None else NULL
+        else:
+            stash = None  # it is ``out``
+            if not PyObject_GC_IsTracked(<PyObject*>out):
+                PyObject_GC_Track(<PyObject*>out)
+    cdef PyObject* o
+    cdef PyTypeObject* tf = <PyTypeObject*>float
+    cdef Py_ssize_t nz = _zombies_for(m - r)  # the next nz duals: kept ones, counted at once
+    # read once (no Python code runs in the first loop: nothing moves them)
+    cdef Py_ssize_t top = _dfree_n - 1 + r
+    for k in range(r, r + nz):  # no Python code runs: the item arrays and ``b`` stay put
+        if it[k].ob_type != tf or (tt != NULL and tt[k].ob_type != tf):
+            _taken(k - r, h)
+            return None  # ``out`` and the duals made so far go; n was never advanced
+        o = _zombie_at(top - k, h)
+        _as_input(o, it, tt, k, start, b)
+        oi[k] = o
+    _taken(nz, h)
+    for k in range(r + nz, m):  # the rest, made afresh
+        if it[k].ob_type != tf or (tt != NULL and tt[k].ob_type != tf):
+            return None
+        o = _alloc_raw(h)
+        _as_input(o, it, tt, k, start, b)
+        _list_steal(out, k, o)
+    return out
+
+
+cdef void _drop_input_stash():
+    """Let the kept input list go (see ``_istash``)."""
+    global _istash, _istash_h
+    cdef object old = _istash
+    cdef object old_h = _istash_h
+    _istash = None
+    _istash_h = None
+    if old is not None:
+        _free_input_list(old, old_h)
+
+
+cdef Py_ssize_t _reuse_inputs(list stash, object stash_h, PyObject** oi, PyObject** it,
+                              PyObject** tt, Py_ssize_t m, PyObject* h, Py_ssize_t start,
+                              Binding* b) noexcept:
+    """Make input duals of ``h`` (see ``_as_input``) from the kept list ``stash``'s duals, in
+    place, from the first while each is a float dual of ``stash_h`` that only ``stash`` holds
+    and its input (and tangent) is a float; input ``k`` goes to ``oi[k]``. Returns how many
+    were made. Unless ``oi`` is ``stash``'s own item array, their slots in ``stash`` are
+    emptied (the rest go with it). No Python code runs."""
+    cdef PyObject* lp = <PyObject*>stash
+    cdef PyObject** items = (<PyListObject*>lp).ob_item
+    cdef Py_ssize_t r = 0, n = len(stash)
+    cdef Py_ssize_t lim = n if n < m else m
+    cdef PyObject* d
+    cdef PyObject* h0 = <PyObject*>stash_h
     cdef PyObject* none = <PyObject*>None
     cdef PyTypeObject* td = <PyTypeObject*>Dual
+    cdef PyTypeObject* tf = <PyTypeObject*>float
+    while r < lim:  # no Python code runs: the lists are held, the handles too
+        d = items[r]
+        if (d.ob_type != td or d.ob_refcnt != 1 or _get_tr(d) != h0
+                or <PyObject*>(<Dual>d).ov != none or it[r].ob_type != tf
+                or (tt != NULL and tt[r].ob_type != tf)):
+            break
+        _as_input(d, it, tt, r, start, b)
+        _set_tr(d, h)
+        oi[r] = d
+        r += 1
+    h.ob_refcnt += r
+    h0.ob_refcnt -= r  # stash_h holds one more: never zero here
+    if oi != items:
+        if r == n:
+            Py_SET_SIZE(lp, 0)
+        else:
+            memset(items, 0, r * sizeof(PyObject*))  # the list's deallocation skips them
+    return r
+
+
+cdef void _free_input_list(object lst, object handle):
+    """Free the duals of an input list of ``handle`` that only the list holds in one C loop:
+    each float one goes straight to the kept duals, without a deallocation call per dual;
+    then the list goes, with the duals left in it."""
+    global _dfree_n
+    cdef PyObject* lp = <PyObject*>lst
+    cdef PyObject** items = (<PyListObject*>lp).ob_item
+    cdef Py_ssize_t j, m = len(<list>lst), n = m
+    cdef Py_ssize_t top = _dfree_n, start = _dfree_n
+    cdef PyObject* d
+    cdef PyObject* h = <PyObject*>handle
+    cdef PyObject* none = <PyObject*>None
+    cdef PyTypeObject* td = <PyTypeObject*>Dual
+    if not _dfree_on:
+        return  # (the list goes as it is)
     if m > DFREE_MAX - top:
         m = DFREE_MAX - top
     for j in range(m):  # no Python code runs: the list is ours, the handle stays alive
@@ -320,7 +466,7 @@ def free_inputs(list holder, Py_ssize_t k, Trace trace):
         top += 1
     _dfree_n = top
     none.ob_refcnt += top - start
-    h.ob_refcnt -= top - start  # trace.h holds one more: it never reaches zero here
+    h.ob_refcnt -= top - start  # ``handle`` holds one more: it never reaches zero here
     # the list's deallocation must not see the duals that went: when all went (the common
     # case), the list is emptied in one step; else their slots are cleared, found without
     # touching a dual again: they are _dfree[start:top], in the list's order (a dual that
@@ -333,7 +479,6 @@ def free_inputs(list holder, Py_ssize_t k, Trace trace):
             if q < top and items[j] == _dfree[q]:
                 items[j] = NULL  # the list's deallocation skips it
                 q += 1
-    holder[k] = None  # the list goes, with the duals left in it
 
 
 # --------------------------------------------------------------------------------------------
@@ -400,7 +545,8 @@ cdef class Trace:
     def __cinit__(self, *args):
         global _dfree_on, _kept_mark
         _dfree_on = not _tracing()  # see _dfree
-        if not _dfree_on and _dfree_n:
+        if not _dfree_on and (_dfree_n or _istash is not None):
+            _drop_input_stash()  # (its duals are freed: _dfree_on is off)
             _release_duals()  # none kept while off: see _dfree
         _kept_mark = 0  # see _fkeep
         cdef TraceHandle h = TraceHandle.__new__(TraceHandle)
@@ -730,6 +876,7 @@ def release_memory():
     """Give the spare tape and adjoint buffers and the kept duals and floats back to the
     allocator."""
     global _spare, _spare_cap, _spare_adj, _spare_adj_n
+    _drop_input_stash()
     _release_duals()
     _release_floats()
     if _array_release is not None:  # the array fast path's kept arrays
@@ -899,7 +1046,7 @@ cdef class Tape(Trace):
         """``inputs(xs)`` for a non-empty list or tuple ``xs`` of exact floats, each item read
         once (no checked copy of ``xs`` first: a gradient of a long list touches each input
         float once); None, with nothing recorded, for anything else."""
-        cdef Py_ssize_t m, k
+        cdef Py_ssize_t m
         cdef Py_ssize_t start = self.n
         if type(xs) is not list and type(xs) is not tuple:
             return None
@@ -910,35 +1057,9 @@ cdef class Tape(Trace):
             raise MemoryError("deltaad tape: more than %d bindings on one tape" % MAX_BINDINGS)
         while self.cap < start + m:
             self._grow()
-        cdef list out = PyList_New(m)  # slots NULL until set: safe to free at any point
-        cdef PyObject** it = _items(xs, &k)  # read after the allocations (which may run Python)
-        if k != m or self.n != start:
+        cdef list out = _float_inputs(self, self, xs, None, m)
+        if out is None:
             return None
-        cdef PyObject* o
-        cdef PyObject* xp
-        cdef PyObject* h = <PyObject*>self.h
-        cdef Binding* b = self.b + start  # below cap (grown above)
-        cdef PyTypeObject* tf = <PyTypeObject*>float
-        cdef Py_ssize_t nz = _zombies_for(m)  # the first nz duals: kept ones, counted at once
-        # read once (no Python code runs in the first loop: nothing moves them)
-        cdef Py_ssize_t top = _dfree_n - 1
-        cdef PyObject** oi = (<PyListObject*>out).ob_item
-        for k in range(nz):  # no Python code runs: the item array and ``b`` stay put
-            xp = it[k]
-            if xp.ob_type != tf:
-                _taken(k, h)
-                return None  # ``out`` and the duals made so far go; n was never advanced
-            o = _zombie_at(top - k, h)
-            _as_input(o, xp, start + k, &b[k])
-            oi[k] = o
-        _taken(nz, h)
-        for k in range(nz, m):  # the rest, made afresh
-            xp = it[k]
-            if xp.ob_type != tf:
-                return None
-            o = _alloc_raw(h)
-            _as_input(o, xp, start + k, &b[k])
-            _list_steal(out, k, o)
         self.n = start + m
         if self.lead == start:
             self.lead = start + m
@@ -2333,7 +2454,7 @@ cdef class ForwardLevel(Trace):
     def float_inputs(self, xs, ts):
         """``inputs(xs, ts)`` for non-empty lists or tuples ``xs`` and ``ts`` of exact floats
         of one length, each item read once (see ``Tape.float_inputs``); None for anything else."""
-        cdef Py_ssize_t m, k, mt
+        cdef Py_ssize_t m
         if type(xs) is not list and type(xs) is not tuple:
             return None
         if type(ts) is not list and type(ts) is not tuple:
@@ -2341,40 +2462,7 @@ cdef class ForwardLevel(Trace):
         m = len(xs)
         if m == 0 or len(ts) != m:
             return None
-        cdef list out = PyList_New(m)  # slots NULL until set: safe to free at any point
-        cdef PyObject** it = _items(xs, &k)  # read after the allocation (which may run Python)
-        cdef PyObject** tt = _items(ts, &mt)
-        if k != m or mt != m:
-            return None
-        cdef PyObject* o
-        cdef PyObject* xp
-        cdef PyObject* tp
-        cdef PyObject* h = <PyObject*>self.h
-        cdef PyTypeObject* tf = <PyTypeObject*>float
-        cdef Py_ssize_t nz = _zombies_for(m)  # as in Tape.float_inputs
-        cdef Py_ssize_t top = _dfree_n - 1
-        cdef PyObject** oi = (<PyListObject*>out).ob_item
-        for k in range(nz):  # no Python code runs: the item arrays stay put
-            xp = it[k]
-            tp = tt[k]
-            if xp.ob_type != tf or tp.ob_type != tf:
-                _taken(k, h)
-                return None
-            o = _zombie_at(top - k, h)
-            (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
-            _store_t(&(<Dual>o).i, (<PyFloatObject*>tp).ob_fval)
-            oi[k] = o
-        _taken(nz, h)
-        for k in range(nz, m):  # the rest, made afresh
-            xp = it[k]
-            tp = tt[k]
-            if xp.ob_type != tf or tp.ob_type != tf:
-                return None
-            o = _alloc_raw(h)
-            (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
-            _store_t(&(<Dual>o).i, (<PyFloatObject*>tp).ob_fval)
-            _list_steal(out, k, o)
-        return out
+        return _float_inputs(self, None, xs, ts, m)
 
     def emit(self, value, operands, coefs):
         """Forward twin of ``Tape.push_linear`` with coefficients: sum of c_i * tangent_i."""
@@ -2838,11 +2926,21 @@ cdef inline Py_ssize_t _zombies_for(Py_ssize_t m) noexcept:
     return _dfree_n if _dfree_n < m else m
 
 
-cdef inline void _as_input(PyObject* o, PyObject* xp, Py_ssize_t i, Binding* bk) noexcept:
-    """The dual ``o`` made the input ``i`` of value ``xp`` (a float), its binding ``bk`` an
-    input's (no parents): the step both of float_inputs' loops take."""
-    (<Dual>o).v = (<PyFloatObject*>xp).ob_fval
-    (<Dual>o).i = i
+cdef inline void _as_input(PyObject* o, PyObject** it, PyObject** tt, Py_ssize_t k,
+                           Py_ssize_t start, Binding* b) noexcept:
+    """The dual ``o`` made input ``k`` of value ``it[k]`` (a float): on a tape (``b`` not
+    NULL) its id ``start + k`` and binding ``b[k]`` an input's; on a forward level its
+    tangent ``tt[k]`` (a float). The step of every loop of ``_float_inputs``."""
+    (<Dual>o).v = (<PyFloatObject*>it[k]).ob_fval
+    if b != NULL:
+        (<Dual>o).i = start + k
+        _input_binding(&b[k])
+    else:
+        _store_t(&(<Dual>o).i, (<PyFloatObject*>tt[k]).ob_fval)
+
+
+cdef inline void _input_binding(Binding* bk) noexcept nogil:
+    """``bk`` an input's binding (no parents)."""
     bk.p1 = -1
     bk.c1 = 0.0
     bk.p2 = -1

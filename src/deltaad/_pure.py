@@ -144,8 +144,9 @@ def read_tangents(leaves, level):
 
 
 def free_inputs(holder, k, trace):
-    """Drop ``holder[k]``, a list of input duals of ``trace`` (the core frees its duals in one
-    loop; here Python frees them as usual)."""
+    """Drop ``holder[k]``, a list of input duals of ``trace`` (the core keeps the list for
+    the next gradient of a list to take its duals in place; here Python frees them as
+    usual)."""
     holder[k] = None
 
 
