@@ -296,7 +296,9 @@ def read_tangents(list leaves, Trace level):
 # only this module refers to it), tracked again when handed out. ``_istash_h`` is the handle
 # its duals were made on (each holds a reference to it). Both None when nothing is kept; let
 # go (its duals freed as before, ``_free_input_list``) when another list is kept, by
-# ``release_memory`` and when tracemalloc starts tracing (``_drop_input_stash``).
+# ``release_memory`` and when tracemalloc starts tracing (``_drop_input_stash``). A list is
+# kept only if the kept duals (``_dfree``) have room for its duals: the two together hold no
+# more than DFREE_MAX duals when it is kept.
 cdef object _istash = None
 cdef object _istash_h = None
 
@@ -313,14 +315,20 @@ def free_inputs(list holder, Py_ssize_t k, Trace trace):
     if lp.ob_type != <PyTypeObject*>list or lp.ob_refcnt != 1 or not _dfree_on:
         holder[k] = None
         return
-    cdef object old = _istash
+    cdef object old = _istash  # (dropped on return)
     cdef object old_h = _istash_h
+    _istash = None
+    _istash_h = None
+    if old is not None:
+        _free_input_list(old, old_h)  # (runs no Python code: ``lp`` stays holder's)
+    if len(<list>lp) > DFREE_MAX - _dfree_n:  # no more than the kept duals have room for
+        _free_input_list(<object>lp, trace.h)
+        holder[k] = None
+        return
     PyObject_GC_UnTrack(lp)
     _istash = <object>lp  # counted: holder's reference goes below
     _istash_h = trace.h
     holder[k] = None
-    if old is not None:
-        _free_input_list(old, old_h)
 
 
 cdef list _float_inputs(Trace trace, Tape tape, object xs, object ts, Py_ssize_t m):
