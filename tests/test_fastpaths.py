@@ -585,6 +585,36 @@ def test_float_sweep_of_chains_is_the_general_one_to_the_bit(xs, ops, ct):
     assert got[0] == got[1]
 
 
+@given(st.lists(st.tuples(st.integers(1, 6), st.lists(st.integers(0, 30), min_size=1,
+                                                    max_size=12),
+                          st.lists(st.tuples(st.integers(0, 40), CHAIN_VALUES), max_size=3),
+                          st.sampled_from(["inputs", "below", "some", "all", "list"])),
+                min_size=1, max_size=6))
+def test_sweeps_in_turn_leave_nothing_for_the_next(evals):
+    """The core keeps its adjoint array between sweeps, cleared by the sweep that used it
+    when its wanted ids all lie below the sweep's bottom (a gradient's inputs), else by a
+    memset before the next. Sweeps one after another on tapes of every size, with seeds
+    anywhere (among the inputs too) and wanted ids the inputs, some of them, ids above them
+    or a list: every adjoint is the pure twin's, to the bit (a term left over from an
+    earlier sweep would show)."""
+    for m, ops, seeds, which in evals:
+        got = []
+        for B in BACKENDS:
+            T = B.Tape(1)
+            vals = T.float_inputs([0.5 + k for k in range(m)])
+            for k, o in enumerate(ops):
+                x = vals[-1 - o % len(vals)]
+                y = vals[o % len(vals)]
+                vals.append(x * y if k % 3 == 0 else x + y if k % 3 == 1 else x * 1.5)
+            n = T.nbindings
+            sd = [(vals[-1].id, 1.0)] + [(i % n, c) for i, c in seeds]
+            wanted = {"inputs": range(m), "below": range(m - 1, -1, -1),
+                      "some": range(0, m, 2), "all": range(n),
+                      "list": [i % m for i, _ in seeds] or [0]}[which]
+            got.append([bits(a) for a in T.eval(sd, wanted)])
+        assert got[0] == got[1]
+
+
 @pytest.mark.parametrize("forward", [False, True])
 @pytest.mark.parametrize("kept", [0, 3, 8])
 @pytest.mark.parametrize("bad", [None, 0, 2, 3, 5, 7])
