@@ -751,11 +751,11 @@ cdef bint _tracing() noexcept:
 
 cdef double* _spare_adj = NULL    # likewise for the adjoint array of the float sweep
 cdef Py_ssize_t _spare_adj_n = 0
-# The spare adjoint array is +0.0 in all its _spare_adj_n entries: a gradient whose wanted
-# adjoints all lie below its sweep (its inputs) leaves it so (``Tape.eval``), and the next
-# one then clears no more than it touched (at 10^6 inputs and as many operations, no 16 MB
-# memset before the sweep: the sweep clears what it reads, 8 MB of inputs' adjoints are
-# cleared after they are read). Set with the spare itself, wherever it is.
+# Whether the spare adjoint array is +0.0 in all its _spare_adj_n entries: a gradient whose
+# wanted adjoints all lie below its sweep (its inputs) leaves it so (``Tape.eval``), and the
+# next one then needs no memset first (at 10^6 inputs and as many operations, 16 MB): the
+# sweep clears what it reads, the inputs' adjoints are cleared as they are read. Set with the
+# spare itself, wherever it is.
 cdef bint _spare_adj_zero = False
 
 
