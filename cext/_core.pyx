@@ -315,12 +315,9 @@ def free_inputs(list holder, Py_ssize_t k, Trace trace):
     if lp.ob_type != <PyTypeObject*>list or lp.ob_refcnt != 1 or not _dfree_on:
         holder[k] = None
         return
-    cdef object old = _istash  # (dropped on return)
-    cdef object old_h = _istash_h
-    _istash = None
-    _istash_h = None
-    if old is not None:
-        _free_input_list(old, old_h)  # (runs no Python code: ``lp`` stays holder's)
+    # the list kept before goes; dropped on return (its deallocation may run Python code:
+    # ``lp`` stays holder's until then)
+    cdef object old = _drop_input_stash()
     if len(<list>lp) > DFREE_MAX - _dfree_n:  # no more than the kept duals have room for
         _free_input_list(<object>lp, trace.h)
         holder[k] = None
@@ -396,8 +393,9 @@ cdef list _float_inputs(Trace trace, Tape tape, object xs, object ts, Py_ssize_t
     return out
 
 
-cdef void _drop_input_stash():
-    """Let the kept input list go (see ``_istash``)."""
+cdef object _drop_input_stash():
+    """Let the kept input list go (see ``_istash``): its duals freed at once, the list
+    returned, for the caller to drop when Python code may run (None if none was kept)."""
     global _istash, _istash_h
     cdef object old = _istash
     cdef object old_h = _istash_h
@@ -405,6 +403,7 @@ cdef void _drop_input_stash():
     _istash_h = None
     if old is not None:
         _free_input_list(old, old_h)
+    return old
 
 
 cdef Py_ssize_t _reuse_inputs(list stash, object stash_h, PyObject** oi, PyObject** it,
@@ -1338,7 +1337,7 @@ cdef class Tape(Trace):
         # ``wanted`` as a range (the inputs of a float argument: consecutive ids) is read
         # without making an int per id: its ends are checked, and every id lies between them.
         cdef list wl = None
-        cdef Py_ssize_t nw, r0 = 0, rstep = 0
+        cdef Py_ssize_t nw, r0 = 0, rstep = 0, wmax = -1  # (the largest wanted id)
         if type(wanted) is range:
             nw = len(wanted)
             if nw:
@@ -1348,6 +1347,7 @@ cdef class Tape(Trace):
                 r0 = wanted[0]
                 if nw > 1:  # |step| <= |last - first| < n0: fits
                     rstep = wanted.step
+                wmax = max(r0, r0 + (nw - 1) * rstep)
         else:
             wl = []
             for w_ in wanted:
@@ -1355,6 +1355,8 @@ cdef class Tape(Trace):
                 if not 0 <= sid < n0:
                     raise IndexError("wanted id %r is not on this tape of %d bindings" % (w_, n0))
                 wl.append(sid)
+                if sid > wmax:
+                    wmax = sid
             nw = len(wl)
         if self.n < n0:
             raise RuntimeError("deltaad eval: the tape lost bindings while its seeds were read")
@@ -1394,13 +1396,7 @@ cdef class Tape(Trace):
         # wanted ids all below the sweep's bottom (a gradient's inputs): the sweep leaves each
         # adjoint it reads +0.0, and the ids below it are cleared once read (see
         # _spare_adj_zero); then only an array not zeroed before needs a memset
-        cdef bint below = r0 + (nw - 1) * rstep < lead and r0 < lead
-        if wl is not None:
-            below = True
-            for m in range(nw):
-                if <Py_ssize_t>wl[m] >= lead:
-                    below = False
-                    break
+        cdef bint below = wmax < lead
         # ``b`` is read without the GIL: another thread appending to this (open) tape may
         # write past ``n`` but not move the buffer (``_grow`` refuses while sweeping).
         self.sweeping += 1
@@ -2992,17 +2988,12 @@ cdef inline void _as_input(PyObject* o, PyObject** it, PyObject** tt, Py_ssize_t
     (<Dual>o).v = (<PyFloatObject*>it[k]).ob_fval
     if b != NULL:
         (<Dual>o).i = start + k
-        _input_binding(&b[k])
+        b[k].p1 = -1  # no parents
+        b[k].c1 = 0.0
+        b[k].p2 = -1
+        b[k].c2 = 0.0
     else:
         _store_t(&(<Dual>o).i, (<PyFloatObject*>tt[k]).ob_fval)
-
-
-cdef inline void _input_binding(Binding* bk) noexcept nogil:
-    """``bk`` an input's binding (no parents)."""
-    bk.p1 = -1
-    bk.c1 = 0.0
-    bk.p2 = -1
-    bk.c2 = 0.0
 
 
 cdef inline PyObject* _zombie_at(Py_ssize_t j, PyObject* h) noexcept:
