@@ -163,6 +163,73 @@ def set_hooks(fallback, array_ufunc, array_function=None, complex_binop=None,
         _float64 = np.float64
 
 
+cdef extern from *:
+    """
+    /* ``t`` is ``ModuleType`` or a direct subclass that adds nothing to its instances
+       (``__slots__ = ()``): the same size, dict, weak-reference list, freeing and
+       garbage-collector support. Any two such classes may be swapped on a module, as
+       ``module.__class__ = cls`` allows (CPython's compatible_for_assignment then finds
+       ModuleType as the common base with nothing added). */
+    #ifdef Py_TPFLAGS_MANAGED_WEAKREF
+    #define DELTAAD_LAYOUT_FLAGS (Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_MANAGED_DICT | \
+                                  Py_TPFLAGS_MANAGED_WEAKREF)
+    #else
+    #define DELTAAD_LAYOUT_FLAGS (Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_MANAGED_DICT)
+    #endif
+    static int deltaad_module_layout(PyTypeObject *t) {
+        PyTypeObject *m = &PyModule_Type;
+        unsigned long f = DELTAAD_LAYOUT_FLAGS;
+        return t == m || (t->tp_base == m && (PyType_GetFlags(t) & Py_TPFLAGS_HEAPTYPE)
+            && t->tp_basicsize == m->tp_basicsize && t->tp_itemsize == m->tp_itemsize
+            && t->tp_dictoffset == m->tp_dictoffset
+            && t->tp_weaklistoffset == m->tp_weaklistoffset && t->tp_free == m->tp_free
+            && (PyType_GetFlags(t) & f) == (PyType_GetFlags(m) & f));
+    }
+    /* swap the class of module ``o`` from ``old`` to ``t``, both of a module's layout: what
+       object.__class__'s setter does then (its audit event, the heap classes' references) */
+    static int deltaad_swap_module_class(PyObject *o, PyTypeObject *old, PyTypeObject *t) {
+        if (PySys_Audit("object.__setattr__", "OsO", o, "__class__", (PyObject *)t) < 0)
+            return -1;
+        if (PyType_GetFlags(t) & Py_TPFLAGS_HEAPTYPE)
+            Py_INCREF(t);
+        Py_SET_TYPE(o, t);
+        if (PyType_GetFlags(old) & Py_TPFLAGS_HEAPTYPE)
+            Py_DECREF(old);
+        return 0;
+    }
+    """
+    bint _module_layout "deltaad_module_layout"(PyTypeObject* t) noexcept
+    int _swap_module_class "deltaad_swap_module_class"(object o, PyTypeObject* old,
+                                                       PyTypeObject* t) except -1
+    PyTypeObject* _type_of "Py_TYPE"(object o)
+    bint PyModule_Check(object o)
+
+
+def set_module_classes(tuple modules, tuple classes):
+    """``modules[k].__class__ = classes[k]`` for each k. ``deltaad.stdmath`` switches the
+    classes of ``math``, numpy and others twice per differentiation, and the attribute's
+    generic checks cost more than the rest of a short gradient's opening; where both classes
+    have a module's exact layout (``_module_layout``) the class is swapped here directly, with
+    the audit event and the class references the attribute has. Anything else goes through
+    the attribute, which checks it."""
+    cdef Py_ssize_t k
+    cdef PyTypeObject* old
+    cdef PyTypeObject* new
+    if len(modules) != len(classes):
+        raise ValueError("set_module_classes: one class per module")
+    for k in range(len(modules)):
+        m = modules[k]
+        c = classes[k]
+        old = _type_of(m)
+        new = <PyTypeObject*>c if isinstance(c, type) else NULL
+        if new == old:
+            continue
+        if new != NULL and PyModule_Check(m) and _module_layout(old) and _module_layout(new):
+            _swap_module_class(m, old, new)
+        else:
+            m.__class__ = c
+
+
 cdef PyObject** _items(object xs, Py_ssize_t* n):
     """The item array of a list or tuple (borrowed; valid until it is next changed; NULL when
     empty) and its length in ``n``; ``n`` is -1 for any other object."""

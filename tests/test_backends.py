@@ -8,6 +8,9 @@ exception by type and message.
 """
 
 import math
+import os
+import struct
+import types
 
 import numpy as np
 import pytest
@@ -666,3 +669,99 @@ def test_hand_made_ids_are_checked():
         else:
             assert v[:2] == ("raised", "ValueError"), (k, v)
             assert "binding" in v[2] or "id -1" in v[2], (k, v)
+
+
+# --------------------------------------------------------------------------------------------
+# Module classes: deltaad.stdmath's switch of math, numpy, statistics
+
+
+class _Switched(types.ModuleType):
+    __slots__ = ()
+
+
+class _Switched2(types.ModuleType):
+    __slots__ = ()
+
+
+class _WithSlot(types.ModuleType):  # adds to the layout: CPython refuses the swap
+    __slots__ = ("x",)
+
+
+class _SubSwitched(_Switched):  # not a direct subclass: the core leaves it to CPython
+    __slots__ = ()
+
+
+_CLASSES = [types.ModuleType, _Switched, _Switched2, _WithSlot, _SubSwitched, int, "module"]
+
+
+def _assigned(obj, cls):
+    """What CPython's own ``obj.__class__ = cls`` leaves (the class) or raises."""
+    try:
+        obj.__class__ = cls
+    except Exception as e:  # noqa: BLE001 -- the error is what is compared
+        return ("raised", type(e).__name__)
+    return type(obj)
+
+
+@pytest.mark.parametrize("B", BACKENDS, ids=["pure", "core"])
+@given(picks=st.lists(st.lists(st.integers(0, len(_CLASSES) - 1), min_size=1, max_size=3),
+                      max_size=12))
+def test_module_classes_are_set_as_the_attribute_sets_them(B, picks):
+    """``set_module_classes`` (which the core swaps directly where both classes have a
+    module's layout) leaves each module the class CPython's own ``__class__`` assignment
+    leaves a twin module, or raises its error; and once every module is plain again, no
+    reference to a class is left or lost."""
+    import sys
+
+    before = {c: sys.getrefcount(c) for c in _CLASSES[1:5]}  # the heap classes
+    mods = [types.ModuleType("m%d" % k) for k in range(3)]
+    twins = [types.ModuleType("t%d" % k) for k in range(3)]
+    for pick in picks:
+        ms = tuple(mods[:len(pick)])
+        cs = tuple(_CLASSES[k] for k in pick)
+        want = [_assigned(t, c) for t, c in zip(twins, cs)]
+        got = None
+        try:
+            B.set_module_classes(ms, cs)
+        except Exception as e:  # noqa: BLE001
+            got = ("raised", type(e).__name__)
+        if got is not None:  # the first refusal stops the loop, as it does the attribute's
+            k = next(k for k, w in enumerate(want) if type(w) is tuple)
+            assert got == want[k]
+            for t, m in zip(twins[k + 1:], mods[k + 1:]):
+                t.__class__ = type(m)  # the twins that went on are put back
+            want = want[:k]
+        assert [type(m) for m in mods[:len(want)]] == want
+    ms = cs = want = None
+    B.set_module_classes(tuple(mods), (types.ModuleType,) * 3)
+    for t in twins:
+        t.__class__ = types.ModuleType
+    assert {c: sys.getrefcount(c) for c in before} == before
+
+
+@pytest.mark.parametrize("backend", ["python", "c"])
+def test_module_classes_set_raise_the_audit_event_of_the_attribute(backend):
+    """An audit hook sees ``set_module_classes`` as it sees ``module.__class__ = cls``."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, types\n"
+        "from deltaad._backend import B\n"
+        "class S(types.ModuleType):\n    __slots__ = ()\n"
+        "seen = []\n"
+        "sys.addaudithook(lambda e, a: seen.append((a[1], a[2].__name__))\n"
+        "                 if e == 'object.__setattr__' else None)\n"
+        "m = types.ModuleType('m')\n"
+        "B.set_module_classes((m,), (S,))\n"
+        "B.set_module_classes((m,), (S,))\n"  # already so: nothing set, no event
+        "B.set_module_classes((m,), (types.ModuleType,))\n"
+        "m.__class__ = S\n"
+        "print(seen)\n")
+    env = dict(os.environ, DELTAAD_BACKEND=backend)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == repr([("__class__", "S"), ("__class__", "module"),
+                                     ("__class__", "S")])
+

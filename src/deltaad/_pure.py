@@ -143,6 +143,15 @@ def read_tangents(leaves, level):
     return [x.value for x in leaves], [x.tangent for x in leaves]
 
 
+def set_module_classes(modules, classes):
+    """``modules[k].__class__ = classes[k]`` for each k (the core swaps them directly)."""
+    if len(modules) != len(classes):
+        raise ValueError("set_module_classes: one class per module")
+    for m, c in zip(modules, classes):
+        if type(m) is not c:
+            m.__class__ = c
+
+
 def free_inputs(holder, k, trace):
     """Drop ``holder[k]``, a list of input duals of ``trace`` (the core keeps the list for
     the next gradient of a list to take its duals in place; here Python frees them as

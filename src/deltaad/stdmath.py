@@ -30,6 +30,7 @@ from threading import get_ident as _ident
 import numpy as _np
 
 from . import trace as _trace
+from ._backend import B
 from ._errors import NUMPY_CONSTRUCTORS, NUMPY_CONVERTERS
 
 _plain = types.ModuleType.__getattribute__
@@ -240,28 +241,37 @@ _enabled = True
 
 
 _STATISTICS = []  # statistics' class while switched, made when the module is first imported
+_set_classes = B.set_module_classes
+
+# The modules switched, their classes while switched and their plain ones; statistics joins
+# them once some code has imported it (``_switching``), as ``(statistics, the three)``.
+_MODULES = ((_math_module, _cmath_module, _np.linalg, _np),
+            (_MATH[0], _CMATH[0], _LINALG, _NUMPY), (_PLAIN,) * 4)
+_with_statistics = (None, _MODULES)
+
+
+def _switching():
+    """``(modules, classes while switched, plain classes)``."""
+    global _with_statistics
+    stats = _sys.modules.get("statistics")
+    if stats is None:
+        return _MODULES
+    if _with_statistics[0] is not stats:
+        if not _STATISTICS:
+            _STATISTICS.append(_switched(stats, "deltaad.statistics"))
+        mods, on, off = _MODULES
+        _with_statistics = (stats, (mods + (stats,), on + (_STATISTICS[0][0],), off + (_PLAIN,)))
+    return _with_statistics[1]
 
 
 def _on():
-    _math_module.__class__ = _MATH[0]
-    _cmath_module.__class__ = _CMATH[0]
-    _np.linalg.__class__ = _LINALG
-    _np.__class__ = _NUMPY
-    stats = _sys.modules.get("statistics")  # (switched only once some code imported it)
-    if stats is not None:
-        if not _STATISTICS:
-            _STATISTICS.append(_switched(stats, "deltaad.statistics"))
-        stats.__class__ = _STATISTICS[0][0]
+    mods, on, _ = _switching()
+    _set_classes(mods, on)
 
 
 def _off():
-    _math_module.__class__ = _PLAIN
-    _cmath_module.__class__ = _PLAIN
-    _np.linalg.__class__ = _PLAIN
-    _np.__class__ = _PLAIN
-    stats = _sys.modules.get("statistics")
-    if stats is not None:
-        stats.__class__ = _PLAIN
+    mods, _, off = _switching()
+    _set_classes(mods, off)
 
 
 def _settle():
@@ -279,7 +289,10 @@ def _enter():
 
 def _leave():
     _open.pop(_ident(), None)
-    _settle()
+    if not (_open or _held):  # (_settle's steps: this runs at the end of every differentiation)
+        _off()
+        if (_open or _held) and _enabled:
+            _on()
 
 
 def enable(on=True):

@@ -93,10 +93,11 @@ def _outermost(entering):
 
 
 def _stack():
-    stack = getattr(_local, "stack", None)
-    if stack is None:
+    try:
+        return _local.stack
+    except AttributeError:  # the thread's first trace
         stack = _local.stack = []
-    return stack
+        return stack
 
 
 def _settle(stack):
@@ -129,19 +130,23 @@ def traced(kind, body, *args):
     trace = kind(next(_levels))
     trace.close()  # until run opens it: an interrupt before then leaves nothing open
     stack = _stack()
-    _settle(stack)
+    if stack and stack[-1].closed:
+        _settle(stack)
     outer = not stack
     try:
         if outer:
-            _outermost(True)
+            for enter, _ in outermost_hooks:
+                enter()
         stack.append(trace)
         return trace, trace.run(body, trace, *args)
     finally:
         if stack and stack[-1] is trace:
             stack.pop()
-        _settle(stack)
+        if stack and stack[-1].closed:
+            _settle(stack)
         if outer:
-            _outermost(False)
+            for _, leave in outermost_hooks:
+                leave()
 
 
 class opened:
