@@ -985,6 +985,19 @@ def release_memory():
         _spare_adj_zero = False
 
 
+cdef enum:
+    # A float sweep of fewer bindings runs with the GIL held: releasing and taking it back
+    # costs more than such a sweep (a short gradient's), and no other thread gains from it.
+    NOGIL_MIN = 4096
+
+
+cdef inline bint _int_below(object i, Py_ssize_t n) except -1:
+    """``0 <= i < n`` for a Python int ``i`` of any size (an item of a range)."""
+    cdef int overflow
+    cdef long long v = PyLong_AsLongLongAndOverflow(i, &overflow)
+    return overflow == 0 and 0 <= v < n
+
+
 @cython.auto_pickle(False)
 @cython.no_gc_clear  # a cleared tape (ocoef/linear None) must never be reachable
 cdef class Tape(Trace):
@@ -1408,13 +1421,13 @@ cdef class Tape(Trace):
         if type(wanted) is range:
             nw = len(wanted)
             if nw:
-                for i_ in (wanted[0], wanted[nw - 1]):
-                    if not 0 <= i_ < n0:
+                for i_ in (wanted[0], wanted[nw - 1]) if nw > 1 else (wanted[0],):
+                    if not _int_below(i_, n0):
                         raise IndexError("wanted id %r is not on this tape of %d bindings" % (i_, n0))
                 r0 = wanted[0]
                 if nw > 1:  # |step| <= |last - first| < n0: fits
                     rstep = wanted.step
-                wmax = max(r0, r0 + (nw - 1) * rstep)
+                wmax = r0 if rstep <= 0 else r0 + (nw - 1) * rstep
         else:
             wl = []
             for w_ in wanted:
@@ -1478,7 +1491,10 @@ cdef class Tape(Trace):
             for m in range(len(cts)):  # ids checked above; cotangents exact floats
                 sid = s0 + m * sstep if sstep else <Py_ssize_t>sids[m]
                 adj[sid] += PyFloat_AS_DOUBLE(cts[m])
-            with nogil:
+            if n > NOGIL_MIN:
+                with nogil:
+                    _sweep_floats_clearing(b, adj, n - 1, lead, below)
+            else:
                 _sweep_floats_clearing(b, adj, n - 1, lead, below)
             out = PyList_New(nw)  # slots NULL until set: safe to free on an error
             _kept_floats_from(_kept_mark)

@@ -63,6 +63,12 @@ def test_wanted_range_ends_are_checked_without_overflow(B):
     with pytest.raises(IndexError, match="wanted id"):
         T.eval([(y.id, 1.0)], range(0, 17 * 2 ** 60, 2 ** 60))
     assert T.eval([(y.id, 1.0)], range(0, 2 ** 70, 2 ** 70)) == [2.0]  # one id: step unused
+    big = 2 ** 70
+    for r in (range(big, big + 2), range(-big, 3 - big), range(2 ** 64, 2 ** 64 + 1),
+              range(-1, 1), range(1, 3), range(2, 3), range(0, -2, -1)):  # an end off the tape
+        with pytest.raises(IndexError, match="wanted id"):
+            T.eval([(y.id, 1.0)], r)
+    assert T.eval([(y.id, 1.0)], range(1, -1, -1)) == [1.0, 2.0]
 
 
 def _stale_buffer(B):
