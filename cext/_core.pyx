@@ -375,24 +375,29 @@ def free_inputs(list holder, Py_ssize_t k, Trace trace):
     it is for the next ``float_inputs`` to take its duals (see ``_istash``) when nothing but
     ``holder`` refers to it (else the user kept it, and it stays as it is); the list kept
     before goes (``_free_input_list``)."""
+    _free_inputs(holder, k, trace)
+
+
+cdef int _free_inputs(list holder, Py_ssize_t k, Trace trace) except -1:
     global _istash, _istash_h
     if not 0 <= k < len(holder):
-        return
+        return 0
     cdef PyObject* lp = (<PyListObject*>holder).ob_item[k]
     if lp.ob_type != <PyTypeObject*>list or lp.ob_refcnt != 1 or not _dfree_on:
         holder[k] = None
-        return
+        return 0
     # the list kept before goes; dropped on return (its deallocation may run Python code:
     # ``lp`` stays holder's until then)
     cdef object old = _drop_input_stash()
     if len(<list>lp) > DFREE_MAX - _dfree_n:  # no more than the kept duals have room for
         _free_input_list(<object>lp, trace.h)
         holder[k] = None
-        return
+        return 0
     PyObject_GC_UnTrack(lp)
     _istash = <object>lp  # counted: holder's reference goes below
     _istash_h = trace.h
     holder[k] = None
+    return 0
 
 
 cdef list _float_inputs(Trace trace, Tape tape, object xs, object ts, Py_ssize_t m):
@@ -653,6 +658,44 @@ cdef class Trace:
     def close(self):
         """End recording: duals of this trace may no longer enter arithmetic."""
         self.h.closed = True
+
+    cdef list _flat_inputs(self, xs, ts):
+        """``float_inputs``: the input duals of ``xs`` (tangents ``ts`` on a forward level)."""
+        return None
+
+    def call_on_inputs(self, fn, tuple args, dict kwargs, Py_ssize_t n, xs, ts, bint has_aux,
+                       finish):
+        """The commonest differentiation's body (run with this trace open): one list or tuple
+        of floats ``xs`` (tangents ``ts`` on a forward level, else None) is argument ``n`` of
+        ``fn(*args, **kwargs)``. Its input duals are made (``float_inputs``) and put in that
+        place, as a list (a tuple for a tuple); the call is made; the input list is let go
+        (``free_inputs``). ``finish(self, result)`` gives the output packed and, with
+        ``has_aux``, the pair ``(output, aux)`` (it is not called on an output that is a dual
+        without an aux). ``(the inputs' ids (consecutive: a range; None on a forward level),
+        output, aux)``; None, nothing called, if an item of ``xs`` (or ``ts``) is not a float.
+        One C function: a short gradient's Python steps cost more than its arithmetic."""
+        cdef Py_ssize_t first
+        cdef list duals
+        cdef object ids = None
+        if not 0 <= n < len(args):
+            raise IndexError("call_on_inputs: no argument %d of %d" % (n, len(args)))
+        duals = self._flat_inputs(xs, ts)
+        if duals is None:
+            return None
+        if not self.h.is_forward:
+            first = (<Dual>duals[0]).i
+            ids = range(first, first + len(duals))
+        cdef list new_args = list(args)
+        new_args[n] = duals if type(xs) is list else tuple(duals)
+        duals = None
+        out = fn(*new_args, **kwargs)
+        _free_inputs(new_args, n, self)
+        if has_aux:
+            out, aux = finish(self, out)
+            return ids, out, aux
+        if type(out) is not Dual:
+            out = finish(self, out)
+        return ids, out, None
 
     def run(self, fn, *args):
         """``fn(*args)`` with this trace open; it is closed when ``fn`` returns or raises.
@@ -1153,6 +1196,9 @@ cdef class Tape(Trace):
         """``inputs(xs)`` for a non-empty list or tuple ``xs`` of exact floats, each item read
         once (no checked copy of ``xs`` first: a gradient of a long list touches each input
         float once); None, with nothing recorded, for anything else."""
+        return self._flat_inputs(xs, None)
+
+    cdef list _flat_inputs(self, xs, ts):
         cdef Py_ssize_t m
         cdef Py_ssize_t start = self.n
         if type(xs) is not list and type(xs) is not tuple:
@@ -2591,6 +2637,9 @@ cdef class ForwardLevel(Trace):
     def float_inputs(self, xs, ts):
         """``inputs(xs, ts)`` for non-empty lists or tuples ``xs`` and ``ts`` of exact floats
         of one length, each item read once (see ``Tape.float_inputs``); None for anything else."""
+        return self._flat_inputs(xs, ts)
+
+    cdef list _flat_inputs(self, xs, ts):
         cdef Py_ssize_t m
         if type(xs) is not list and type(xs) is not tuple:
             return None

@@ -765,3 +765,98 @@ def test_module_classes_set_raise_the_audit_event_of_the_attribute(backend):
     assert r.stdout.strip() == repr([("__class__", "S"), ("__class__", "module"),
                                      ("__class__", "S")])
 
+
+# --------------------------------------------------------------------------------------------
+# call_on_inputs: the body of a differentiation of one list or tuple of floats
+
+
+def _on_inputs(B, xs, kind, n, nargs, has_aux, out_kind, forward):
+    """What ``call_on_inputs`` gives and calls for one draw, in plain terms."""
+    seen = []
+    T = B.ForwardLevel(1) if forward else B.Tape(1)
+    xs = kind(xs)
+    ts = kind([0.5 * x for x in xs]) if forward else None
+    args = tuple(range(nargs))
+
+    def fn(*a, k=None):
+        l = a[n]
+        seen.append((type(l).__name__, [d.value for d in l], k,
+                     [a[j] for j in range(nargs) if j != n]))
+        y = l[0] * 2.0
+        for d in l[1:]:
+            y = y + d * d
+        out = {"dual": y, "float": 1.5, "list": [y, 3.0]}[out_kind]
+        return (out, "aux") if has_aux else out
+
+    def finish(trace, r):
+        seen.append(("finish", trace is T, type(r).__name__))
+        return ("packed", r)
+
+    def body(trace):
+        return trace.call_on_inputs(fn, args, {"k": 7}, n, xs, ts, has_aux, finish)
+
+    try:
+        r = T.run(body, T)
+    except Exception as e:  # noqa: BLE001 -- the error is what is compared
+        return ("raised", type(e).__name__, str(e)), seen
+    if r is None:
+        return None, seen
+    ids, out, aux = r
+    desc = [None if ids is None else (ids.start, len(ids), ids.step)]
+    if type(out) is B.Dual:
+        desc.append(("dual", bits(out.value)))
+        if forward:
+            desc.append(bits(out.tangent))
+        else:
+            desc.append([bits(a) for a in T.eval([(out.id, 1.0)], ids)])
+    else:
+        desc.append(repr(out) if not isinstance(out, tuple) else ("packed", type(out[1]).__name__))
+    desc.append(aux if not isinstance(aux, tuple) else ("packed", type(aux[1]).__name__))
+    return desc, seen
+
+
+@given(xs=st.lists(st.floats(-10, 10), max_size=6), kind=st.sampled_from([list, tuple]),
+       nargs=st.integers(1, 3), n=st.integers(-1, 3), has_aux=st.booleans(),
+       out_kind=st.sampled_from(["dual", "float", "list"]), forward=st.booleans(),
+       spoil=st.booleans())
+def test_call_on_inputs_agrees_between_backends(xs, kind, nargs, n, has_aux, out_kind, forward,
+                                                spoil):
+    """``Trace.call_on_inputs`` passes the function its argument ``n`` as input duals of the
+    floats (a list or a tuple, as given) and the other arguments and keywords as they are;
+    its output is swept to the right adjoints (or carries the right tangent); ``finish`` is
+    called on an output that is not a dual, and on every one with an aux; a list that is not
+    all floats (or empty), gives None with nothing called; an argument position out of range
+    raises. The two backends agree on all of it, to the bit."""
+    if spoil and xs:
+        xs = xs[:-1] + [1]  # an int: not a list of floats
+    rp = _on_inputs(_pure, xs, kind, n, nargs, has_aux, out_kind, forward)
+    rc = _on_inputs(_core, xs, kind, n, nargs, has_aux, out_kind, forward)
+    assert rp == rc
+    r, seen = rp
+    if not 0 <= n < nargs:
+        assert r[0] == "raised" and r[1] == "IndexError" and not seen
+        return
+    if not xs or spoil:
+        assert r is None and not seen
+        return
+    name, values, k, others = seen[0]
+    assert (name, values, k, others) == (kind.__name__, list(xs), 7,
+                                        [j for j in range(nargs) if j != n])
+    called = has_aux or out_kind != "dual"
+    assert len(seen) == 1 + called
+    if out_kind == "dual" and not has_aux:
+        ids, (tag, v), derivative = r[0], r[1], r[2]
+        y = xs[0] * 2.0
+        for x in xs[1:]:
+            y = y + x * x
+        assert v == bits(y)
+        if forward:
+            assert ids is None
+            t = 0.5 * xs[0] * 2.0
+            for x in xs[1:]:
+                t = t + 2 * x * (0.5 * x)
+            assert math.isclose(struct.unpack("<d", derivative)[0], t, rel_tol=1e-12,
+                                abs_tol=1e-12)
+        else:
+            assert ids[1] == len(xs) and ids[2] == 1
+            assert derivative == [bits(2.0)] + [bits(x + x) for x in xs[1:]]

@@ -188,6 +188,32 @@ class Trace:
     def __reduce__(self):
         raise TypeError("cannot pickle '%s' object" % type(self).__name__)
 
+    def call_on_inputs(self, fn, args, kwargs, n, xs, ts, has_aux, finish):
+        """The commonest differentiation's body (run with this trace open): one list or tuple
+        of floats ``xs`` (tangents ``ts`` on a forward level, else None) is argument ``n`` of
+        ``fn(*args, **kwargs)``, as a list of its input duals (a tuple for a tuple).
+        ``finish(self, result)`` gives the output packed and, with ``has_aux``, the pair
+        ``(output, aux)`` (not called on a dual output without an aux). ``(the inputs' ids (a
+        range; None on a forward level), output, aux)``; None, nothing called, if an item is
+        not a float."""
+        if not 0 <= n < len(args):
+            raise IndexError("call_on_inputs: no argument %d of %d" % (n, len(args)))
+        duals = self.float_inputs(xs, ts) if self.is_forward else self.float_inputs(xs)
+        if duals is None:
+            return None
+        ids = None if self.is_forward else range(duals[0].id, duals[0].id + len(duals))
+        new_args = list(args)
+        new_args[n] = duals if type(xs) is list else tuple(duals)
+        duals = None
+        out = fn(*new_args, **kwargs)
+        free_inputs(new_args, n, self)
+        if has_aux:
+            out, aux = finish(self, out)
+            return ids, out, aux
+        if type(out) is not Dual:
+            out = finish(self, out)
+        return ids, out, None
+
     def run(self, fn, *args):
         """``fn(*args)`` with this trace open; it is closed when ``fn`` returns or raises.
 

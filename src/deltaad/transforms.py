@@ -522,18 +522,25 @@ def _align_none(ct_def, out_def, ct_iter, acc=None):
     return acc
 
 
+def _packed(trace, out):
+    """An output that is not a dual, as ``_run_reverse`` packs it (the finish of
+    ``Trace.call_on_inputs``, the run of one list or tuple of floats, without an aux)."""
+    return _pack_outputs(out, trace)
+
+
+def _packed_with_aux(who):
+    """``call_on_inputs``' finish with an aux: ``(packed output, aux)``."""
+    def finish(trace, out):
+        out, aux = _split_aux(out, True, who)
+        return (out if type(out) is Dual else _pack_outputs(out, trace)), aux
+    return finish
+
+
 def _run_reverse(tape, fun, args, kwargs, argnums, has_aux, who, leaves, in_def, floats):
     """The part of ``_vjp`` that runs with ``tape`` open: the inputs' ids (a range for float
     leaves, the common case: consecutive ids), the ids whose adjoints are wanted, the packed
-    output and the aux; None when ``floats`` is "flat" (``leaves`` the one argument itself,
-    made into input duals as it is read) and ``leaves`` is not a list or tuple of floats."""
-    if floats == "flat":
-        duals = tape.float_inputs(leaves)
-        if duals is None:
-            return None
-        first = duals[0].id
-        in_ids = wanted = range(first, first + len(duals))
-    elif floats:
+    output and the aux (for one list or tuple of floats, see ``Trace.call_on_inputs``)."""
+    if floats:
         duals = tape.inputs(leaves)
         first = duals[0].id
         in_ids = wanted = range(first, first + len(duals))
@@ -549,8 +556,6 @@ def _run_reverse(tape, fun, args, kwargs, argnums, has_aux, who, leaves, in_def,
         new_args[n] = a
     duals = a = None
     out, aux = _split_aux(fun(*new_args, **kwargs), has_aux, who)
-    if floats == "flat":  # the input duals go in one loop (unless the function kept them)
-        B.free_inputs(new_args, argnums[0], tape)
     if type(out) is not Dual:
         out = _pack_outputs(out, tape)
     return in_ids, wanted, out, aux
@@ -570,10 +575,11 @@ def _vjp(fun, args, kwargs, argnums, has_aux, who, flat=True):
         # its own first.)
         leaves, in_def = x, flat_args_def(x)
         floats = "flat"
-        ran = traced(B.Tape, _run_reverse, fun, args, kwargs, argnums, has_aux, who, leaves,
-                     in_def, floats)
-        if ran[1] is None:  # not all floats: the general path, on a fresh tape
-            ran = None
+        tape, ran = traced(B.Tape, B.Tape.call_on_inputs, fun, args, kwargs, argnums[0], x,
+                           None, has_aux, _packed_with_aux(who) if has_aux else _packed)
+        if ran is not None:
+            ran = tape, (ran[0],) + ran
+        # (else not all floats: the general path, on a fresh tape)
     if ran is None:
         leaves, in_def = tree_flatten(sel)
         floats = all_floats(leaves) and len(leaves) > 0
@@ -808,27 +814,30 @@ def _array_value_and_grad(self, x, args, kwargs, n):
     return ((value, aux), g) if has_aux else (value, g), None
 
 
-def _flat_value_and_grad(self, x, args, kwargs, nums):
-    """``value_and_grad`` of one list or tuple of floats, the commonest scalar call: ``_vjp``'s
-    run of it and, when the output is a float dual of the tape and the float sweep applies,
-    the pullback's seed, sweep and gradient without the pullback object and the tree walks.
-    Otherwise ``(None, (out, pb, aux))`` as ``_vjp`` gives them, for the general checks; ``(None,
-    None)`` when ``x`` is not all floats (the general path then runs on a fresh tape)."""
+def _flat_value_and_grad(self, x, args, kwargs, n):
+    """``value_and_grad`` of one list or tuple of floats ``x`` (position ``n``), the commonest
+    scalar call: ``_vjp``'s run of it and, when the output is a float dual of the tape and the
+    float sweep applies, the pullback's seed, sweep and gradient without the pullback object
+    and the tree walks. Otherwise ``(None, (out, pb, aux))`` as ``_vjp`` gives them, for the
+    general checks; ``(None, None)`` when ``x`` is not all floats (the general path then runs
+    on a fresh tape)."""
     has_aux = self.has_aux
-    in_def = flat_args_def(x)
-    tape, ran = traced(B.Tape, _run_reverse, self.fun, args, kwargs, nums, has_aux, "grad", x,
-                       in_def, "flat")
+    tape, ran = traced(B.Tape, B.Tape.call_on_inputs, self.fun, args, kwargs, n, x, None,
+                       has_aux, _packed_with_aux("grad") if has_aux else _packed)
     if ran is None:
         return None, None
-    in_ids, wanted, out, aux = ran
+    wanted, out, aux = ran
     if type(out) is Dual and out.trace is tape:
-        adj = _sweep_once(tape, out.id, 1.0, wanted, True)  # (None: not floats, not swept)
+        # (None: not floats, not swept; no checkpoint node to let go: eval itself)
+        adj = (_sweep_once(tape, out.id, 1.0, wanted, True) if tape.nnodes
+               else tape.eval([(out.id, 1.0)], wanted, True))
         if adj is not None:
             if has_aux:
                 aux = _strip_tree(aux, tape)
             g = adj if type(x) is list else tuple(adj)
             return ((out.value, aux), g) if has_aux else (out.value, g), None
-    return None, _pullback(tape, in_ids, wanted, out, aux, in_def, x, "flat", has_aux, "grad")
+    return None, _pullback(tape, wanted, wanted, out, aux, flat_args_def(x), x, "flat",
+                           has_aux, "grad")
 
 
 def _value_and_grad(self, args, kwargs):
@@ -839,7 +848,7 @@ def _value_and_grad(self, args, kwargs):
         x = args[nums[0]]
         tx = type(x)
         if (tx is list or tx is tuple) and x and type(x[0]) is float:  # one list of floats
-            r, general = tried = _flat_value_and_grad(self, x, args, kwargs, nums)
+            r, general = tried = _flat_value_and_grad(self, x, args, kwargs, nums[0])
             if r is not None:
                 return r if single else (r[0], (r[1],))
         elif (tx is np.ndarray and x.dtype == _FLOAT64 or (tx is tuple or tx is list) and x
@@ -928,10 +937,10 @@ def jvp(fun, primals, tangents, has_aux=False):
         if (type(x) is list or type(x) is tuple) and type(t) is type(x) and len(t) == len(x) and x:
             # one list of floats and its tangents, the commonest: each item is read once, into
             # the input duals (no checked copy first)
-            level, ran = traced(B.ForwardLevel, _run_forward, fun, x, flat_args_def(x), t,
-                                "flat", has_aux)
+            level, ran = traced(B.ForwardLevel, B.ForwardLevel.call_on_inputs, fun, (x,), {}, 0,
+                                x, t, has_aux, _packed_with_aux("jvp") if has_aux else _packed)
             if ran is not None:
-                return _forward_result(level, ran, has_aux)
+                return _forward_result(level, ran[1:], has_aux)
     flat = flatten_float_args(primals)  # one list of floats each, the commonest: one C loop
     t_flat = None
     if flat is not None:
@@ -977,26 +986,15 @@ def _split_aux(out, has_aux, who):
 
 def _run_forward(level, fun, leaves, in_def, t_leaves, floats=None, has_aux=False):
     """The part of ``jvp`` that runs with ``level`` open (``floats``: every leaf and tangent a
-    float, when the caller knows): the output and the aux; None when ``floats`` is "flat"
-    (``leaves`` and ``t_leaves`` the argument and its tangent themselves, made into input duals
-    as they are read) and they are not lists or tuples of floats."""
+    float, when the caller knows): the output and the aux (for one list or tuple of floats,
+    see ``Trace.call_on_inputs``)."""
     if floats is None:
         floats = leaves and all_floats(leaves) and all_floats(t_leaves)
-    if floats == "flat":
-        duals = level.float_inputs(leaves, t_leaves)
-        if duals is None:
-            return None
-    elif floats:  # the common case
+    if floats:  # the common case
         duals = level.inputs(leaves, t_leaves)
     else:
         duals, kinds = _dualise(level, leaves, t_leaves)
         _check_has_float(kinds, "jvp")
-    if floats == "flat":  # the input duals go in one loop (unless the function kept them)
-        args = [unflatten_owned(in_def, duals)[0]]
-        duals = None
-        out, aux = _split_aux(fun(*args), has_aux, "jvp")
-        B.free_inputs(args, 0, level)
-        return (out if type(out) is Dual else _pack_outputs(out, level)), aux
     out, aux = _split_aux(fun(*unflatten_owned(in_def, duals)), has_aux, "jvp")
     return (out if type(out) is Dual else _pack_outputs(out, level)), aux
 
