@@ -165,6 +165,12 @@ def test_derivative_is_the_float_programs(prog, raw):
         vn, gn = deltaad.value_and_grad(f, argnums)(*[np.float64(x) for x in xs])
     if any(type(CONSTS[c]) is np.float32 for _op, _i, _j, c in prog[1]):
         return  # float32 constants round differently from the float program's
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        if bits(f(*xs)) != bits(f(*[np.float64(x) for x in xs])):
+            # numpy's own two programs differ (np.int64(3) ** x takes numpy's array power
+            # for a float x, its scalar power for an np.float64: 1 ulp apart at some x)
+            return
     assert bits(vn) == bits(vf)
     assert [bits(g) for g in gn] == [bits(g) for g in gf]
 
