@@ -185,22 +185,30 @@ cdef extern from *:
             && t->tp_weaklistoffset == m->tp_weaklistoffset && t->tp_free == m->tp_free
             && (PyType_GetFlags(t) & f) == (PyType_GetFlags(m) & f));
     }
-    /* swap the class of module ``o`` from ``old`` to ``t``, both of a module's layout: what
-       object.__class__'s setter does then (its audit event, the heap classes' references) */
-    static int deltaad_swap_module_class(PyObject *o, PyTypeObject *old, PyTypeObject *t) {
+    /* give module ``o`` the class ``t`` as object.__class__'s setter does where both classes
+       have a module's layout (its audit event, the heap classes' references): 1 when done,
+       0 when not (they have not: nothing done, no event), -1 on an error. The class is read
+       again after the audit hooks, which run Python code. */
+    static int deltaad_swap_module_class(PyObject *o, PyTypeObject *t) {
+        PyTypeObject *old;
+        if (!deltaad_module_layout(Py_TYPE(o)) || !deltaad_module_layout(t))
+            return 0;
         if (PySys_Audit("object.__setattr__", "OsO", o, "__class__", (PyObject *)t) < 0)
             return -1;
+        old = Py_TYPE(o);
+        if (!deltaad_module_layout(old))  /* a hook changed it meanwhile */
+            return 0;
+        if (old == t)
+            return 1;
         if (PyType_GetFlags(t) & Py_TPFLAGS_HEAPTYPE)
             Py_INCREF(t);
         Py_SET_TYPE(o, t);
         if (PyType_GetFlags(old) & Py_TPFLAGS_HEAPTYPE)
             Py_DECREF(old);
-        return 0;
+        return 1;
     }
     """
-    bint _module_layout "deltaad_module_layout"(PyTypeObject* t) noexcept
-    int _swap_module_class "deltaad_swap_module_class"(object o, PyTypeObject* old,
-                                                       PyTypeObject* t) except -1
+    int _swap_module_class "deltaad_swap_module_class"(object o, PyTypeObject* t) except -1
     PyTypeObject* _type_of "Py_TYPE"(object o)
     bint PyModule_Check(object o)
 
@@ -209,25 +217,19 @@ def set_module_classes(tuple modules, tuple classes):
     """``modules[k].__class__ = classes[k]`` for each k. ``deltaad.stdmath`` switches the
     classes of ``math``, numpy and others twice per differentiation, and the attribute's
     generic checks cost more than the rest of a short gradient's opening; where both classes
-    have a module's exact layout (``_module_layout``) the class is swapped here directly, with
-    the audit event and the class references the attribute has. Anything else goes through
-    the attribute, which checks it."""
+    have a module's exact layout (``deltaad_module_layout``) the class is swapped here
+    directly, with the audit event and the class references the attribute has. Anything
+    else goes through the attribute, which checks it."""
     cdef Py_ssize_t k
-    cdef PyTypeObject* old
-    cdef PyTypeObject* new
     if len(modules) != len(classes):
         raise ValueError("set_module_classes: one class per module")
     for k in range(len(modules)):
         m = modules[k]
         c = classes[k]
-        old = _type_of(m)
-        new = <PyTypeObject*>c if isinstance(c, type) else NULL
-        if new == old:
-            continue
-        if new != NULL and PyModule_Check(m) and _module_layout(old) and _module_layout(new):
-            _swap_module_class(m, old, new)
-        else:
-            m.__class__ = c
+        if isinstance(c, type) and PyModule_Check(m):
+            if _type_of(m) == <PyTypeObject*>c or _swap_module_class(m, <PyTypeObject*>c):
+                continue
+        m.__class__ = c
 
 
 cdef PyObject** _items(object xs, Py_ssize_t* n):
@@ -688,7 +690,7 @@ cdef class Trace:
         cdef list new_args = list(args)
         new_args[n] = duals if type(xs) is list else tuple(duals)
         duals = None
-        out = fn(*new_args, **kwargs)
+        out = fn(*new_args, **kwargs) if kwargs else fn(*new_args)
         _free_inputs(new_args, n, self)
         if has_aux:
             out, aux = finish(self, out)
