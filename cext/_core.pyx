@@ -1469,10 +1469,10 @@ cdef class Tape(Trace):
         if type(wanted) is range:
             nw = len(wanted)
             if nw:
-                for i_ in (wanted[0], wanted[nw - 1]) if nw > 1 else (wanted[0],):
+                for i_ in (wanted[0], wanted[nw - 1]):  # (each an int of any size)
                     if not _int_below(i_, n0):
                         raise IndexError("wanted id %r is not on this tape of %d bindings" % (i_, n0))
-                r0 = wanted[0]
+                r0 = wanted[0]  # (checked: fits)
                 if nw > 1:  # |step| <= |last - first| < n0: fits
                     rstep = wanted.step
                 wmax = r0 if rstep <= 0 else r0 + (nw - 1) * rstep

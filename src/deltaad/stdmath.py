@@ -289,10 +289,7 @@ def _enter():
 
 def _leave():
     _open.pop(_ident(), None)
-    if not (_open or _held):  # (_settle's steps: this runs at the end of every differentiation)
-        _off()
-        if (_open or _held) and _enabled:
-            _on()
+    _settle()
 
 
 def enable(on=True):

@@ -130,23 +130,19 @@ def traced(kind, body, *args):
     trace = kind(next(_levels))
     trace.close()  # until run opens it: an interrupt before then leaves nothing open
     stack = _stack()
-    if stack and stack[-1].closed:
-        _settle(stack)
+    _settle(stack)
     outer = not stack
     try:
         if outer:
-            for enter, _ in outermost_hooks:
-                enter()
+            _outermost(True)
         stack.append(trace)
         return trace, trace.run(body, trace, *args)
     finally:
         if stack and stack[-1] is trace:
             stack.pop()
-        if stack and stack[-1].closed:
-            _settle(stack)
+        _settle(stack)
         if outer:
-            for _, leave in outermost_hooks:
-                leave()
+            _outermost(False)
 
 
 class opened:

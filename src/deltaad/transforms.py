@@ -828,9 +828,7 @@ def _flat_value_and_grad(self, x, args, kwargs, n):
         return None, None
     wanted, out, aux = ran
     if type(out) is Dual and out.trace is tape:
-        # (None: not floats, not swept; no checkpoint node to let go: eval itself)
-        adj = (_sweep_once(tape, out.id, 1.0, wanted, True) if tape.nnodes
-               else tape.eval([(out.id, 1.0)], wanted, True))
+        adj = _sweep_once(tape, out.id, 1.0, wanted, True)  # (None: not floats, not swept)
         if adj is not None:
             if has_aux:
                 aux = _strip_tree(aux, tape)
