@@ -2895,7 +2895,7 @@ cdef class Dual:
             if type(other) is Dual:
                 if (<Dual>other).ov is None:
                     return _cmp_doubles(x, (<Dual>other).v, op)
-            elif type(other) is float:
+            elif type(other) is float or type(other) is _float64:  # (_cmp's float(other))
                 return _cmp_doubles(x, PyFloat_AS_DOUBLE(other), op)
             elif type(other) is int:
                 k = PyLong_AsLongLongAndOverflow(other, &overflow)
@@ -3665,7 +3665,7 @@ cdef PyObject* _nb_div_int(PyObject* x, PyObject* y) noexcept:
 
 
 # The comparison slot of Dual: __richcmp__'s fast path for two float values (a float dual
-# against a float dual or a float), reached without the wrapper Cython generates around
+# against a float dual, a float or an np.float64), reached without the wrapper Cython makes around
 # __richcmp__ (a counted reference to self, a call, a bool made from an int): ~20
 # instructions less per comparison. Anything else goes to that wrapper, saved here at import.
 # The slot's first argument is always a Dual: the type is final, so CPython calls it as the
@@ -3681,7 +3681,7 @@ cdef object _tp_richcmp(object x, object y, int op):
                 if _cmp_doubles((<Dual>x).v, (<Dual>y).v, op):
                     return True
                 return False
-        elif type(y) is float:
+        elif type(y) is float or type(y) is _float64:  # (np.float64: a float's layout)
             if _cmp_doubles((<Dual>x).v, PyFloat_AS_DOUBLE(y), op):
                 return True
             return False
@@ -4580,6 +4580,129 @@ deltaad_swap_richcompare(<PyTypeObject*>Dual, &_cy_richcmp)  # likewise the comp
 # attributes from Python; this is the same type-dict patch).
 (<dict><object>(<PyTypeObject*>Dual).tp_dict).update(_methods)
 PyType_Modified(<PyTypeObject*>Dual)
+
+
+# --------------------------------------------------------------------------------------------
+# numpy's scalars on the left of a dual
+
+cdef extern from *:
+    """
+    /* A numpy scalar's operator meeting an object it does not know (``t - x``, ``t < x`` for
+       an np.float64 ``t`` read from an array) hands it to numpy's ufunc machinery, which asks
+       the object's ``__array_ufunc__``: ~600 ns before the dual is reached, where numpy's own
+       protocol would defer (return NotImplemented, so that Python asks the dual's reflected
+       operator) only for a class whose ``__array_ufunc__`` is None, which a dual cannot set:
+       ``np.exp(x)`` needs it. ``__array_ufunc__`` ends in that same reflected operator
+       (``deltaad.numpy.elementwise._SCALAR``), so the wrapped slots below defer to an exact
+       Dual directly: + - * / ** and the comparisons, whose result stays numpy's bool (what
+       ``np.greater`` gives). Anything else, and a dual on the left (Python has asked it
+       already), goes to numpy's slot as before. One set of functions per numpy type (each
+       keeps its type's slots; two types sharing a function would skip Python's second try). */
+    #define DELTAAD_NPS_MAX 16
+    typedef struct {
+        PyTypeObject *type;
+        binaryfunc add, sub, mul, div;
+        ternaryfunc pow;
+        richcmpfunc cmp;
+    } deltaad_nps_slots;
+    static deltaad_nps_slots deltaad_nps[DELTAAD_NPS_MAX];
+    static int deltaad_nps_n = 0;
+    static PyTypeObject *deltaad_nps_dual = NULL;
+    static PyObject *deltaad_nps_true = NULL, *deltaad_nps_false = NULL;
+    static const int deltaad_nps_swapped[6] = {Py_GT, Py_GE, Py_EQ, Py_NE, Py_LT, Py_LE};
+
+    /* ``t op x`` as ``x op' t`` (op' reflected), Python's bool as numpy's */
+    static PyObject *deltaad_nps_compare(PyObject *t, PyObject *x, int op) {
+        PyObject *r = deltaad_nps_dual->tp_richcompare(x, t, deltaad_nps_swapped[op]);
+        if (r == Py_True || r == Py_False) {
+            PyObject *b = r == Py_True ? deltaad_nps_true : deltaad_nps_false;
+            Py_DECREF(r);
+            Py_INCREF(b);
+            return b;
+        }
+        return r;
+    }
+
+    #define DELTAAD_NPS_BIN(K, SLOT) \\
+        static PyObject *deltaad_nps_##SLOT##K(PyObject *a, PyObject *b) { \\
+            if (Py_TYPE(b) == deltaad_nps_dual) Py_RETURN_NOTIMPLEMENTED; \\
+            return deltaad_nps[K].SLOT(a, b); }
+    #define DELTAAD_NPS_FUNCS(K) \\
+        DELTAAD_NPS_BIN(K, add) DELTAAD_NPS_BIN(K, sub) DELTAAD_NPS_BIN(K, mul) \\
+        DELTAAD_NPS_BIN(K, div) \\
+        static PyObject *deltaad_nps_pow##K(PyObject *a, PyObject *b, PyObject *m) { \\
+            if (Py_TYPE(b) == deltaad_nps_dual && m == Py_None) Py_RETURN_NOTIMPLEMENTED; \\
+            return deltaad_nps[K].pow(a, b, m); } \\
+        static PyObject *deltaad_nps_cmp##K(PyObject *a, PyObject *b, int op) { \\
+            if (Py_TYPE(b) == deltaad_nps_dual && Py_TYPE(a) != deltaad_nps_dual) \\
+                return deltaad_nps_compare(a, b, op); \\
+            return deltaad_nps[K].cmp(a, b, op); }
+    DELTAAD_NPS_FUNCS(0) DELTAAD_NPS_FUNCS(1) DELTAAD_NPS_FUNCS(2) DELTAAD_NPS_FUNCS(3)
+    DELTAAD_NPS_FUNCS(4) DELTAAD_NPS_FUNCS(5) DELTAAD_NPS_FUNCS(6) DELTAAD_NPS_FUNCS(7)
+    DELTAAD_NPS_FUNCS(8) DELTAAD_NPS_FUNCS(9) DELTAAD_NPS_FUNCS(10) DELTAAD_NPS_FUNCS(11)
+    DELTAAD_NPS_FUNCS(12) DELTAAD_NPS_FUNCS(13) DELTAAD_NPS_FUNCS(14) DELTAAD_NPS_FUNCS(15)
+    #define DELTAAD_NPS_ROW(K) {NULL, deltaad_nps_add##K, deltaad_nps_sub##K, \\
+        deltaad_nps_mul##K, deltaad_nps_div##K, deltaad_nps_pow##K, deltaad_nps_cmp##K}
+    static const deltaad_nps_slots deltaad_nps_ours[DELTAAD_NPS_MAX] = {
+        DELTAAD_NPS_ROW(0), DELTAAD_NPS_ROW(1), DELTAAD_NPS_ROW(2), DELTAAD_NPS_ROW(3),
+        DELTAAD_NPS_ROW(4), DELTAAD_NPS_ROW(5), DELTAAD_NPS_ROW(6), DELTAAD_NPS_ROW(7),
+        DELTAAD_NPS_ROW(8), DELTAAD_NPS_ROW(9), DELTAAD_NPS_ROW(10), DELTAAD_NPS_ROW(11),
+        DELTAAD_NPS_ROW(12), DELTAAD_NPS_ROW(13), DELTAAD_NPS_ROW(14), DELTAAD_NPS_ROW(15)};
+
+    /* Wrap the slots of the static type ``t`` (a numpy scalar type: it has all six), its
+       comparison too when ``cmp``: 1 when done or done before, 0 when refused (a heap type, a
+       slot missing, the table full). */
+    static int deltaad_nps_install(PyTypeObject *t, PyObject *dual, PyObject *yes,
+                                   PyObject *no, int cmp) {
+        PyNumberMethods *nb = t->tp_as_number;
+        deltaad_nps_slots *s;
+        int k;
+        for (k = 0; k < deltaad_nps_n; k++)
+            if (deltaad_nps[k].type == t)
+                return 1;
+        if (deltaad_nps_n >= DELTAAD_NPS_MAX || (PyType_GetFlags(t) & Py_TPFLAGS_HEAPTYPE)
+                || nb == NULL || !nb->nb_add || !nb->nb_subtract || !nb->nb_multiply
+                || !nb->nb_true_divide || !nb->nb_power || !t->tp_richcompare)
+            return 0;
+        if (deltaad_nps_dual == NULL) {  /* kept for the process: the slots stay wrapped */
+            Py_INCREF(dual); Py_INCREF(yes); Py_INCREF(no);
+            deltaad_nps_dual = (PyTypeObject *)dual;
+            deltaad_nps_true = yes;
+            deltaad_nps_false = no;
+        }
+        k = deltaad_nps_n;
+        s = &deltaad_nps[k];
+        s->type = t;
+        s->add = nb->nb_add; s->sub = nb->nb_subtract; s->mul = nb->nb_multiply;
+        s->div = nb->nb_true_divide; s->pow = nb->nb_power; s->cmp = t->tp_richcompare;
+        deltaad_nps_n = k + 1;
+        nb->nb_add = deltaad_nps_ours[k].add;
+        nb->nb_subtract = deltaad_nps_ours[k].sub;
+        nb->nb_multiply = deltaad_nps_ours[k].mul;
+        nb->nb_true_divide = deltaad_nps_ours[k].div;
+        nb->nb_power = deltaad_nps_ours[k].pow;
+        if (cmp)
+            t->tp_richcompare = deltaad_nps_ours[k].cmp;
+        return 1;
+    }
+    """
+    int _nps_install "deltaad_nps_install"(PyTypeObject* t, object dual, object yes, object no,
+                                           int cmp)
+
+
+def defer_numpy_scalars(tuple types, tuple comparing):
+    """Let the numpy scalar types ``types`` defer to a dual on their right in + - * / **, and
+    those also in ``comparing`` in the comparisons, as they would to a class with
+    ``__array_ufunc__ = None`` (see ``deltaad_nps_compare`` above: the result is the one
+    numpy's ufunc path reaches, without its ~600 ns). Kept for the process. The types wrapped,
+    in order (a type refused is left out: it keeps numpy's path)."""
+    from deltaad._plainnumpy import np
+    done = []
+    for t in types:
+        if type(t) is type and issubclass(t, np.generic) and _nps_install(
+                <PyTypeObject*>t, Dual, np.True_, np.False_, t in comparing):
+            done.append(t)
+    return tuple(done)
 
 
 # --------------------------------------------------------------------------------------------

@@ -152,6 +152,15 @@ def set_module_classes(modules, classes):
             m.__class__ = c
 
 
+def defer_numpy_scalars(types, comparing):
+    """The core lets numpy's scalar types defer to a dual on their right in + - * / ** (and
+    the comparisons of those in ``comparing``): numpy's own path asks the dual's
+    ``__array_ufunc__``, which ends in the same reflected operator (see
+    ``deltaad.numpy.elementwise._SCALAR``). Python cannot wrap a static type's slots, so here
+    numpy's path stays: the results are the same, none is wrapped."""
+    return ()
+
+
 def free_inputs(holder, k, trace):
     """Drop ``holder[k]``, a list of input duals of ``trace`` (the core keeps the list for
     the next gradient of a list to take its duals in place; here Python frees them as

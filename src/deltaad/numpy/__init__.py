@@ -17,6 +17,8 @@ Importing this package declares every rule and installs the hooks through which 
 scalar duals answer numpy.
 """
 
+import numpy as np
+
 from .._backend import B
 from . import (  # noqa: F401 (the rule families)
     constant, elementwise, linalg, products, reductions, registry, shape, special, stats,
@@ -46,4 +48,12 @@ __all__ = [
 
 B.set_hooks(scalar_fallback, scalar_array_ufunc, scalar_array_function, _complex_binop,
             registry.SCALAR_UFUNCS, registry.CONSTANT_UFUNCS)
+# numpy's real scalars (np.float64 read from an array, np.int64 from np.arange) on the left of
+# a dual: the dual's reflected operator at once, where numpy's ufunc path would reach it (the
+# compiled core; the pure backend keeps numpy's path, with the same results). Comparisons
+# only for the types numpy compares with a Python float as two doubles: numpy casts the
+# float to float16 / float32, and compares a longdouble in its own precision.
+DEFERRING = B.defer_numpy_scalars(
+    tuple(dict.fromkeys(np.dtype(c).type for c in "efdgbhilqBHILQ")),
+    tuple(dict.fromkeys(np.dtype(c).type for c in "dbhilqBHILQ")))
 registry.watch_late()  # scipy.special's Python functions, now or when scipy.special is imported
