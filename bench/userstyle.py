@@ -197,6 +197,12 @@ def np_polyfit(c):
     return np.sum((acc - _PY) ** 2)
 
 
+def np_rosen_loop(x):
+    """Rosenbrock's function written with ``x[i]`` over the ndarray ``scipy.optimize`` hands
+    an objective: element reads of the array being differentiated."""
+    return sum(100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1.0 - x[i]) ** 2 for i in range(len(x) - 1))
+
+
 PROGRAMS = {
     "pendulum": (pendulum, [1.0, 9.81, 0.1]),
     "logistic": (logistic, [0.1, -0.2, 0.3, 0.0, 0.05]),
@@ -213,6 +219,7 @@ PROGRAMS = {
     "np_oscill": (np_oscill, _nrng.random(10) + 0.5),
     "np_softmax": (np_softmax, _nrng.standard_normal(200) * 0.1),
     "np_polyfit": (np_polyfit, _nrng.standard_normal(8)),
+    "np_rosen_loop": (np_rosen_loop, _nrng.uniform(-1.0, 1.0, 200)),
 }
 
 

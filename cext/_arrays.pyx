@@ -54,7 +54,7 @@ from cpython.object cimport PyObject, PyTypeObject
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.ref cimport Py_INCREF, Py_DECREF, Py_REFCNT
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer
-from cpython.long cimport PyLong_AsSsize_t
+from cpython.long cimport PyLong_AsSsize_t, PyLong_AsLongLongAndOverflow
 from cpython.pyport cimport PY_SSIZE_T_MAX
 from cpython.slice cimport PySlice_Unpack, PySlice_AdjustIndices
 from cpython.list cimport PyList_GET_ITEM
@@ -1880,6 +1880,66 @@ cdef Py_ssize_t OFF_SLICED = 0      # the array dual's ``_sliced`` slot
 cdef object _FULL = slice(None)
 
 
+# ``x[i]`` of a vector whose element duals ``array._element`` cached in its ``_reads`` slot:
+# ``(element duals, node id, node, reads, node drops, re-runs)``, valid as it was last checked
+# while no node was dropped (``_core.node_drops``) and no re-run began or ended
+# (``trace.rerun_count``) since, and no recording of arrays is open (``trace.lifting``).
+
+cdef Py_ssize_t OFF_READS = -1        # the array dual's ``_reads`` slot (-1: not set up)
+cdef Py_ssize_t* _node_drops = NULL   # the core's count
+cdef list _rerun_count = None
+cdef object _trace_module = None
+
+
+def setup_elements(node_drops, list rerun_count, trace_module):
+    """Bind the element reads to the core's count of node drops (``_core.node_drops_capsule()``),
+    ``trace.rerun_count`` and the ``trace`` module."""
+    global OFF_READS, _node_drops, _rerun_count, _trace_module
+    if not _ready:
+        raise RuntimeError("setup_elements: call setup first")
+    descr = ArrayDual.__dict__["_reads"]
+    if type(descr).__name__ != "member_descriptor":
+        raise TypeError("setup_elements: %s._reads is not a slot" % ArrayDual.__name__)
+    _node_drops = <Py_ssize_t*>PyCapsule_GetPointer(node_drops, "deltaad._core.node_drops")
+    _rerun_count = rerun_count
+    _trace_module = trace_module
+    OFF_READS = (<PyMemberDescrObject*><PyObject*>descr).d_member.offset
+
+
+cdef object _element(object x, object idx):
+    """``x[idx]`` for an int ``idx`` into a vector whose cached element duals are valid (see
+    above), or _NOTHING (``array._element`` then decides, as on the Python path)."""
+    cdef PyObject* pc
+    cdef tuple r
+    cdef list els
+    cdef Py_ssize_t k, n
+    cdef int overflow
+    if OFF_READS < 0 or type(idx) is not int:
+        return _NOTHING
+    pc = _get(x, OFF_READS)
+    if pc == NULL or type(<object>pc) is not tuple or len(<tuple>pc) != 6:
+        return _NOTHING
+    r = <tuple>pc
+    d = r[4]
+    if (type(d) is not int or PyLong_AsLongLongAndOverflow(d, &overflow) != _node_drops[0]
+            or overflow or r[5] != _rerun_count[0] or type(r[0]) is not list
+            or _trace_module.lifting):
+        return _NOTHING
+    pt = _get(x, OFF_TRACE)
+    if pt == NULL or type(<object>pt) is not Tape or (<object>pt).closed:
+        return _NOTHING
+    els = <list>r[0]
+    n = len(els)
+    k = PyLong_AsLongLongAndOverflow(idx, &overflow)
+    if overflow:
+        return _NOTHING
+    if k < 0:
+        k += n
+    if not 0 <= k < n:
+        return _NOTHING
+    return els[k]
+
+
 def setup_shape(scatter, getitem, np_concatenate, functions):
     """Bind the indexing and concatenation paths to the Python side: the Python rules'
     ``scatter`` and ``getitem``, ``np.concatenate`` and the registry's function table (the fast
@@ -2798,7 +2858,9 @@ def bind_methods(cls, python_methods, ufuncs):
         return T_py(self)
 
     def __getitem__(self, idx):
-        r = _getitem(self, idx) if enabled else _NOTHING
+        r = _element(self, idx)  # (as the Python path does, on or off)
+        if r is _NOTHING and enabled:
+            r = _getitem(self, idx)
         return getitem(self, idx) if r is _NOTHING else r
 
     def __array_function__(self, func, types, args, kwargs):

@@ -1030,6 +1030,23 @@ def release_memory():
         _spare_adj_zero = False
 
 
+# How many truncations dropped node bindings, on any tape (see ``node_drops``).
+cdef Py_ssize_t _drops_of_nodes = 0
+
+
+def node_drops():
+    """How many times a truncation has dropped node bindings, on any tape of this process: a
+    value cached beside a node (an array's unpacked elements) is still valid while this count
+    is what it was, and otherwise must ask whether its node is still on the tape."""
+    return _drops_of_nodes
+
+
+def node_drops_capsule():
+    """``node_drops``' count itself (a ``Py_ssize_t*``), as a capsule: the array fast path
+    reads it at each element read (``_arrays.setup_elements``)."""
+    return PyCapsule_New(<void*>&_drops_of_nodes, "deltaad._core.node_drops", NULL)
+
+
 cdef enum:
     # A float sweep of fewer bindings runs with the GIL held: releasing and taking it back
     # costs more than such a sweep (a short gradient's), and no other thread gains from it.
@@ -1259,6 +1276,7 @@ cdef class Tape(Trace):
         self._truncate(m)
 
     cdef int _truncate(self, Py_ssize_t m) except -1:
+        global _drops_of_nodes
         if m < 0 or m > self.n:
             raise ValueError("truncate: %d is not between 0 and the tape's %d bindings" % (m, self.n))
         if m == self.n:
@@ -1270,6 +1288,8 @@ cdef class Tape(Trace):
             _pop_tail(self.linear, m)
             self.max_linear = next(reversed(self.linear)) if self.linear else -1
             nodes = self.nodes
+            if nodes and <Py_ssize_t>nodes[len(nodes) - 1] >= m:
+                _drops_of_nodes += 1
             while nodes and <Py_ssize_t>nodes[len(nodes) - 1] >= m:
                 nodes.pop()
         if self.ocoef:

@@ -161,6 +161,16 @@ def defer_numpy_scalars(types, comparing):
     return ()
 
 
+_DROPS_OF_NODES = [0]
+
+
+def node_drops():
+    """How many times a truncation has dropped node bindings, on any tape of this process: a
+    value cached beside a node (an array's unpacked elements) is still valid while this count
+    is what it was, and otherwise must ask whether its node is still on the tape."""
+    return _DROPS_OF_NODES[0]
+
+
 def free_inputs(holder, k, trace):
     """Drop ``holder[k]``, a list of input duals of ``trace`` (the core keeps the list for
     the next gradient of a list to take its duals in place; here Python frees them as
@@ -417,6 +427,8 @@ class Tape(Trace):
         if self._linear:
             _pop_tail(self._linear, m)
             nodes = self._nodes
+            if nodes and nodes[-1] >= m:
+                _DROPS_OF_NODES[0] += 1
             while nodes and nodes[-1] >= m:
                 nodes.pop()
         self._truncated = True

@@ -55,7 +55,7 @@ from ._backend import B
 from ._errors import CheckpointError, divergence_error, escaped_error
 from .numpy.array import array_input
 from .pytrees import tree_flatten, tree_unflatten
-from .trace import innermost, is_dual, leaf_kind, open_traces, reopened
+from .trace import innermost, is_dual, leaf_kind, open_traces, reopened, rerun
 from .trace import value as _plain
 from .transforms import _check_constant_output, _pack_outputs
 
@@ -265,6 +265,9 @@ class _CheckpointNode:
 
     def run(self, sweep, i):
         """Re-run ``fun`` on the tape and sweep what it records (see the module docstring)."""
+        rerun(self.tape, i, self._run, sweep)
+
+    def _run(self, sweep):
         cts = [sweep.adjoint(j) for j in self.out_ids]
         for c in cts:
             if not _zero(c):
@@ -732,7 +735,7 @@ class _Fori(_Loop):
         return out
 
     def run(self, sweep, i):
-        self.run_node(sweep, self._reverse)
+        rerun(self.tape, i, self.run_node, sweep, self._reverse)
 
     def _reverse(self, sweep, adj, intact):
         actions = _plan(self.n, self.c, False)
@@ -809,7 +812,7 @@ class _While(_Loop):
         return out
 
     def run(self, sweep, i):
-        self.run_node(sweep, self._reverse)
+        rerun(self.tape, i, self.run_node, sweep, self._reverse)
 
     def _reverse(self, sweep, adj, intact):
         if not intact:  # put the run's states back: the positions depend on n and c only

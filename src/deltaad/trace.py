@@ -14,6 +14,7 @@ what is its plain value, which trace is the innermost -- and get one answer.
 import itertools
 import numbers
 import threading
+import weakref
 
 from deltaad._plainnumpy import np
 
@@ -229,6 +230,52 @@ class reopened:
             self.outer = False
             _outermost(False)
         return False
+
+
+# A checkpoint's function, or a checkpointed loop's steps, are run again at sweep time: their
+# node records at the end of its tape and sweeps that segment while the sweep stands at the
+# node, so what the tape holds between the node and the segment is swept already and must
+# not be read there (only what lies below the node: what the first run could read). Values
+# cached for reuse across operations (an array's unpacked elements) ask ``rerun_floor``.
+
+
+def _reruns():
+    try:
+        return _local.reruns
+    except AttributeError:
+        reruns = _local.reruns = []
+        return reruns
+
+
+# How many re-runs have started or ended (in any thread): a cache checked against
+# ``rerun_floor`` stays checked while this count is what it was.
+rerun_count = [0]
+
+
+def rerun(tape, i, fn, *args):
+    """``fn(*args)`` as the re-run of the node ``i`` of ``tape`` (see above)."""
+    reruns = _reruns()
+    entry = (weakref.ref(tape), i)
+    reruns.append(entry)
+    rerun_count[0] += 1
+    try:
+        return fn(*args)
+    finally:
+        rerun_count[0] += 1
+        for k in range(len(reruns) - 1, -1, -1):
+            if reruns[k] is entry:
+                del reruns[k]
+                break
+
+
+def rerun_floor(tape):
+    """The lowest node of ``tape`` re-running in this thread (nothing at or above it may be
+    read), or None."""
+    floor = None
+    for ref, i in _reruns():
+        if ref() is tape and (floor is None or i < floor):
+            floor = i
+    return floor
 
 
 def innermost():

@@ -636,7 +636,7 @@ def test_reading_an_input_vector_element_by_element(n, monkeypatch):
         return s + a[0] * a[n // 2]
 
     g = d.grad(f)(x)
-    monkeypatch.setattr(A, "_UNPACK_AFTER", 10 ** 9)
+    monkeypatch.setattr(A, "_unpack_at", lambda n: 10 ** 9)
     g_dense = d.grad(f)(x)
     monkeypatch.undo()
     np.testing.assert_array_equal(g, g_dense)
@@ -648,3 +648,135 @@ def test_reading_an_input_vector_element_by_element(n, monkeypatch):
     np.testing.assert_allclose(h, np.diag(6 * x[:5]), rtol=1e-12)
     with pytest.raises(IndexError, match="out of bounds"):
         d.grad(lambda a: sum(a[i] for i in range(len(a) + 1)))(x)
+
+
+def _element_program(kind, n):
+    """A function of a vector that reads its elements (and those of an intermediate array)
+    one by one, mixed with array operations on the same arrays: ``kind`` picks the mix."""
+
+    def f(a):
+        y = np.sin(a) * 2.0 + a
+        s = np.sum(a * a) * 0.25 if kind % 2 else 0.0
+        for i in range(n):
+            s = s + a[i] * y[(i * 3) % n] - a[-1 - i] ** 2 * 0.5
+            if kind >= 2 and a[i] > 0.0:  # a branch on an element
+                s = s + y[i] * a[0]
+        return s + (np.sum(y[1:]) if kind % 2 else a[n - 1] * a[0])
+
+    return f
+
+
+@settings(deadline=None, max_examples=20)
+@given(st.integers(1, 80), st.integers(0, 3), st.integers(0, 2 ** 16))
+def test_unpacked_vectors_give_the_dense_reads_gradient(n, kind, seed):
+    """Element reads of an input and of an intermediate vector, past the read that unpacks
+    them: the gradient is the dense reads' (unpacking switched off: each read its own one-hot
+    cotangent) to rounding, the other mode's (jvp along each basis vector, the forward level's
+    element duals) and the central differences'; a vjp's pullback called twice (two sweeps of
+    one tape, each gathering again) gives the same twice."""
+    from deltaad.numpy import array as A
+
+    x = np.random.default_rng(seed).uniform(-1.5, 1.5, n)
+    f = _element_program(kind, n)
+    g = d.grad(f)(x)
+    out, pb = d.vjp(f, x)
+    (g1,), (g2,) = pb(1.0), pb(1.0)
+    np.testing.assert_array_equal(g1, g)
+    np.testing.assert_array_equal(g2, g)
+    fwd = np.array([d.jvp(f, (x,), (e,))[1] for e in np.eye(n)])
+    np.testing.assert_allclose(g, fwd, rtol=1e-12, atol=1e-12)
+    saved = A._unpack_at
+    A._unpack_at = lambda m: 10 ** 9
+    try:
+        g_dense = d.grad(f)(x)
+    finally:
+        A._unpack_at = saved
+    np.testing.assert_allclose(g, g_dense, rtol=1e-13, atol=1e-13)
+    h = 1e-6
+    for k in range(min(n, 4)):
+        e = np.zeros(n)
+        e[k] = h
+        if kind >= 2 and np.any(np.abs(x) < 2 * h):
+            continue  # a branch at the step's reach
+        np.testing.assert_allclose(g[k], (f(x + e) - f(x - e)) / (2 * h), rtol=1e-5, atol=1e-6)
+
+
+def test_unpacked_vectors_nested_and_checkpointed():
+    """Second derivatives through element reads (forward over reverse, reverse over reverse),
+    jacrev's several sweeps of one tape, a checkpoint reading elements, float32 vectors and
+    elements no adjoint reaches."""
+    x = np.array([0.3, -1.2, 0.8, 2.0, -0.4])
+    cube = lambda a: sum(a[i] ** 3 for i in range(len(a)))  # noqa: E731
+    np.testing.assert_allclose(d.hessian(cube)(x), np.diag(6 * x), rtol=1e-12)
+    np.testing.assert_allclose(d.jacrev(d.grad(cube))(x), np.diag(6 * x), rtol=1e-12)
+    np.testing.assert_allclose(d.jacfwd(d.grad(cube))(x), np.diag(6 * x), rtol=1e-12)
+    jac = d.jacrev(lambda a: np.stack([a[0] * a[1], a[1] * a[2], a[2] + a[0], a[1] * a[1]]))(x)
+    want = np.zeros((4, 5))
+    want[0, :2] = x[1], x[0]
+    want[1, 1:3] = x[2], x[1]
+    want[2, [0, 2]] = 1.0
+    want[3, 1] = 2 * x[1]
+    np.testing.assert_array_equal(jac, want)
+    ck = d.checkpoint(lambda a: a[0] * a[1] + a[2] * a[0] * a[1])
+    np.testing.assert_allclose(d.grad(lambda a: ck(a) * a[3])(x),
+                               d.grad(lambda a: (a[0] * a[1] + a[2] * a[0] * a[1]) * a[3])(x),
+                               rtol=1e-15)
+    for c in (None, 3, "auto"):  # a checkpointed loop's steps read a captured vector
+        def loop(a, c=c):
+            s = d.fori_loop(0, 12, lambda i, s: s + a[i % 5] * s * 0.1 + a[(i + 2) % 5], 1.0,
+                            checkpoints=c)
+            return s * a[4] + a[0]
+        if c is None:
+            g_loop = d.grad(loop)(x)
+        else:
+            np.testing.assert_allclose(d.grad(loop)(x), g_loop, rtol=1e-14)
+    g32 = d.grad(lambda a: a[0] * a[1] * a[2])(x.astype(np.float32))
+    assert g32.dtype == np.float32
+    g0 = d.grad(lambda a: a[0] * a[0] * a[0] + 0.0 * np.sum(a))(x)
+    np.testing.assert_array_equal(g0, [3 * x[0] ** 2, 0, 0, 0, 0])
+
+
+def test_element_reads_of_an_unpacked_vector():
+    """Once unpacked, ``x[i]`` is the element's dual itself (the compiled fast path reads the
+    cache in C, the Python path in ``__getitem__``: the same dual), negative indices count
+    from the end, an index out of range is numpy's IndexError, and a read after the
+    differentiation has finished raises as any escaped dual does."""
+    kept = []
+
+    def f(a):
+        s = a[0] * a[1] + a[2]
+        assert a[1] is a[1] and a[-1] is a[2] and a[-3] is a[0]
+        with pytest.raises(IndexError):
+            a[3]
+        with pytest.raises(IndexError):
+            a[-4]
+        kept.append(a)
+        return s
+
+    np.testing.assert_array_equal(d.grad(f)(np.array([1.0, 2.0, 3.0])), [2.0, 1.0, 1.0])
+    with pytest.raises(d.EscapedDualError):
+        kept[0][1]
+
+
+def test_an_unpacked_vector_leaves_no_cycle():
+    """The tape of a gradient that unpacked a vector is freed when the gradient returns, with
+    the collector off: the gather node holds its tape weakly (a node holding it would make a
+    cycle tape -> rule -> node -> tape only the collector frees)."""
+    refs = []
+
+    def f(a):
+        refs.append(weakref.ref(d.open_traces()[-1]))
+        return a[0] * a[1] + a[1] * a[2] + a[2] * a[0]
+
+    gc.collect()
+    gc.disable()
+    try:
+        g = d.grad(f)(np.array([1.0, 2.0, 3.0]))
+        out, pb = d.vjp(f, np.array([1.0, 2.0, 3.0]))
+        (g2,) = pb(1.0)
+        del pb
+        assert [r() for r in refs] == [None, None]
+    finally:
+        gc.enable()
+    np.testing.assert_array_equal(g, [5.0, 4.0, 3.0])
+    np.testing.assert_array_equal(g2, g)

@@ -22,6 +22,7 @@ scalars into arrays are primitives of their own here: the array dual itself need
 """
 
 import numbers
+import weakref as _weakref
 
 from deltaad._plainnumpy import np
 
@@ -603,75 +604,64 @@ def stack(arrays, axis=0):
 # Unpacking: an array dual as the numpy object array of its scalar duals (what np.asarray of
 # an array dual gives, so that library code which converts its input keeps its derivative)
 #
-# Reverse mode records one *gather* binding G (parent: the array) and, per element k, a
-# binding ``e_k := slot_k * Var(G)`` whose coefficient is a marker: the sweep's product
-# ``slot_k * adj[e_k]`` is the sparse cotangent "adj[e_k] at position k", and the sweep's sum
-# collects these at G (in place: each product is a fresh object). G's linear map then makes
-# the dense cotangent of the array. Time and memory are linear in the number of elements (a
-# binding per element), where n ``x[k]`` bindings would each scatter a dense cotangent.
+# Reverse mode records, for array dual ``x`` of n elements: a linear binding L (parent: x),
+# then the n element duals as fresh inputs with consecutive ids (one C loop), then a *node*
+# G. Every use of an element comes later, so when the sweep reaches G the elements' adjoints
+# are complete and not yet passed (the placement of a checkpoint's outputs and node). G
+# gathers them into one dense cotangent and seeds L, which the sweep reaches next and pulls
+# back into x. Time and memory are linear in the number of elements, and the sweep does
+# nothing per element but read its adjoint once, where n ``x[k]`` bindings would each
+# scatter a dense cotangent.
 
 
-class _Slot:
-    """The coefficient of element ``k``'s binding: multiplying it by an adjoint gives that
-    adjoint at position ``k`` (a :class:`_Gathered`)."""
+class _Gather:
+    """The node of an unpacked array dual: at the sweep, its elements' adjoints as the dense
+    cotangent of the array, handed to the linear binding ``link`` below them (see above). It
+    holds its tape weakly (``link``'s rule holds the node: no cycle through the tape)."""
 
-    __slots__ = ("k",)
+    __slots__ = ("tape", "link", "first", "n", "shape", "dtype", "dense")
 
-    def __init__(self, k):
-        self.k = k
+    def __init__(self, tape, link, first, n, shape, dtype):
+        self.tape = _weakref.ref(tape)
+        self.link = link
+        self.first = first
+        self.n = n
+        self.shape = shape
+        self.dtype = dtype
+        self.dense = None
 
-    def __mul__(self, a):
-        return _Gathered([self.k], [a])
-
-    __rmul__ = __mul__
+    def __call__(self, *args):
+        raise TypeError("an unpacked array's node is run by the backward sweep, not called")
 
     def __repr__(self):
-        return "<element %d>" % self.k
+        return "<elements of an array of shape %s>" % (self.shape,)
 
+    def run(self, sweep, i):
+        first = self.first
+        cts = [sweep.adjoint(k) for k in range(first, first + self.n)]
+        plain = True
+        for c in cts:
+            if c is not None and type(c) is not float:
+                plain = False
+                break
+        if plain:
+            if not any(cts):  # (untouched: 0.0 or None) no adjoint reaches an element
+                return
+            dense = np.array([0.0 if c is None else c for c in cts], dtype=np.float64)
+            if dense.dtype != self.dtype:
+                dense = dense.astype(self.dtype)
+            self.dense = dense.reshape(self.shape)
+        else:  # adjoints that are duals of an outer differentiation (nesting): recorded
+            cts = [0.0 if c is None else c for c in cts]
+            dense = scatter(pack_scalars(cts), (self.n,), self.dtype, (slice(None),), True)
+            self.dense = reshape(dense, self.shape)
+        sweep.sweep(self.tape().nbindings, [(self.link, 1.0)], ())  # (no segment: a seed)
 
-class _Gathered:
-    """The adjoint of a gather binding while the sweep collects it: element adjoints by flat
-    position. ``+`` appends in place (every operand is fresh from a :class:`_Slot` product)."""
-
-    __slots__ = ("idx", "cts")
-    __array_ufunc__ = None  # never an operand of numpy's arithmetic
-
-    def __init__(self, idx, cts):
-        self.idx = idx
-        self.cts = cts
-
-    def __add__(self, other):
-        self.idx += other.idx
-        self.cts += other.cts
-        return self
-
-
-_SLOT_RULES = []  # k -> (_Slot(k),): one rule per position, shared by every unpacked array
-
-
-def _slot_rule(k):
-    rules = _SLOT_RULES
-    while len(rules) <= k:
-        rules.append((_Slot(len(rules)),))
-    return rules[k]
-
-
-def _gather_rule(shape, dtype):
-    n = int(np.prod(shape, dtype=np.intp))
-
-    def rule(g):
-        idx = np.array(g.idx, dtype=np.intp)
-        cts = g.cts
-        if all(type(c) is float for c in cts):
-            dense = np.bincount(idx, weights=cts, minlength=n)
-            if dense.dtype != dtype:
-                dense = dense.astype(dtype)
-            return (dense.reshape(shape),)
-        # adjoints that are duals of an outer differentiation (nesting): the same sum, recorded
-        dense = scatter(pack_scalars(cts), (n,), dtype, (idx,), False)
-        return (reshape(dense, shape),)
-
-    return rule
+    def pull(self, ct):
+        """``link``'s linear map: the dense cotangent ``run`` made (``ct`` is its seed)."""
+        dense = self.dense
+        self.dense = None
+        return (dense,)
 
 
 def unpack(x):
@@ -688,12 +678,13 @@ def unpack(x):
         else:
             tans = np.broadcast_to(tan, v.shape).ravel().tolist()
         return t.inputs(vals, tans)
-    g = t.push_linear((x.id,), _gather_rule(v.shape, dtype_of(v)))
-    parents = (g,)
-    push = t.push_linear
-    out = []
-    for k, e in enumerate(vals):
-        out.append(Dual(e, t, push(parents, _slot_rule(k)), None))
+    if not vals:
+        return []
+    gather = _Gather(t, None, 0, len(vals), v.shape, dtype_of(v))
+    gather.link = t.push_linear((x.id,), gather.pull)
+    out = t.inputs(vals)
+    gather.first = out[0].id
+    t.push_node((gather.link,), gather)
     return out
 
 
@@ -792,31 +783,58 @@ GETITEM = Primitive("getitem", _getitem_impl, _getitem_vjp, _getitem_jvp)
 
 
 # ``x[i]`` element by element (``for i in range(n): ... x[i] ...``, as scalar code handed an
-# ndarray reads it): each read is a binding whose cotangent is a dense one-hot array, O(n) per
-# read, O(n^2) for the loop. Past ``_UNPACK_AFTER`` reads of one vector its scalars are
-# unpacked once (one gather: O(1) per element) and later reads return them. Unpacking costs
-# about what that many dense reads have cost, so the loop stays within twice the better of
-# the two, whatever n and however many elements are read. A vector shorter than that keeps
-# the dense reads (each costs little) and no count (stencil code reads u[0] of a fresh array
-# every step).
-_UNPACK_AFTER = 512
+# ndarray reads it, ``scipy.optimize``'s objective the commonest): each read is a binding whose
+# cotangent is a dense one-hot array, about 4 us plus O(n) at the sweep, O(n^2) for the loop.
+# Unpacking the vector once (``unpack``: its element duals in one C loop, one gather at the
+# sweep) costs about two such reads plus 60 ns an element; its later reads return the element
+# duals (float duals: the fast arithmetic). So a vector is unpacked at the read where the
+# dense reads would have cost about as much (``_unpack_at``: the second read of a short one,
+# up to about the 20th of a long one), and the loop stays within twice the better of the two,
+# whatever n and however many elements are read. A fresh array read once (stencil code reads
+# u[0] of a new array every step) keeps its one dense read.
+
+
+_node_drops = B.node_drops
+_rerun_count = _trace.rerun_count
+
+
+def _unpack_at(n):
+    """The read of a vector of ``n`` elements that unpacks it: ``r`` dense reads cost about
+    ``r * (4 us + 3 ns * n)``, unpacking ``8 us + 60 ns * n``."""
+    return min(2 + n // 64, 20)
 
 
 def _element(x, v, top, k):
-    """``x[k]`` of the 1-d array dual ``x`` (plain value ``v``) on the open reverse trace."""
-    reads = getattr(x, "_reads", None)
-    if reads is None:
-        reads = x._reads = [0]
+    """``x[k]`` of the 1-d array dual ``x`` (plain value ``v``) on the open reverse trace.
+
+    ``x._reads`` counts the reads (an int) until the vector is unpacked, then holds ``(element
+    duals, the gather node's id, the node, the count, B.node_drops(), trace.rerun_count[0])``.
+    A checkpoint drops what its function recorded, an unpacking included, and a later binding
+    may take the node's id; its re-run at sweep time may read only what lies below its node
+    (``trace.rerun_floor``). The elements are used only while their node is on the tape and
+    below that floor (checked again when a node was dropped or a re-run began or ended since
+    the last check), else the vector is unpacked again (at the read its first unpacking
+    was)."""
+    reads = getattr(x, "_reads", 0)
     n = v.shape[0]
-    if type(reads) is list:
-        if len(reads) == 1:  # still counting
-            reads[0] += 1
-            if reads[0] < _UNPACK_AFTER:
-                return _getitem_reverse(v, top, x.id, (k,))
-            reads = x._reads = unpack(x)
-        if -n <= k < n:
-            return reads[k]
-    return _getitem_reverse(v, top, x.id, (k,))  # (numpy's IndexError)
+    if type(reads) is tuple:
+        els, g, node, reads, drops, rr = reads
+        if drops == _node_drops() and rr == _trace.rerun_count[0] or (
+                g < top.nbindings and top.binding(g)[1] is node and (
+                    not _trace._reruns() or g < (_trace.rerun_floor(top) or g + 1))):
+            x._reads = (els, g, node, reads, _node_drops(), _trace.rerun_count[0])
+            if -n <= k < n:
+                return els[k]
+            return _getitem_reverse(v, top, x.id, (k,))  # (numpy's IndexError)
+        reads -= 1  # dropped: counted again from before that read
+    reads += 1
+    if reads < _unpack_at(n) or not -n <= k < n:
+        x._reads = reads
+        return _getitem_reverse(v, top, x.id, (k,))  # (numpy's IndexError)
+    els = unpack(x)
+    g = top.nbindings - 1
+    x._reads = (els, g, top.binding(g)[1], reads, _node_drops(), _trace.rerun_count[0])
+    return els[k]
 
 
 def _getitem_reverse(v, top, i, idx):
@@ -1367,13 +1385,20 @@ class ArrayDual:
 
     def __getitem__(self, idx):
         ti = type(idx)
+        if ti is int:  # an element of an unpacked vector, its cache as last checked (_element)
+            r = getattr(self, "_reads", None)
+            if type(r) is tuple and r[4] == _node_drops() and r[5] == _rerun_count[0] and \
+                    not _trace.lifting:
+                els = r[0]
+                if -len(els) <= idx < len(els) and not self.trace.closed:
+                    return els[idx]
         if SHORTCUTS and (ti is int or ti is slice or ti is tuple and _plain_basic(idx)):
             # basic indices are their own normal form (no normalize_index) and give a view
             t = self.trace
             v = self.value
             if type(v) is np.ndarray and not t.is_forward and not t.closed and \
                     not _trace.lifting:
-                if ti is int and v.ndim == 1 and v.shape[0] >= _UNPACK_AFTER:
+                if ti is int and v.ndim == 1:
                     return _element(self, v, t, idx)
                 return _getitem_reverse(v, t, self.id, idx if ti is tuple else (idx,))
             r = apply(GETITEM, (self,), {"idx": idx if ti is tuple else (idx,), "unique": True})

@@ -20,6 +20,7 @@ import os
 
 from deltaad._plainnumpy import np
 
+from .. import trace as _trace
 from .._backend import B, name as _backend_name
 from . import args, array, elementwise, reductions, registry
 from .elementwise import NEGATIVE
@@ -77,6 +78,7 @@ def _install():
     _arrays.bind_methods(array.ArrayDual, {m: getattr(array.ArrayDual, m) for m in _METHODS},
                          UFUNCS)
     _arrays.setup_shape(array.scatter, array.getitem, np.concatenate, registry.FUNCTIONS)
+    _arrays.setup_elements(B.node_drops_capsule(), _trace.rerun_count, _trace)
     _arrays.setup_views(array._reshape_vjp, array._transpose_vjp, np.reshape)
     B.set_array_add(_arrays.add_capsule())  # the sweep's sum of array adjoints
     # the sweep's pullback of the fast bindings; release_memory empties its kept arrays
