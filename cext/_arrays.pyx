@@ -1881,7 +1881,7 @@ cdef object _FULL = slice(None)
 
 
 # ``x[i]`` of a vector whose element duals ``array._element`` cached in its ``_reads`` slot:
-# ``(element duals, node id, node, reads, node drops, re-runs)``, valid as it was last checked
+# ``(element duals, node, reads, node drops, re-runs)``, valid as it was last checked
 # while no node was dropped (``_core.node_drops``) and no re-run began or ended
 # (``trace.rerun_count``) since, and no recording of arrays is open (``trace.lifting``).
 
@@ -1917,12 +1917,12 @@ cdef object _element(object x, object idx):
     if OFF_READS < 0 or type(idx) is not int:
         return _NOTHING
     pc = _get(x, OFF_READS)
-    if pc == NULL or type(<object>pc) is not tuple or len(<tuple>pc) != 6:
+    if pc == NULL or type(<object>pc) is not tuple or len(<tuple>pc) != 5:
         return _NOTHING
     r = <tuple>pc
-    d = r[4]
+    d = r[3]
     if (type(d) is not int or PyLong_AsLongLongAndOverflow(d, &overflow) != _node_drops[0]
-            or overflow or r[5] != _rerun_count[0] or type(r[0]) is not list
+            or overflow or r[4] != _rerun_count[0] or type(r[0]) is not list
             or _trace_module.lifting):
         return _NOTHING
     pt = _get(x, OFF_TRACE)

@@ -49,9 +49,12 @@ def _plain_output(out):
     return [np.asarray(x, dtype=float) if is_float_leaf(x) else x for x in leaves(out)]
 
 
+def _within(a, b, rtol, atol):
+    return abs(a - b) <= atol * max(1.0, abs(a), abs(b)) + rtol * max(abs(a), abs(b))
+
+
 def close(a, b, rtol=2e-6, atol=2e-7, what=""):
-    scale = max(1.0, abs(a), abs(b))
-    assert abs(a - b) <= atol * scale + rtol * max(abs(a), abs(b)), "%s: %r vs %r" % (what, a, b)
+    assert _within(a, b, rtol, atol), "%s: %r vs %r" % (what, a, b)
 
 
 def check_first_order(f, args, seed=0, rtol=1e-5, atol=1e-6, check_value=True):
@@ -104,8 +107,7 @@ def _converged_fd(phi, want, rtol, atol):
     derivative 1767.8, 1767.81 at 1e-5), while a wrong derivative is missed at every step."""
     for h in (1e-3, 1e-4, 1e-5):
         fd = fd_directional(phi, h)
-        if abs(fd - want) <= (atol * max(1.0, abs(fd), abs(want))
-                              + rtol * max(abs(fd), abs(want))):  # (``close``'s test)
+        if _within(want, fd, rtol, atol):  # (``close``'s test)
             break
     return fd
 

@@ -17,7 +17,7 @@ Importing this package declares every rule and installs the hooks through which 
 scalar duals answer numpy.
 """
 
-import numpy as np
+from deltaad._plainnumpy import np
 
 from .._backend import B
 from . import (  # noqa: F401 (the rule families)
@@ -53,7 +53,7 @@ B.set_hooks(scalar_fallback, scalar_array_ufunc, scalar_array_function, _complex
 # compiled core; the pure backend keeps numpy's path, with the same results). Comparisons
 # only for the types numpy compares with a Python float as two doubles: numpy casts the
 # float to float16 / float32, and compares a longdouble in its own precision.
-DEFERRING = B.defer_numpy_scalars(
-    tuple(dict.fromkeys(np.dtype(c).type for c in "efdgbhilqBHILQ")),
-    tuple(dict.fromkeys(np.dtype(c).type for c in "dbhilqBHILQ")))
+_REAL_SCALARS = tuple(dict.fromkeys(np.dtype(c).type for c in "efdgbhilqBHILQ"))
+DEFERRING = B.defer_numpy_scalars(_REAL_SCALARS, tuple(
+    t for t in _REAL_SCALARS if t not in (np.float16, np.float32, np.longdouble)))
 registry.watch_late()  # scipy.special's Python functions, now or when scipy.special is imported

@@ -615,16 +615,16 @@ def stack(arrays, axis=0):
 
 
 class _Gather:
-    """The node of an unpacked array dual: at the sweep, its elements' adjoints as the dense
-    cotangent of the array, handed to the linear binding ``link`` below them (see above). It
-    holds its tape weakly (``link``'s rule holds the node: no cycle through the tape)."""
+    """The node of an unpacked array dual of ``n`` elements: at the sweep, their adjoints as
+    the dense cotangent of the array, handed to the linear binding ``link`` below them (see
+    above; the elements are ``link + 1 ..``, the node ``link + n + 1``). It holds its tape
+    weakly (``link``'s rule holds the node: no cycle through the tape)."""
 
-    __slots__ = ("tape", "link", "first", "n", "shape", "dtype", "dense")
+    __slots__ = ("tape", "link", "n", "shape", "dtype", "dense")
 
-    def __init__(self, tape, link, first, n, shape, dtype):
+    def __init__(self, tape, n, shape, dtype):
         self.tape = _weakref.ref(tape)
-        self.link = link
-        self.first = first
+        self.link = None
         self.n = n
         self.shape = shape
         self.dtype = dtype
@@ -637,22 +637,17 @@ class _Gather:
         return "<elements of an array of shape %s>" % (self.shape,)
 
     def run(self, sweep, i):
-        first = self.first
+        first = self.link + 1
         cts = [sweep.adjoint(k) for k in range(first, first + self.n)]
-        plain = True
-        for c in cts:
-            if c is not None and type(c) is not float:
-                plain = False
-                break
-        if plain:
-            if not any(cts):  # (untouched: 0.0 or None) no adjoint reaches an element
+        cts = [0.0 if c is None else c for c in cts]  # (untouched in an object sweep)
+        if all(type(c) is float for c in cts):
+            if not any(cts):  # no adjoint reaches an element
                 return
-            dense = np.array([0.0 if c is None else c for c in cts], dtype=np.float64)
+            dense = np.array(cts, dtype=np.float64)
             if dense.dtype != self.dtype:
                 dense = dense.astype(self.dtype)
             self.dense = dense.reshape(self.shape)
         else:  # adjoints that are duals of an outer differentiation (nesting): recorded
-            cts = [0.0 if c is None else c for c in cts]
             dense = scatter(pack_scalars(cts), (self.n,), self.dtype, (slice(None),), True)
             self.dense = reshape(dense, self.shape)
         sweep.sweep(self.tape().nbindings, [(self.link, 1.0)], ())  # (no segment: a seed)
@@ -666,6 +661,12 @@ class _Gather:
 
 def unpack(x):
     """The scalar duals of array dual ``x`` (same trace), flat in C order, as a list."""
+    return _unpack(x)[0]
+
+
+def _unpack(x):
+    """``(unpack(x), its gather node)``; the node is None on a forward level or for no
+    elements."""
     t = x.trace
     if t.closed:
         raise escaped_error(t.level)
@@ -677,15 +678,14 @@ def unpack(x):
             tans = unpack(tan)
         else:
             tans = np.broadcast_to(tan, v.shape).ravel().tolist()
-        return t.inputs(vals, tans)
+        return t.inputs(vals, tans), None
     if not vals:
-        return []
-    gather = _Gather(t, None, 0, len(vals), v.shape, dtype_of(v))
+        return [], None
+    gather = _Gather(t, len(vals), v.shape, dtype_of(v))
     gather.link = t.push_linear((x.id,), gather.pull)
     out = t.inputs(vals)
-    gather.first = out[0].id
     t.push_node((gather.link,), gather)
-    return out
+    return out, gather
 
 
 def object_array(x):
@@ -804,25 +804,32 @@ def _unpack_at(n):
     return min(2 + n // 64, 20)
 
 
+def _fresh(cache):
+    """Whether the element cache ``cache`` (see ``_element``) stands as last checked: no node
+    dropped and no re-run begun or ended since."""
+    return cache[3] == _node_drops() and cache[4] == _rerun_count[0]
+
+
 def _element(x, v, top, k):
     """``x[k]`` of the 1-d array dual ``x`` (plain value ``v``) on the open reverse trace.
 
     ``x._reads`` counts the reads (an int) until the vector is unpacked, then holds ``(element
-    duals, the gather node's id, the node, the count, B.node_drops(), trace.rerun_count[0])``.
-    A checkpoint drops what its function recorded, an unpacking included, and a later binding
+    duals, the gather node, the count, B.node_drops(), trace.rerun_count[0])``; a cache that
+    is ``_fresh`` is read by ``ArrayDual.__getitem__`` (in C on the compiled core). A
+    checkpoint drops what its function recorded, an unpacking included, and a later binding
     may take the node's id; its re-run at sweep time may read only what lies below its node
-    (``trace.rerun_floor``). The elements are used only while their node is on the tape and
-    below that floor (checked again when a node was dropped or a re-run began or ended since
-    the last check), else the vector is unpacked again (at the read its first unpacking
-    was)."""
+    (``trace.rerun_floor``). So a cache no longer fresh is used only while its node is on the
+    tape and below that floor, else the vector is unpacked again (at the read its first
+    unpacking was)."""
     reads = getattr(x, "_reads", 0)
     n = v.shape[0]
     if type(reads) is tuple:
-        els, g, node, reads, drops, rr = reads
-        if drops == _node_drops() and rr == _trace.rerun_count[0] or (
-                g < top.nbindings and top.binding(g)[1] is node and (
-                    not _trace._reruns() or g < (_trace.rerun_floor(top) or g + 1))):
-            x._reads = (els, g, node, reads, _node_drops(), _trace.rerun_count[0])
+        els, node, reads = reads[:3]
+        g = node.link + node.n + 1
+        floor = _trace.rerun_floor(top)
+        if (g < top.nbindings and top.binding(g)[1] is node
+                and (floor is None or g < floor)):
+            x._reads = (els, node, reads, _node_drops(), _rerun_count[0])
             if -n <= k < n:
                 return els[k]
             return _getitem_reverse(v, top, x.id, (k,))  # (numpy's IndexError)
@@ -831,9 +838,8 @@ def _element(x, v, top, k):
     if reads < _unpack_at(n) or not -n <= k < n:
         x._reads = reads
         return _getitem_reverse(v, top, x.id, (k,))  # (numpy's IndexError)
-    els = unpack(x)
-    g = top.nbindings - 1
-    x._reads = (els, g, top.binding(g)[1], reads, _node_drops(), _trace.rerun_count[0])
+    els, node = _unpack(x)
+    x._reads = (els, node, reads, _node_drops(), _rerun_count[0])
     return els[k]
 
 
@@ -1387,8 +1393,7 @@ class ArrayDual:
         ti = type(idx)
         if ti is int:  # an element of an unpacked vector, its cache as last checked (_element)
             r = getattr(self, "_reads", None)
-            if type(r) is tuple and r[4] == _node_drops() and r[5] == _rerun_count[0] and \
-                    not _trace.lifting:
+            if type(r) is tuple and _fresh(r) and not _trace.lifting:
                 els = r[0]
                 if -len(els) <= idx < len(els) and not self.trace.closed:
                     return els[idx]
