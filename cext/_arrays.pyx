@@ -1861,6 +1861,93 @@ def add_capsule():
 
 
 # --------------------------------------------------------------------------------------------
+# numpy's unary functions of one float: np.exp(x) of a scalar dual, for the core
+
+# the codes whose value and derivative _scalar_unary gives (the table's rules, elementwise.py)
+SCALAR_UNARY = (SIN, COS, TAN, TANH, EXP, LOG, SQRT, SQUARE, ABS, ARCTAN, SINH, COSH, EXPM1,
+                LOG1P, RECIP)
+
+
+cdef inline double _one(int code, double x) noexcept:
+    """numpy's loop of ``code`` on one float64 (the loop its call on a float runs)."""
+    cdef double out
+    cdef char* args[2]
+    cdef intp n = 1
+    cdef intp steps[2]
+    args[0] = <char*>&x
+    args[1] = <char*>&out
+    steps[0] = 8
+    steps[1] = 8
+    LOOPS[code].f(args, &n, steps, LOOPS[code].data)
+    return out
+
+
+cdef int _scalar_unary(int code, double x, double* y, double* d) noexcept:
+    """Value and derivative of ufunc ``code`` at ``x`` as the table's scalar rule computes them
+    (numpy's value of ``np.<name>(x)``, its derivative expression over floats with numpy's
+    functions): 1, or 0 where numpy's own call must be made -- a floating-point exception,
+    which numpy warns of or raises as its error state says, or a value or derivative that is
+    not finite (the rule's IEEE choices at the edges stay the Python rule's)."""
+    cdef double r, g
+    if not enabled:
+        return 0
+    dad_clear_fpe(_FPE)
+    r = _one(code, x)
+    if code == SIN:
+        g = _one(COS, x)
+    elif code == COS:
+        g = -_one(SIN, x)
+    elif code == TAN:
+        g = 1.0 + r * r
+    elif code == TANH:
+        g = 1.0 - r * r
+    elif code == EXP:
+        g = r
+    elif code == LOG:
+        g = 1.0 / x
+    elif code == SQRT:
+        g = 0.5 / r
+    elif code == SQUARE:
+        g = 2.0 * x
+    elif code == ABS:
+        g = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
+    elif code == ARCTAN:
+        g = 1.0 / (1.0 + x * x)
+    elif code == SINH:
+        g = _one(COSH, x)
+    elif code == COSH:
+        g = _one(SINH, x)
+    elif code == EXPM1:
+        g = r + 1.0
+    elif code == LOG1P:
+        g = 1.0 / (1.0 + x)
+    elif code == RECIP:
+        g = -(r * r)
+    else:
+        return 0
+    if fetestexcept(_FPE) or not isfinite(x) or not isfinite(r) or not isfinite(g):
+        return 0
+    y[0] = r
+    d[0] = g
+    return 1
+
+
+def scalar_unary_capsule():
+    """``_scalar_unary`` for the core's ``__array_ufunc__`` (``_core.set_numpy_unary``)."""
+    return PyCapsule_New(<void*>_scalar_unary, "deltaad._arrays.scalar_unary", NULL)
+
+
+def scalar_unary(int code, double x):
+    """``(value, derivative)`` of ``_scalar_unary`` (None where it declines): for the tests."""
+    cdef double y, d
+    if code not in SCALAR_UNARY or not _ready:
+        raise ValueError("scalar_unary: code %d is not one of SCALAR_UNARY" % code)
+    if not _scalar_unary(code, x, &y, &d):
+        return None
+    return y, d
+
+
+# --------------------------------------------------------------------------------------------
 # Indexing, concatenate, maximum/minimum with a float bound: the short paths of stencil code
 #
 # What the Python short paths record (``array._getitem_reverse``, ``shape._concat_reverse``,

@@ -163,6 +163,27 @@ def set_hooks(fallback, array_ufunc, array_function=None, complex_binop=None,
         _float64 = np.float64
 
 
+# numpy's unary functions of a float dual (``np.exp(x)``) in C: the array fast path's
+# ``_scalar_unary`` (``deltaad._arrays``: numpy's loops on one float, the table's derivative
+# over them; 0 where numpy's own call must be made), and the table's scalar functions it stands
+# for, by their code there. Keyed by the function ``_scalar_ufuncs`` holds, so a rule the user
+# puts in its place is called instead.
+ctypedef int (*np_unary_t)(int, double, double*, double*) noexcept
+cdef np_unary_t _np_unary = NULL
+cdef dict _np_unary_codes = {}
+
+
+def set_numpy_unary(capsule, codes):
+    """Install (a capsule named ``deltaad._arrays.scalar_unary`` and a dict: scalar function
+    -> code) or remove (None, {}) the C path of ``np.<ufunc>(x)`` for a float dual ``x``."""
+    global _np_unary, _np_unary_codes
+    if capsule is None:
+        _np_unary = NULL
+    else:
+        _np_unary = <np_unary_t>PyCapsule_GetPointer(capsule, "deltaad._arrays.scalar_unary")
+    _np_unary_codes = dict(codes)
+
+
 cdef extern from *:
     """
     /* ``t`` is ``ModuleType`` or a direct subclass that adds nothing to its instances
@@ -2968,11 +2989,20 @@ cdef class Dual:
         return format(strip(self), spec)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        cdef double y, d
         if not kwargs and _scalar_ufuncs is not None and method == "__call__":
             # np.exp(x) of floats and scalar duals (scalar code written with numpy), the
             # commonest: the scalar function the hook would reach, without its dispatch
             f = _scalar_ufuncs.get(ufunc)
             if f is not None and ufunc not in _constant_ufuncs:
+                if (_np_unary != NULL and len(inputs) == 1 and inputs[0] is self
+                        and self.ov is None):
+                    code = _np_unary_codes.get(f)
+                    if code is not None:
+                        if self.tr.closed:
+                            raise escaped_error(self.tr.level)
+                        if _np_unary(<int>code, self.v, &y, &d):
+                            return _steal(_rec1(<PyObject*>self, y, d))
                 for x in inputs:
                     if type(x) is not Dual and type(x) is not float and type(x) is not _float64:
                         break

@@ -13,6 +13,8 @@ loops and functions; for the other operations of those ufuncs on a reverse tape
 ``apply``'s frames, and everything else goes to ``apply`` (see its docstring). The pure
 backend never installs it: it *is* the Python path, whose bits the fast path reproduces
 (``tests/numpy/test_fast.py`` checks both against each other).
+The same loops answer numpy's unary ufuncs of a float dual (``np.exp(x)`` in scalar code) for
+the core's ``__array_ufunc__``: numpy's value on one float, the table's derivative over it.
 ``DELTAAD_ARRAY_FAST=0`` switches it off (the Python path on the compiled backend too).
 """
 
@@ -81,6 +83,9 @@ def _install():
     _arrays.setup_elements(B.node_drops_capsule(), _trace.rerun_count, _trace)
     _arrays.setup_views(array._reshape_vjp, array._transpose_vjp, np.reshape)
     B.set_array_add(_arrays.add_capsule())  # the sweep's sum of array adjoints
+    # np.exp(x) of a float dual: numpy's loop on its value and the table's derivative in C
+    B.set_numpy_unary(_arrays.scalar_unary_capsule(),
+                      {registry.SCALAR_UFUNCS[UFUNCS[c]]: c for c in _arrays.SCALAR_UNARY})
     # the sweep's pullback of the fast bindings; release_memory empties its kept arrays
     B.set_array_hooks(_arrays.pull_capsule(), _arrays.release)
     array.SUM_AXIS = _arrays.sum_axis  # unbroadcast's sum over one axis, einsum's bits
